@@ -1,0 +1,84 @@
+"""The `hangwatch` command: one dispatcher over every component's sub-commands.
+
+Each sub-command lives in its component's package as a module exposing
+`register(parser)` (adds its arguments) and `run(args) -> int`. Modules are imported
+only when their command runs (help lists them all), so `hangwatch probe` never loads
+kopf or pyspark. Errors derived from `HangwatchError` and argument errors become one
+line on stderr and a non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import NoReturn, Protocol, cast
+
+from hangwatch import __version__
+from hangwatch.contracts import ExitCode
+from hangwatch.errors import HangwatchError
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "lab": ("hangwatch_lab.cli", "run a local Kafka-protocol cluster and inject faults"),
+    "probe": ("hangwatch_sidecar.probe_cli", "probe brokers and metadata once and report"),
+    "config-check": (
+        "hangwatch_pipeline.config_check",
+        "worst-case time-to-error of a producer configuration",
+    ),
+}
+"""Sub-command name -> (module, one-line help). Components add theirs here."""
+
+
+class CommandModule(Protocol):
+    """What a sub-command module provides."""
+
+    def register(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line and exit with the usage code."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _load(name: str) -> CommandModule:
+    return cast(CommandModule, importlib.import_module(COMMANDS[name][0]))
+
+
+def build_parser(only: str | None = None) -> OneLineParser:
+    """The full parser; with `only`, just that sub-command's module is imported."""
+    parser = OneLineParser(prog="hangwatch", description=__doc__.split("\n")[0] if __doc__ else "")
+    parser.add_argument("--version", action="version", version=f"hangwatch {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    for name, (_, help_text) in COMMANDS.items():
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        if only is None or only == name:
+            _load(name).register(cmd)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `hangwatch` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    if chosen not in COMMANDS:
+        parser = build_parser()
+        if chosen is None:
+            parser.parse_args(argv)  # --help and --version exit here
+            parser.print_help(sys.stderr)
+            return ExitCode.USAGE
+        parser.error(f"unknown command {chosen!r} (choose from {', '.join(COMMANDS)})")
+    parser = build_parser(only=chosen)
+    args = parser.parse_args(argv)
+    try:
+        return _load(chosen).run(args)
+    except HangwatchError as exc:
+        print(f"hangwatch {chosen}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"hangwatch {chosen}: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,53 @@
+"""Public names shared by every component (DESIGN section 3).
+
+Users put these strings in alerts, dashboards and scripts: change them only with a
+reason written in the README's changelog. The sidecar produces verdicts and
+reachability classes, the operator consumes them, the chart's alert rules and the
+dashboard match on them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+METRIC_PREFIX = "hangwatch_"
+"""Every Prometheus metric hangwatch exports starts with this prefix."""
+
+
+class Verdict(StrEnum):
+    """One pod's (or producer's) health verdict, as reported in /status, metrics and Events."""
+
+    HEALTHY = "healthy"
+    BROKER_DEGRADED = "broker_degraded"
+    CLUSTER_UNREACHABLE = "cluster_unreachable"
+    LEADER_ELECTION = "leader_election"
+    METADATA_STALE = "metadata_stale"
+    PRODUCER_HUNG = "producer_hung"
+    UNKNOWN = "unknown"
+    NODE_NETWORK_FAULT = "node_network_fault"
+    """Added by the operator only: pods on one node fail while pods elsewhere succeed."""
+
+
+class Reachability(StrEnum):
+    """How a broker answered a probe from this pod."""
+
+    OK = "ok"
+    REFUSED = "refused"
+    TIMEOUT = "timeout"
+    """Blackholed: the SYN or the request went unanswered."""
+    UNRESPONSIVE = "unresponsive"
+    """TCP accepted, but the Kafka request was never answered."""
+    DNS_ERROR = "dns_error"
+    TLS_ERROR = "tls_error"
+    AUTH_ERROR = "auth_error"
+
+
+class ExitCode:
+    """Exit codes shared by every `hangwatch` command."""
+
+    OK = 0
+    DEGRADED = 1
+    """Something is wrong but work can go on (or a check failed its budget)."""
+    UNAVAILABLE = 2
+    USAGE = 3
+    """Bad input or configuration: a one-line error was printed."""
