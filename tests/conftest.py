@@ -7,10 +7,10 @@ missing prerequisite cannot hide as a green run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
-
 from hangwatch_lab import Lab, netfilter
 
 
@@ -19,7 +19,7 @@ def lab() -> Iterator[Lab]:
     """A 3-broker lab with topic `t` (3 partitions); every fault undone afterwards."""
     with Lab(brokers=3, topics={"t": 3}) as running:
         yield running
-    assert netfilter.available() is not None or netfilter.drop_rule_count() == 0
+    assert netfilter.available() is not None or netfilter.drop_rule_count(os.getpid()) == 0
 
 
 @pytest.fixture

@@ -50,13 +50,13 @@ def _load(name: str) -> CommandModule:
 
 
 def build_parser(only: str | None = None) -> OneLineParser:
-    """The full parser; with `only`, just that sub-command's module is imported."""
+    """The parser; only the `only` sub-command's module is imported and registered."""
     parser = OneLineParser(prog="hangwatch", description=__doc__.split("\n")[0] if __doc__ else "")
     parser.add_argument("--version", action="version", version=f"hangwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for name, (_, help_text) in COMMANDS.items():
         cmd = sub.add_parser(name, help=help_text, description=help_text)
-        if only is None or only == name:
+        if only == name:
             _load(name).register(cmd)
     return parser
 

@@ -1,4 +1,4 @@
-"""The local fault lab: a real Kafka-protocol cluster that tests, benchmarks and the demo break on purpose.
+"""The local fault lab: a real Kafka-protocol cluster that tests and the demo break on purpose.
 
 The cluster is librdkafka's mock cluster (shipped in the confluent-kafka wheel),
 running in a child process so a crash in it cannot take the caller down. Faults are

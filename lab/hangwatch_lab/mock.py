@@ -15,7 +15,6 @@ import os
 from collections.abc import Sequence
 
 import confluent_kafka
-
 from hangwatch.errors import LabError
 
 API_KEYS = {
@@ -100,7 +99,9 @@ class MockCluster:
 
     def create_topic(self, name: str, partitions: int, replication: int) -> None:
         self._check(
-            self.lib.rd_kafka_mock_topic_create(self.cluster, name.encode(), partitions, replication),
+            self.lib.rd_kafka_mock_topic_create(
+                self.cluster, name.encode(), partitions, replication
+            ),
             f"creating topic {name}",
         )
 

@@ -62,15 +62,20 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def list_chains() -> list[str]:
-    """Every hangwatch lab chain currently in the filter table."""
+def list_chains(pid: int | None = None) -> list[str]:
+    """Every hangwatch lab chain in the filter table (only those of lab process `pid` if given)."""
     out = _iptables("-S").stdout
-    return re.findall(rf"^-N ({CHAIN_PREFIX}\d+-\d+)$", out, flags=re.MULTILINE)
+    chains = re.findall(rf"^-N ({CHAIN_PREFIX}\d+-\d+)$", out, flags=re.MULTILINE)
+    return [c for c in chains if pid is None or _chain_pid(c) == pid]
 
 
-def drop_rule_count() -> int:
-    """How many DROP rules hangwatch lab chains hold right now (0 when clean)."""
-    return sum(_iptables("-S", chain).stdout.count("-j DROP") for chain in list_chains())
+def _chain_pid(chain: str) -> int:
+    return int(chain[len(CHAIN_PREFIX) :].split("-", maxsplit=1)[0])
+
+
+def drop_rule_count(pid: int | None = None) -> int:
+    """How many DROP rules hangwatch lab chains (of lab process `pid` if given) hold now."""
+    return sum(_iptables("-S", chain).stdout.count("-j DROP") for chain in list_chains(pid))
 
 
 def _remove_chain(chain: str) -> None:
@@ -86,8 +91,7 @@ def remove_stale_chains() -> list[str]:
         return []
     removed = []
     for chain in list_chains():
-        pid = int(chain[len(CHAIN_PREFIX) :].split("-")[0])
-        if not _pid_alive(pid):
+        if not _pid_alive(_chain_pid(chain)):
             _remove_chain(chain)
             removed.append(chain)
             log.warning("removed kernel rules left by a dead lab", extra={"chain": chain})

@@ -1,0 +1,27 @@
+# The two Quickstart commands are `make demo` and `make test`; each installs what it needs.
+PY ?= python3
+
+.PHONY: setup demo test check pytest bench
+
+setup:
+	bash scripts/setup.sh
+
+demo: setup
+	$(PY) -m hangwatch demo
+
+# Static checks first (seconds), then the test suite against the real lab.
+check:
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy core/hangwatch lab/hangwatch_lab sidecar/hangwatch_sidecar pipeline/hangwatch_pipeline operator/hangwatch_operator
+	lint-imports
+
+pytest:
+	$(PY) -m pytest
+
+test: setup
+	$(MAKE) --no-print-directory check
+	$(MAKE) --no-print-directory pytest
+
+bench: setup
+	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done

@@ -1,0 +1,172 @@
+"""`hangwatch lab`: start, drive, inspect and stop the fault lab from a shell.
+
+`lab up` runs in the foreground (prints the bootstrap string first, then where its
+state is), serves the control endpoint and stops on Ctrl-C, SIGTERM or `lab down`,
+removing every kernel rule on the way out. The other sub-commands talk to it
+through the state file (see `hangwatch_lab.control`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from hangwatch import logs
+from hangwatch.contracts import ExitCode
+from hangwatch.errors import LabError, UsageError
+
+from hangwatch_lab.control import (
+    FAULTS,
+    ControlClient,
+    ControlServer,
+    apply_fault,
+    default_state_path,
+    remove_state,
+    write_state,
+)
+from hangwatch_lab.lab import Lab
+
+
+def parse_topics(text: str) -> dict[str, int]:
+    """`t:6,u:3` -> {"t": 6, "u": 3}; a bare name gets 3 partitions."""
+    topics: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, count = item.partition(":")
+        try:
+            topics[name] = int(count) if count else 3
+        except ValueError:
+            raise UsageError(
+                f"invalid --topics entry {item!r} (expected name:partitions)"
+            ) from None
+        if not name or topics[name] < 1:
+            raise UsageError(f"invalid --topics entry {item!r} (expected name:partitions >= 1)")
+    return topics
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--state", type=Path, default=None, help=f"state file (default {default_state_path()})"
+    )
+    sub = parser.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
+    up = sub.add_parser("up", help="start a cluster and stay up until stopped")
+    up.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    up.add_argument("--topics", default="", help="topics to create, e.g. events:6,audit:3")
+    sub.add_parser("down", help="stop the running lab (removes every kernel rule)")
+    status = sub.add_parser("status", help="show brokers, their faults and elections")
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
+    fault = sub.add_parser("fault", help="inject or undo a fault")
+    fault.add_argument("kind", choices=FAULTS, help="the fault")
+    fault.add_argument("--broker", type=int, help="broker id (1..N)")
+    fault.add_argument("--all", action="store_true", help="with restore: undo every fault")
+    fault.add_argument("--ms", type=int, help="rtt: response delay in milliseconds")
+    fault.add_argument("--topic", help="election/leader: topic")
+    fault.add_argument("--partition", type=int, help="leader: partition")
+    fault.add_argument("--seconds", type=float, help="election: how long partitions lack leaders")
+    fault.add_argument("--api", default="produce", help="request-errors: request type")
+    fault.add_argument("--error", default="NOT_LEADER_FOR_PARTITION", help="Kafka error name")
+    fault.add_argument("--count", type=int, default=1, help="request-errors: how many requests")
+
+
+def run(args: argparse.Namespace) -> int:
+    state_path: Path = args.state or default_state_path()
+    if args.lab_command == "up":
+        return _up(args.brokers, parse_topics(args.topics), state_path)
+    client = ControlClient(state_path)
+    if args.lab_command == "status":
+        _print_status(client.status(), as_json=args.json)
+    elif args.lab_command == "fault":
+        params = {
+            k: getattr(args, k)
+            for k in (
+                "broker",
+                "all",
+                "ms",
+                "topic",
+                "partition",
+                "seconds",
+                "api",
+                "error",
+                "count",
+            )
+        }
+        _print_status(client.fault(args.kind, params)["status"], as_json=False)
+    elif args.lab_command == "down":
+        client.down()
+        _wait_gone(int(client.state["pid"]), timeout_seconds=20)
+        print("lab stopped")
+    return ExitCode.OK
+
+
+def _running(pid: int) -> bool:
+    """True while `pid` exists and has not exited (a zombie awaiting its parent has exited)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _wait_gone(pid: int, timeout_seconds: float) -> None:
+    deadline = time.monotonic() + timeout_seconds
+    while time.monotonic() < deadline:
+        if not _running(pid):
+            return
+        time.sleep(0.1)
+    raise LabError(f"lab process {pid} did not stop within {timeout_seconds:.0f} s")
+
+
+def _print_status(status: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(status, indent=2))
+        return
+    print(
+        f"bootstrap {status['bootstrap']}  mock pid {status['mock_pid']}  "
+        f"{'running' if status['alive'] else 'DEAD'}"
+    )
+    for broker in status["brokers"]:
+        print(
+            f"  broker {broker['id']}  {broker['host']}:{broker['port']:<6} {broker['condition']}"
+        )
+    topics = ", ".join(f"{name}:{parts}" for name, parts in status["topics"].items())
+    print(f"  topics: {topics or '(auto-created on first use)'}")
+    if status["elections"]:
+        print(f"  elections under way: {', '.join(status['elections'])}")
+
+
+def _up(brokers: int, topics: dict[str, int], state_path: Path) -> int:
+    logs.configure("lab")
+    stop = {"signal": 0}
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop["signal"] = signum
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    with Lab(brokers=brokers, topics=topics) as lab:
+        server = ControlServer(lab)
+        server.start()
+        try:
+            write_state(state_path, lab, server.url)
+            print(lab.bootstrap, flush=True)
+            print(
+                f"# state {state_path}  control {server.url}  mock pid {lab.mock_pid}", flush=True
+            )
+            print("# stop with Ctrl-C or 'hangwatch lab down'", flush=True)
+            while not stop["signal"] and not server.stop_requested.is_set():
+                if not lab.alive():
+                    raise LabError("the mock cluster process died; kernel rules removed")
+                time.sleep(0.2)
+        finally:
+            server.close()
+            remove_state(state_path)
+    print("# lab stopped, kernel rules removed", file=sys.stderr, flush=True)
+    return ExitCode.OK
+
+
+__all__ = ["apply_fault", "parse_topics", "register", "run"]

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs everything hangwatch's demo and tests need on a fresh Debian machine:
+# iptables (kernel faults in the lab), kcat (an independent Kafka client for tests),
+# and the project itself with its development extras. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need_apt=()
+command -v iptables >/dev/null 2>&1 || need_apt+=(iptables)
+command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
+command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]} from Debian" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+echo "setup: installing hangwatch with its dev extras (pip)" >&2
+python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[dev]'

@@ -1,0 +1,116 @@
+"""The lab never leaves kernel rules or processes behind.
+
+Covers: the context manager removes its chain on normal exit and when the body
+raises; `hangwatch lab up` removes rules, its state file and the mock process on
+SIGTERM; after `lab up` is SIGKILLed its rules stay, the orphaned mock exits by
+itself, and the next lab start removes the dead lab's chain; a crashed mock
+(SIGSEGV) is reported as an error, and the lab's rules are still removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hangwatch.errors import LabError
+from hangwatch_lab import Lab, netfilter
+
+from tests.lab.clients import connect_outcome, lab_cli
+
+
+def _wait(predicate: object, timeout_seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_seconds
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # A zombie child of ours still answers kill(0): reap it if it is ours.
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] == pid
+    except ChildProcessError:
+        return False
+
+
+def _cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hangwatch", "lab", "--state", str(state), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_context_manager_removes_rules_even_when_the_body_raises(kernel_faults: None) -> None:
+    with pytest.raises(RuntimeError), Lab(brokers=2) as lab:
+        lab.blackhole(1)
+        assert netfilter.drop_rule_count(os.getpid()) == 2
+        raise RuntimeError("test body failed")
+    assert netfilter.drop_rule_count(os.getpid()) == 0
+
+
+def test_sigterm_removes_rules_state_and_mock(tmp_path: Path, kernel_faults: None) -> None:
+    state = tmp_path / "lab.json"
+    with lab_cli(state, "--topics", "t:3") as (proc, bootstrap):
+        mock_pid = json.loads(state.read_text())["mock_pid"]
+        assert _cli(state, "fault", "blackhole", "--broker", "2").returncode == 0
+        port = int(bootstrap.split(",")[1].rsplit(":", 1)[1])
+        assert connect_outcome(port, 0.5) == "timeout"
+        assert netfilter.drop_rule_count(proc.pid) == 2
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    assert netfilter.drop_rule_count(proc.pid) == 0
+    assert not state.exists()
+    assert _wait(lambda: _pid_gone(mock_pid))
+
+
+def test_after_sigkill_the_next_lab_removes_the_dead_labs_rules(
+    tmp_path: Path, kernel_faults: None
+) -> None:
+    state = tmp_path / "lab.json"
+    with lab_cli(state) as (proc, _):
+        mock_pid = json.loads(state.read_text())["mock_pid"]
+        assert _cli(state, "fault", "blackhole", "--broker", "1").returncode == 0
+        proc.kill()
+        proc.wait(timeout=10)
+    assert netfilter.drop_rule_count(proc.pid) == 2, "SIGKILL cannot clean up; the next lab must"
+    assert _wait(lambda: _pid_gone(mock_pid)), "the orphaned mock must exit when its lab dies"
+    with Lab(brokers=1):
+        assert netfilter.list_chains(proc.pid) == []
+
+
+def test_crashed_mock_is_reported_and_rules_still_removed(kernel_faults: None) -> None:
+    lab = Lab(brokers=2).start()
+    try:
+        lab.blackhole(2)
+        os.kill(lab.mock_pid, signal.SIGSEGV)
+        assert _wait(lambda: not lab.alive())
+        with pytest.raises(LabError, match="exit"):
+            lab.down(1)
+        assert not lab.status().alive
+    finally:
+        lab.close()
+    assert netfilter.drop_rule_count(os.getpid()) == 0
+
+
+def test_lab_up_exits_nonzero_when_its_mock_dies(tmp_path: Path, kernel_faults: None) -> None:
+    state = tmp_path / "lab.json"
+    with lab_cli(state) as (proc, _):
+        assert _cli(state, "fault", "blackhole", "--broker", "3").returncode == 0
+        os.kill(json.loads(state.read_text())["mock_pid"], signal.SIGKILL)
+        assert proc.wait(timeout=20) != 0
+    assert netfilter.drop_rule_count(proc.pid) == 0

@@ -1,0 +1,71 @@
+"""Packaging and layout guarantees.
+
+Covers: after installation `import operator` is still the standard library (no
+top-level `operator` package shadows it, from the repo root or elsewhere); every
+component package imports and says its role in a module docstring; the `hangwatch`
+command lists its sub-commands, prints its version and answers an unknown command
+with one line and exit 3.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = [
+    "hangwatch",
+    "hangwatch_lab",
+    "hangwatch_sidecar",
+    "hangwatch_pipeline",
+    "hangwatch_operator",
+]
+
+
+@pytest.mark.parametrize("cwd", [ROOT, ROOT / "operator", Path("/")])
+def test_import_operator_is_the_standard_library(cwd: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", "import operator; print(operator.__file__)"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert Path(out).parent == Path(sysconfig.get_paths()["stdlib"])
+    assert not (ROOT / "operator" / "__init__.py").exists()
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_component_packages_import_and_document_their_role(name: str) -> None:
+    module = importlib.import_module(name)
+    assert module.__doc__ and len(module.__doc__.strip()) > 40
+
+
+def test_every_module_opens_with_a_docstring() -> None:
+    missing = []
+    for folder in ("core", "lab", "sidecar", "pipeline", "operator"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if path.stat().st_size and not path.read_text().lstrip().startswith(('"""', "'''")):
+                missing.append(str(path.relative_to(ROOT)))
+    assert missing == []
+
+
+def _hangwatch(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hangwatch", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_cli_help_version_and_unknown_command() -> None:
+    helped = _hangwatch("--help")
+    assert helped.returncode == 0
+    assert "lab" in helped.stdout and "probe" in helped.stdout
+    assert _hangwatch("--version").stdout.startswith("hangwatch ")
+    unknown = _hangwatch("explode")
+    assert unknown.returncode == 3
+    assert unknown.stderr.count("\n") == 1 and "unknown command" in unknown.stderr
