@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
+
 from hangwatch_lab import Lab, netfilter
 
 

@@ -20,7 +20,6 @@ from typing import Any
 from hangwatch import logs
 from hangwatch.contracts import ExitCode
 from hangwatch.errors import LabError, UsageError
-
 from hangwatch_lab.control import (
     FAULTS,
     ControlClient,

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from hangwatch.errors import HangwatchError, LabError, UsageError
-
 from hangwatch_lab.lab import Lab
 
 FAULTS = (

@@ -21,8 +21,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
-from hangwatch.errors import LabError, UsageError
 
+from hangwatch.errors import LabError, UsageError
 from hangwatch_lab import netfilter
 from hangwatch_lab.mock import API_KEYS
 

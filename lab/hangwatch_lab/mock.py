@@ -15,6 +15,7 @@ import os
 from collections.abc import Sequence
 
 import confluent_kafka
+
 from hangwatch.errors import LabError
 
 API_KEYS = {

@@ -15,7 +15,6 @@ import sys
 from typing import Any
 
 from hangwatch.errors import LabError
-
 from hangwatch_lab.mock import MockCluster
 
 

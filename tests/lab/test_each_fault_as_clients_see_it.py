@@ -15,8 +15,8 @@ import subprocess
 import time
 
 from confluent_kafka import KafkaError, Producer
-from hangwatch_lab import Lab
 
+from hangwatch_lab import Lab
 from tests.lab.clients import api_versions_answered, connect_outcome, produce
 
 

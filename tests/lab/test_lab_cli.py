@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from hangwatch.errors import UsageError
 from hangwatch_lab.cli import parse_topics
-
 from tests.lab.clients import lab_cli
 
 

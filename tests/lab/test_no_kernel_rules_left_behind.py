@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
+
 from hangwatch.errors import LabError
 from hangwatch_lab import Lab, netfilter
-
 from tests.lab.clients import connect_outcome, lab_cli
 
 

@@ -1,0 +1,88 @@
+"""What the verdict engine looks at: observations of the cluster and of each producer.
+
+The sidecar's probe loop turns a probe result into a `ClusterObservation`; the
+telemetry reader turns each producer's telemetry file into a `ProducerObservation`
+(via `tracking.ProducerTracker`, which remembers when progress and heartbeats were
+last seen). Both are plain frozen data so `verdicts.evaluate` stays a pure function.
+All times are the sidecar's own monotonic clock, in seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from hangwatch.contracts import Reachability
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class BrokerObservation:
+    """One broker address as probed from this pod."""
+
+    address: str
+    reachability: Reachability
+    node_id: int | None = None
+    in_bootstrap: bool = True
+    advertised: bool = True
+    latency_ms: float | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ClusterObservation:
+    """The cluster as one probe round saw it."""
+
+    at: float
+    brokers: tuple[BrokerObservation, ...]
+    metadata_ok: bool
+    leaders: Mapping[TopicPartition, int] = field(default_factory=dict)
+    """Partition -> leader broker id (-1: no leader) from the cluster's metadata."""
+    leaderless: frozenset[TopicPartition] = frozenset()
+    leaderless_topics: frozenset[str] = frozenset()
+    """Topics whose metadata carries an error such as LEADER_NOT_AVAILABLE."""
+    error: str | None = None
+
+    @property
+    def answering(self) -> tuple[BrokerObservation, ...]:
+        return tuple(b for b in self.brokers if b.reachability is Reachability.OK)
+
+    @property
+    def failing(self) -> tuple[BrokerObservation, ...]:
+        return tuple(b for b in self.brokers if b.reachability is not Reachability.OK)
+
+    def leaderless_for(self, topics: frozenset[str]) -> list[str]:
+        """Leaderless partitions (`topic/partition` or `topic/*`) among `topics` (all if empty)."""
+        found = [f"{t}/*" for t in sorted(self.leaderless_topics) if not topics or t in topics]
+        found += [f"{t}/{p}" for t, p in sorted(self.leaderless) if not topics or t in topics]
+        return found
+
+
+@dataclass(frozen=True)
+class ProducerObservation:
+    """One producer process as its telemetry and the tracker's memory describe it."""
+
+    key: str
+    pid: int
+    alive: bool | None
+    """True/False from the producer's liveness lock; None when it cannot be told."""
+    pending: int
+    """Messages enqueued and not yet acknowledged or failed (librdkafka's queue)."""
+    delivered_total: int
+    failed_total: int
+    topics: frozenset[str]
+    heartbeat_age_seconds: float
+    """Time since the telemetry file last changed (sequence number moved)."""
+    progress_age_seconds: float | None
+    """Time since the delivered count last grew; None if it never delivered."""
+    pending_seconds: float
+    """How long `pending` has been above zero without interruption."""
+    failing_seconds: float
+    """How long failures have grown while deliveries did not."""
+    leaders: Mapping[TopicPartition, int] = field(default_factory=dict)
+    """The producer's own view of partition leaders (from its statistics)."""
+    metadata_age_seconds: float | None = None
+    identity: Mapping[str, object] = field(default_factory=dict)
+    problem: str | None = None
+    """Set when the telemetry could not be used (garbage, too large, wrong schema...)."""

@@ -1,0 +1,312 @@
+"""The verdict engine: evidence + thresholds + time -> one verdict with reasons.
+
+Pure functions only. `evaluate` turns the latest `ClusterObservation` and the
+`ProducerObservation`s into a `Verdict` for the pod and for each producer, with
+human-readable reasons and machine-readable evidence. `Debouncer` adds hysteresis:
+a verdict replaces the current one only after it has held for N evaluations in a
+row, so a single lost probe or a 1-2 s election never flips the pod.
+
+Order of precedence (first match wins), following DESIGN section 1's lesson that a
+restart helps only when the cluster itself is healthy:
+
+1. no probe round yet -> `unknown`
+2. no broker answers from this pod -> `cluster_unreachable`
+3. partitions the producers write to have no leader -> `leader_election`
+4. a producer is stuck while the cluster is healthy -> `producer_hung`
+5. a producer's metadata disagrees / is too old / it keeps failing -> `metadata_stale`
+6. some brokers or bootstrap entries fail (producers can still work) -> `broker_degraded`
+7. no producer telemetry seen yet -> `unknown` (cluster fine, nothing to judge)
+8. otherwise -> `healthy`
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hangwatch.contracts import Verdict
+from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Detection thresholds, in seconds (the sidecar's settings fill these)."""
+
+    stall_seconds: float = 30.0
+    """Pending messages with no delivery for this long while the cluster is healthy is a
+    hang. librdkafka's default request timeout is 30 s; a healthy producer delivers or
+    fails well within it."""
+    heartbeat_seconds: float = 15.0
+    """Telemetry unchanged this long while the process lives means the producer's poll
+    loop stopped (S4). Telemetry refreshes every statistics interval (1 s by default)."""
+    metadata_max_age_seconds: float = 60.0
+    """A producer whose leader view disagrees with the cluster's for this long, or whose
+    metadata is this old, is stale (S1)."""
+    election_grace_seconds: float = 15.0
+    """Leaderless partitions are expected this long (S2: managed Kafka elections take
+    1-2 s; controlled shutdowns up to ~10 s); past it they still block restarts."""
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """A verdict with its reasons (sentences) and evidence (numbers and names)."""
+
+    verdict: Verdict
+    reasons: tuple[str, ...] = ()
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PodAssessment:
+    """The pod's verdict and each producer's."""
+
+    pod: Assessment
+    producers: dict[str, Assessment]
+
+
+def _brokers_evidence(cluster: ClusterObservation) -> dict[str, Any]:
+    return {
+        b.address: {
+            "reachability": str(b.reachability),
+            "node_id": b.node_id,
+            "in_bootstrap": b.in_bootstrap,
+            "advertised": b.advertised,
+            "latency_ms": b.latency_ms,
+        }
+        for b in cluster.brokers
+    }
+
+
+def _leader_disagreements(producer: ProducerObservation, cluster: ClusterObservation) -> list[str]:
+    out = []
+    for tp, leader in sorted(producer.leaders.items()):
+        actual = cluster.leaders.get(tp)
+        if actual is not None and actual >= 0 and leader != actual:
+            out.append(f"{tp[0]}/{tp[1]}: producer says {leader}, cluster says {actual}")
+    return out
+
+
+def assess_producer(
+    producer: ProducerObservation,
+    cluster: ClusterObservation,
+    thresholds: Thresholds,
+    cluster_healthy: bool,
+) -> Assessment:
+    """The verdict for one producer, assuming the cluster answers from this pod."""
+    ev: dict[str, Any] = {
+        "pid": producer.pid,
+        "pending": producer.pending,
+        "delivered_total": producer.delivered_total,
+        "failed_total": producer.failed_total,
+        "heartbeat_age_seconds": round(producer.heartbeat_age_seconds, 3),
+        "progress_age_seconds": None
+        if producer.progress_age_seconds is None
+        else round(producer.progress_age_seconds, 3),
+        "pending_seconds": round(producer.pending_seconds, 3),
+        **dict(producer.identity),
+    }
+    if producer.problem:
+        return Assessment(Verdict.UNKNOWN, (producer.problem,), ev)
+    if producer.alive is False:
+        return Assessment(Verdict.UNKNOWN, ("producer process has exited",), ev)
+    if (
+        producer.heartbeat_age_seconds > thresholds.heartbeat_seconds
+        and producer.pending > 0
+        and producer.alive is True
+    ):
+        return Assessment(
+            Verdict.PRODUCER_HUNG,
+            (
+                f"telemetry heartbeat stopped {producer.heartbeat_age_seconds:.0f} s ago "
+                f"(threshold {thresholds.heartbeat_seconds:.0f} s) while the process lives "
+                f"with {producer.pending} messages pending: its I/O loop is blocked",
+            ),
+            ev,
+        )
+    stalled = (
+        producer.pending > 0
+        and producer.pending_seconds > thresholds.stall_seconds
+        and (
+            producer.progress_age_seconds is None
+            or producer.progress_age_seconds > thresholds.stall_seconds
+        )
+    )
+    if stalled and cluster_healthy:
+        since = producer.progress_age_seconds
+        return Assessment(
+            Verdict.PRODUCER_HUNG,
+            (
+                f"{producer.pending} messages pending for {producer.pending_seconds:.0f} s and "
+                + ("no delivery ever" if since is None else f"no delivery for {since:.0f} s")
+                + f" (threshold {thresholds.stall_seconds:.0f} s) while every broker answers",
+            ),
+            ev,
+        )
+    return _assess_metadata(producer, cluster, thresholds, cluster_healthy, ev)
+
+
+def _assess_metadata(
+    producer: ProducerObservation,
+    cluster: ClusterObservation,
+    thresholds: Thresholds,
+    cluster_healthy: bool,
+    ev: dict[str, Any],
+) -> Assessment:
+    reasons = []
+    disagreements = _leader_disagreements(producer, cluster)
+    if disagreements:
+        ev["leader_disagreements"] = disagreements[:20]
+    if producer.metadata_age_seconds is not None:
+        ev["metadata_age_seconds"] = round(producer.metadata_age_seconds, 1)
+    if (
+        disagreements
+        and producer.metadata_age_seconds is not None
+        and producer.metadata_age_seconds > thresholds.metadata_max_age_seconds
+    ):
+        reasons.append(
+            f"producer's leaders disagree with the cluster on {len(disagreements)} partitions "
+            f"and its metadata is {producer.metadata_age_seconds:.0f} s old"
+        )
+    elif (
+        producer.metadata_age_seconds is not None
+        and producer.metadata_age_seconds > thresholds.metadata_max_age_seconds * 2
+    ):
+        reasons.append(
+            f"producer's metadata is {producer.metadata_age_seconds:.0f} s old "
+            f"(allowed {thresholds.metadata_max_age_seconds:.0f} s)"
+        )
+    if cluster_healthy and producer.failing_seconds > thresholds.stall_seconds:
+        reasons.append(
+            f"sends have failed for {producer.failing_seconds:.0f} s with no delivery "
+            "while every broker answers and every partition has a leader"
+        )
+    if reasons:
+        return Assessment(Verdict.METADATA_STALE, tuple(reasons), ev)
+    if (
+        not cluster_healthy
+        and producer.pending > 0
+        and producer.pending_seconds > thresholds.stall_seconds
+    ):
+        return Assessment(
+            Verdict.BROKER_DEGRADED,
+            ("producer is stalled while some brokers fail: not a producer fault",),
+            ev,
+        )
+    return Assessment(Verdict.HEALTHY, (), ev)
+
+
+_PRODUCER_ORDER = (Verdict.PRODUCER_HUNG, Verdict.METADATA_STALE, Verdict.BROKER_DEGRADED)
+
+
+def evaluate(
+    cluster: ClusterObservation | None,
+    producers: Sequence[ProducerObservation],
+    *,
+    thresholds: Thresholds,
+    now: float,
+    leaderless_since: float | None = None,
+    topics: frozenset[str] = frozenset(),
+) -> PodAssessment:
+    """The pod's verdict now; `leaderless_since` is when leaderless partitions were first seen."""
+    if cluster is None:
+        return PodAssessment(Assessment(Verdict.UNKNOWN, ("no probe round has completed yet",)), {})
+    brokers = _brokers_evidence(cluster)
+    if not cluster.answering:
+        failing = ", ".join(f"{b.address} {b.reachability}" for b in cluster.brokers)
+        pod = Assessment(
+            Verdict.CLUSTER_UNREACHABLE,
+            (f"no broker answers from this pod: {failing or 'no brokers configured'}",),
+            {"brokers": brokers},
+        )
+        return PodAssessment(pod, {p.key: pod for p in producers})
+    written = topics.union(*(p.topics for p in producers)) if producers else topics
+    leaderless = cluster.leaderless_for(frozenset(written))
+    if leaderless:
+        held = 0.0 if leaderless_since is None else now - leaderless_since
+        within = held <= thresholds.election_grace_seconds
+        pod = Assessment(
+            Verdict.LEADER_ELECTION,
+            (
+                f"{len(leaderless)} partitions without a leader for {held:.1f} s "
+                + (
+                    "(within grace: expected during an election)"
+                    if within
+                    else f"(beyond the {thresholds.election_grace_seconds:.0f} s grace)"
+                ),
+            ),
+            {
+                "leaderless": leaderless[:50],
+                "leaderless_seconds": round(held, 3),
+                "brokers": brokers,
+            },
+        )
+        return PodAssessment(pod, {p.key: pod for p in producers})
+    cluster_healthy = not cluster.failing and cluster.metadata_ok
+    per_producer = {
+        p.key: assess_producer(p, cluster, thresholds, cluster_healthy) for p in producers
+    }
+    for verdict in _PRODUCER_ORDER:
+        hit = [(k, a) for k, a in per_producer.items() if a.verdict is verdict]
+        if hit:
+            reasons = tuple(f"producer {k}: {r}" for k, a in hit for r in a.reasons)
+            return PodAssessment(
+                Assessment(
+                    verdict, reasons, {"producers": [k for k, _ in hit], "brokers": brokers}
+                ),
+                per_producer,
+            )
+    if cluster.failing:
+        return PodAssessment(
+            Assessment(
+                Verdict.BROKER_DEGRADED,
+                tuple(_broker_reason(b) for b in cluster.failing),
+                {"brokers": brokers},
+            ),
+            per_producer,
+        )
+    if not producers:
+        return PodAssessment(
+            Assessment(
+                Verdict.UNKNOWN,
+                ("no producer telemetry yet; cluster answers",),
+                {"brokers": brokers},
+            ),
+            per_producer,
+        )
+    return PodAssessment(Assessment(Verdict.HEALTHY, (), {"brokers": brokers}), per_producer)
+
+
+def _broker_reason(broker: Any) -> str:
+    where = "bootstrap entry" if broker.in_bootstrap and not broker.advertised else "broker"
+    node = f" (node {broker.node_id})" if broker.node_id is not None else ""
+    detail = f": {broker.detail}" if broker.detail else ""
+    return f"{where} {broker.address}{node} is {broker.reachability}{detail}"
+
+
+@dataclass
+class Debouncer:
+    """Hysteresis: a new verdict takes over only after `hold` evaluations in a row."""
+
+    hold: int = 2
+    current: Verdict = Verdict.UNKNOWN
+    since: float | None = None
+    _candidate: Verdict | None = None
+    _count: int = 0
+
+    def update(self, verdict: Verdict, now: float) -> bool:
+        """Feed one evaluation; True when the current verdict changed."""
+        if verdict is self.current:
+            self._candidate, self._count = None, 0
+            if self.since is None:
+                self.since = now
+            return False
+        if verdict is self._candidate:
+            self._count += 1
+        else:
+            self._candidate, self._count = verdict, 1
+        if self._count >= self.hold:
+            self.current, self.since = verdict, now
+            self._candidate, self._count = None, 0
+            return True
+        return False
