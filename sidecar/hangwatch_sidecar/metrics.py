@@ -1,0 +1,169 @@
+"""Prometheus metrics of the sidecar, collected from the latest `SidecarState`.
+
+A custom collector builds every family at scrape time from the published state, so
+series of producers that went away disappear with them and no label ever holds a
+message id or a timestamp (bounded: brokers, producers (<= max_producers), verdicts,
+reachability classes). Names start with `hangwatch_` and carry their unit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+from prometheus_client import ProcessCollector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from hangwatch.contracts import Reachability, Verdict
+from hangwatch_sidecar.state import SidecarState
+
+POD_VERDICTS = [v for v in Verdict if v is not Verdict.NODE_NETWORK_FAULT]
+
+
+class StateCollector(Collector):
+    """Yields hangwatch_* metric families from `get_state()` at every scrape."""
+
+    def __init__(self, get_state: Callable[[], SidecarState]) -> None:
+        self.get_state = get_state
+
+    def collect(self) -> Iterator[Metric]:
+        state = self.get_state()
+        yield from _pod(state)
+        yield from _brokers(state)
+        yield from _producers(state)
+        yield from _sidecar(state)
+
+
+def _pod(state: SidecarState) -> Iterator[Metric]:
+    verdict = GaugeMetricFamily(
+        "hangwatch_verdict",
+        "1 for the pod's current (debounced) verdict, 0 for the others",
+        labels=["verdict"],
+    )
+    for v in POD_VERDICTS:
+        verdict.add_metric([str(v)], 1.0 if v is state.verdict else 0.0)
+    yield verdict
+    since = GaugeMetricFamily(
+        "hangwatch_verdict_since_timestamp_seconds",
+        "When the current verdict took over (Unix time)",
+    )
+    since.add_metric([], state.since_ts or 0.0)
+    yield since
+    changes = CounterMetricFamily(
+        "hangwatch_verdict_changes", "Verdict changes, by new verdict", labels=["verdict"]
+    )
+    for name, n in sorted(state.verdict_changes.items()):
+        changes.add_metric([name], n)
+    yield changes
+
+
+def _brokers(state: SidecarState) -> Iterator[Metric]:
+    up = GaugeMetricFamily(
+        "hangwatch_broker_up", "1 when the broker answers a Kafka request", labels=["broker"]
+    )
+    reach = GaugeMetricFamily(
+        "hangwatch_broker_reachability",
+        "1 for the broker's current reachability class",
+        labels=["broker", "class"],
+    )
+    latency = GaugeMetricFamily(
+        "hangwatch_broker_probe_latency_seconds",
+        "Last probe round trip (connect + ApiVersions)",
+        labels=["broker"],
+    )
+    for b in state.cluster.brokers if state.cluster else ():
+        up.add_metric([b.address], 1.0 if b.reachability is Reachability.OK else 0.0)
+        for c in Reachability:
+            reach.add_metric([b.address, str(c)], 1.0 if c is b.reachability else 0.0)
+        if b.latency_ms is not None:
+            latency.add_metric([b.address], b.latency_ms / 1000.0)
+    yield from (up, reach, latency)
+    errors = CounterMetricFamily(
+        "hangwatch_probe_errors", "Failed broker probes, by class", labels=["class"]
+    )
+    for cls, n in sorted(state.probe_errors.items()):
+        errors.add_metric([cls], n)
+    yield errors
+    leaderless = GaugeMetricFamily(
+        "hangwatch_leaderless_partitions", "Partitions (or whole topics) without a leader"
+    )
+    leaderless.add_metric(
+        [], len(state.cluster.leaderless_for(frozenset())) if state.cluster else 0
+    )
+    yield leaderless
+    age = GaugeMetricFamily(
+        "hangwatch_cluster_metadata_age_seconds",
+        "Age of the sidecar's last successful metadata fetch",
+    )
+    age.add_metric([], time.time() - state.metadata_ts if state.metadata_ts else 0.0)
+    yield age
+
+
+def _producers(state: SidecarState) -> Iterator[Metric]:
+    pending = GaugeMetricFamily(
+        "hangwatch_producer_pending_messages", "Messages queued or in flight", labels=["producer"]
+    )
+    progress = GaugeMetricFamily(
+        "hangwatch_producer_seconds_since_progress",
+        "Seconds since the delivered count last grew",
+        labels=["producer"],
+    )
+    heartbeat = GaugeMetricFamily(
+        "hangwatch_producer_heartbeat_age_seconds",
+        "Seconds since the telemetry file last changed",
+        labels=["producer"],
+    )
+    delivered = CounterMetricFamily(
+        "hangwatch_producer_delivered_messages", "Messages acknowledged", labels=["producer"]
+    )
+    failed = CounterMetricFamily(
+        "hangwatch_producer_failed_messages", "Messages that failed delivery", labels=["producer"]
+    )
+    verdict = GaugeMetricFamily(
+        "hangwatch_producer_verdict",
+        "1 for each producer's latest verdict",
+        labels=["producer", "verdict"],
+    )
+    latest = state.assessment.producers if state.assessment else {}
+    for p in state.producers:
+        pending.add_metric([p.key], p.pending)
+        if p.progress_age_seconds is not None:
+            progress.add_metric([p.key], p.progress_age_seconds)
+        heartbeat.add_metric([p.key], p.heartbeat_age_seconds)
+        delivered.add_metric([p.key], p.delivered_total)
+        failed.add_metric([p.key], p.failed_total)
+        if p.key in latest:
+            verdict.add_metric([p.key, str(latest[p.key].verdict)], 1.0)
+    yield from (pending, progress, heartbeat, delivered, failed, verdict)
+    problems = CounterMetricFamily(
+        "hangwatch_telemetry_problems",
+        "Telemetry files that could not be used, by reason",
+        labels=["reason"],
+    )
+    for reason, n in sorted(state.telemetry_problems.items()):
+        problems.add_metric([reason], n)
+    yield problems
+
+
+def _sidecar(state: SidecarState) -> Iterator[Metric]:
+    rounds = CounterMetricFamily("hangwatch_sidecar_rounds", "Evaluation rounds completed")
+    rounds.add_metric([], state.rounds)
+    duration = GaugeMetricFamily(
+        "hangwatch_sidecar_round_duration_seconds", "Wall time of the last evaluation round"
+    )
+    duration.add_metric([], state.round_seconds)
+    last = GaugeMetricFamily(
+        "hangwatch_sidecar_last_round_timestamp_seconds",
+        "When the last evaluation round finished (Unix time)",
+    )
+    last.add_metric([], state.evaluated_ts or 0.0)
+    yield from (rounds, duration, last)
+
+
+def registry_for(get_state: Callable[[], SidecarState]) -> CollectorRegistry:
+    """A registry holding only the sidecar's collector (plus process metrics)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(StateCollector(get_state))
+    ProcessCollector(namespace="hangwatch_sidecar", registry=registry)
+    return registry

@@ -1,0 +1,247 @@
+"""The sidecar's settings: one typed object, its command-line flags and environment variables.
+
+Every field becomes a flag (`--probe-interval-seconds`) and an environment variable
+(`HANGWATCH_PROBE_INTERVAL_SECONDS`); a flag wins over the environment, which wins
+over the default. Kafka client properties (security) come from `-X key=value` or
+`HANGWATCH_KAFKA_<KEY>` variables (`HANGWATCH_KAFKA_SASL_PASSWORD` ->
+`sasl.password`), which the injected pod fills from Secrets. Validation turns bad
+values into one-line `UsageError`s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from hangwatch.errors import UsageError
+
+DEFAULT_PORT = 9477
+"""The sidecar's one HTTP port (metrics, status, health); the injection webhook uses it."""
+
+KAFKA_ENV_PREFIX = "HANGWATCH_KAFKA_"
+
+
+def _doc(text: str) -> dict[str, str]:
+    return {"doc": text}
+
+
+@dataclass(frozen=True)
+class SidecarSettings:
+    """Configuration of one sidecar; see each field's `doc` for why its default is what it is."""
+
+    bootstrap: str = field(
+        default="",
+        metadata=_doc(
+            "Kafka bootstrap list host:port[,host:port...] (required): the same list the "
+            "producer uses, so dead entries in it are found."
+        ),
+    )
+    topics: str = field(
+        default="",
+        metadata=_doc(
+            "Comma-separated topics the producers write; leaderless partitions of other topics are "
+            "ignored. Empty: topics named in producer telemetry."
+        ),
+    )
+    port: int = field(
+        default=DEFAULT_PORT, metadata=_doc("HTTP port for /metrics, /status and /healthz.")
+    )
+    probe_interval_seconds: float = field(
+        default=5.0,
+        metadata=_doc(
+            "Broker reachability probe period (jittered by +-20%). 5 s finds a blackhole within "
+            "2 intervals + connect timeout (~13 s) while costing each broker 0.2 connections/s."
+        ),
+    )
+    metadata_interval_seconds: float = field(
+        default=30.0,
+        metadata=_doc(
+            "Cluster metadata refresh period when all is well; refreshed at once when anything "
+            "looks wrong. 30 s keeps 1,000 sidecars at ~33 metadata requests/s cluster-wide."
+        ),
+    )
+    connect_timeout_ms: int = field(
+        default=3000,
+        metadata=_doc(
+            "TCP connect (and TLS handshake) timeout per broker: a blackholed broker costs at "
+            "most this; an answering broker on a healthy network connects in milliseconds."
+        ),
+    )
+    request_timeout_ms: int = field(
+        default=3000,
+        metadata=_doc(
+            "Kafka ApiVersions/metadata round-trip timeout: beyond it a broker that accepted TCP "
+            "is `unresponsive`."
+        ),
+    )
+    stall_seconds: float = field(
+        default=30.0,
+        metadata=_doc(
+            "Pending messages with no delivery for this long, cluster healthy: producer_hung (S2)."
+        ),
+    )
+    heartbeat_seconds: float = field(
+        default=15.0,
+        metadata=_doc(
+            "Telemetry unchanged this long while the producer lives with pending messages: "
+            "producer_hung (S4). Telemetry refreshes every statistics interval (1 s)."
+        ),
+    )
+    metadata_max_age_seconds: float = field(
+        default=60.0,
+        metadata=_doc(
+            "Producer leader view disagreeing with the cluster this long: metadata_stale (S1)."
+        ),
+    )
+    election_grace_seconds: float = field(
+        default=15.0,
+        metadata=_doc(
+            "Leaderless partitions are an expected election this long (S2: 1-2 s elections)."
+        ),
+    )
+    time_to_error_budget_seconds: float = field(
+        default=60.0,
+        metadata=_doc(
+            "Producers whose configured worst-case time to error exceeds this are flagged in "
+            "/status (the S0 lesson: 3 s of configured timeout became 2 minutes)."
+        ),
+    )
+    hysteresis_intervals: int = field(
+        default=2,
+        metadata=_doc(
+            "A verdict must hold for this many evaluations before it is reported: one lost probe "
+            "never flips the pod."
+        ),
+    )
+    telemetry_dir: str = field(
+        default="/var/run/hangwatch/telemetry",
+        metadata=_doc("Directory of the producers' telemetry files (shared emptyDir)."),
+    )
+    telemetry_max_bytes: int = field(
+        default=262144,
+        metadata=_doc(
+            "Telemetry files larger than this are not parsed (unknown, with a reason); the "
+            "wrapper writes at most 64 KiB."
+        ),
+    )
+    max_producers: int = field(
+        default=64,
+        metadata=_doc("At most this many producer processes are tracked per pod (bounded memory)."),
+    )
+    kafka: Mapping[str, str] = field(
+        default_factory=dict,
+        metadata=_doc(
+            "librdkafka properties for probing (security.protocol, sasl.*, ssl.*): -X key=value "
+            "or HANGWATCH_KAFKA_<KEY> variables."
+        ),
+    )
+
+    def validate(self) -> SidecarSettings:
+        """Self, or a UsageError naming the first invalid setting."""
+        if not self.bootstrap.strip():
+            raise UsageError("--bootstrap (HANGWATCH_BOOTSTRAP) is required")
+        if not 0 < self.port < 65536:
+            raise UsageError(f"--port must be 1..65535, got {self.port}")
+        for name in (
+            "probe_interval_seconds",
+            "metadata_interval_seconds",
+            "stall_seconds",
+            "heartbeat_seconds",
+            "metadata_max_age_seconds",
+            "election_grace_seconds",
+            "time_to_error_budget_seconds",
+        ):
+            if getattr(self, name) <= 0:
+                raise UsageError(f"--{name.replace('_', '-')} must be > 0")
+        for name in (
+            "connect_timeout_ms",
+            "request_timeout_ms",
+            "hysteresis_intervals",
+            "telemetry_max_bytes",
+            "max_producers",
+        ):
+            if getattr(self, name) < 1:
+                raise UsageError(f"--{name.replace('_', '-')} must be >= 1")
+        if self.stall_seconds <= self.probe_interval_seconds:
+            raise UsageError("--stall-seconds must be longer than --probe-interval-seconds")
+        return self
+
+    @property
+    def topic_set(self) -> frozenset[str]:
+        return frozenset(t.strip() for t in self.topics.split(",") if t.strip())
+
+    @property
+    def telemetry_path(self) -> Path:
+        return Path(self.telemetry_dir)
+
+
+def _env_name(name: str) -> str:
+    return "HANGWATCH_" + name.upper()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting; defaults are resolved later so the environment can apply."""
+    for f in fields(SidecarSettings):
+        if f.name == "kafka":
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default if f.default is not MISSING else None
+        parser.add_argument(
+            flag,
+            dest=f.name,
+            type=type(default) if default is not None else str,
+            default=None,
+            help=f"{f.metadata['doc']} [env {_env_name(f.name)}; default {default!r}]",
+        )
+    parser.add_argument(
+        "-X",
+        dest="kafka",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="librdkafka property for probes (repeatable); or HANGWATCH_KAFKA_<KEY>",
+    )
+
+
+def _convert(name: str, raw: str, kind: type) -> Any:
+    try:
+        return kind(raw)
+    except ValueError:
+        raise UsageError(f"{_env_name(name)}={raw!r} is not a valid {kind.__name__}") from None
+
+
+def kafka_properties(pairs: list[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """Properties from HANGWATCH_KAFKA_* variables, overridden by -X pairs."""
+    props = {
+        key[len(KAFKA_ENV_PREFIX) :].lower().replace("_", "."): value
+        for key, value in environ.items()
+        if key.startswith(KAFKA_ENV_PREFIX) and len(key) > len(KAFKA_ENV_PREFIX)
+    }
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"-X expects key=value, got {pair!r}")
+        props[key.strip()] = value
+    return props
+
+
+def from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> SidecarSettings:
+    """Settings from parsed flags, then `HANGWATCH_*` environment, then defaults."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for f in fields(SidecarSettings):
+        if f.name == "kafka":
+            continue
+        flag_value = getattr(args, f.name, None)
+        if flag_value is not None:
+            values[f.name] = flag_value
+        elif _env_name(f.name) in env:
+            values[f.name] = _convert(f.name, env[_env_name(f.name)], type(f.default))
+    values["kafka"] = kafka_properties(list(getattr(args, "kafka", []) or []), env)
+    return SidecarSettings(**values).validate()

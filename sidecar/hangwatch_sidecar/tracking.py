@@ -1,0 +1,156 @@
+"""Per-producer memory: when did its heartbeat, deliveries and failures last move?
+
+Telemetry files are snapshots; a hang is the *absence* of change. `ProducerTracker`
+compares each new document of a producer with the previous one and remembers, on the
+sidecar's monotonic clock, when the sequence number last moved (heartbeat), when the
+delivered count last grew (progress), since when messages have been pending, and
+since when failures grow without deliveries. It emits `ProducerObservation`s for the
+pure verdict engine. On first sight, ages are taken from the document's own wall
+timestamps, so a restarted sidecar still sees an old hang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hangwatch_sidecar.evidence import ProducerObservation, TopicPartition
+
+
+@dataclass
+class _Memory:
+    seq: int
+    heartbeat_at: float
+    delivered: int
+    progress_at: float | None
+    failed: int
+    pending_since: float | None
+    failing_since: float | None
+
+
+def _int(mapping: Mapping[str, Any], key: str) -> int:
+    value = mapping.get(key, 0)
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def producer_leaders(stats: Mapping[str, Any] | None) -> dict[TopicPartition, int]:
+    """Partition leaders as the producer's librdkafka statistics report them."""
+    leaders: dict[TopicPartition, int] = {}
+    for topic, body in ((stats or {}).get("topics") or {}).items():
+        for pid, part in (body.get("partitions") or {}).items():
+            if pid != "-1" and isinstance(part, Mapping) and "leader" in part:
+                leaders[(topic, int(pid))] = int(part["leader"])
+    return leaders
+
+
+def metadata_age_seconds(stats: Mapping[str, Any] | None) -> float | None:
+    """Oldest topic metadata age in the producer's statistics (librdkafka reports ms)."""
+    ages = [
+        float(body["metadata_age"]) / 1000.0
+        for body in ((stats or {}).get("topics") or {}).values()
+        if isinstance(body, Mapping) and isinstance(body.get("metadata_age"), int | float)
+    ]
+    return max(ages) if ages else None
+
+
+def pending_of(counters: Mapping[str, Any]) -> int:
+    """Messages sent and not yet answered: the wrapper's unacknowledged, else the queue length."""
+    if "unacknowledged" in counters:
+        return _int(counters, "unacknowledged")
+    return _int(counters, "in_queue")
+
+
+class ProducerTracker:
+    """Turns successive telemetry documents of each producer into observations."""
+
+    def __init__(self) -> None:
+        self._memory: dict[str, _Memory] = {}
+
+    def observe(
+        self, key: str, doc: Mapping[str, Any], alive: bool | None, now: float, wall_now: float
+    ) -> ProducerObservation:
+        """Record `doc` (a parsed telemetry document) for producer `key` at time `now`."""
+        counters: Mapping[str, Any] = doc.get("counters") or {}
+        seq, delivered, failed = (
+            _int(doc, "seq"),
+            _int(counters, "delivered"),
+            _int(counters, "failed"),
+        )
+        pending = pending_of(counters)
+        memory = self._memory.get(key)
+        if memory is None:
+            memory = self._first_sight(doc, seq, delivered, failed, pending, now, wall_now)
+            self._memory[key] = memory
+        else:
+            self._update(memory, seq, delivered, failed, pending, now)
+        identity = doc.get("identity") or {}
+        return ProducerObservation(
+            key=key,
+            pid=_int(identity, "pid") if isinstance(identity, Mapping) else 0,
+            alive=alive,
+            pending=pending,
+            delivered_total=delivered,
+            failed_total=failed,
+            topics=frozenset(str(t) for t in doc.get("topics") or ()),
+            heartbeat_age_seconds=max(0.0, now - memory.heartbeat_at),
+            progress_age_seconds=None if memory.progress_at is None else now - memory.progress_at,
+            pending_seconds=0.0 if memory.pending_since is None else now - memory.pending_since,
+            failing_seconds=0.0 if memory.failing_since is None else now - memory.failing_since,
+            leaders=producer_leaders(doc.get("stats")),
+            metadata_age_seconds=metadata_age_seconds(doc.get("stats")),
+            identity={k: v for k, v in identity.items() if k in _IDENTITY_KEYS and v is not None}
+            if isinstance(identity, Mapping)
+            else {},
+        )
+
+    @staticmethod
+    def _first_sight(
+        doc: Mapping[str, Any],
+        seq: int,
+        delivered: int,
+        failed: int,
+        pending: int,
+        now: float,
+        wall_now: float,
+    ) -> _Memory:
+        def ago(ts: object) -> float | None:
+            return now - max(0.0, wall_now - float(ts)) if isinstance(ts, int | float) else None
+
+        heartbeat_at = ago(doc.get("ts"))
+        return _Memory(
+            seq=seq,
+            heartbeat_at=now if heartbeat_at is None else heartbeat_at,
+            delivered=delivered,
+            progress_at=ago(doc.get("last_delivery_ts")),
+            failed=failed,
+            pending_since=now if pending > 0 else None,
+            failing_since=None,
+        )
+
+    @staticmethod
+    def _update(
+        memory: _Memory, seq: int, delivered: int, failed: int, pending: int, now: float
+    ) -> None:
+        if seq != memory.seq:
+            memory.seq, memory.heartbeat_at = seq, now
+        if delivered > memory.delivered:
+            memory.progress_at, memory.failing_since = now, None
+        elif failed > memory.failed and memory.failing_since is None:
+            memory.failing_since = now
+        memory.delivered, memory.failed = delivered, failed
+        if pending <= 0:
+            memory.pending_since = None
+        elif memory.pending_since is None:
+            memory.pending_since = now
+
+    def forget(self, keep: set[str]) -> None:
+        """Drop the memory of producers not in `keep` (their files are gone)."""
+        for key in set(self._memory) - keep:
+            del self._memory[key]
+
+    def __len__(self) -> int:
+        return len(self._memory)
+
+
+_IDENTITY_KEYS = ("pod", "node", "application_id", "executor_id", "pid", "client_id")
