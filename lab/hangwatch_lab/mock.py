@@ -10,12 +10,11 @@ confluent-kafka wheel, so the mock runs the same Kafka protocol code as the clie
 from __future__ import annotations
 
 import ctypes
-import glob
-import os
 from collections.abc import Sequence
 
 import confluent_kafka
 
+from hangwatch import rdkafka
 from hangwatch.errors import LabError
 
 API_KEYS = {
@@ -30,17 +29,6 @@ API_KEYS = {
 
 _c = ctypes
 _P = _c.c_void_p
-
-
-def _find_library() -> str:
-    pkg = os.path.dirname(confluent_kafka.__file__)
-    candidates = sorted(
-        glob.glob(os.path.join(pkg, "..", "confluent_kafka.libs", "librdkafka*.so*"))
-        + glob.glob(os.path.join(pkg, ".libs", "librdkafka*.so*"))
-    )
-    if not candidates:
-        raise LabError(f"no librdkafka shared library found next to confluent_kafka in {pkg}")
-    return candidates[0]
 
 
 def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
@@ -75,7 +63,7 @@ class MockCluster:
     """A librdkafka mock cluster with `brokers` brokers (ids 1..brokers) on loopback ports."""
 
     def __init__(self, brokers: int) -> None:
-        self.lib = _bind(ctypes.CDLL(_find_library()))
+        self.lib = _bind(rdkafka.load())
         conf = self.lib.rd_kafka_conf_new()
         err = ctypes.create_string_buffer(512)
         # The handle only does the mock's book keeping; silence its "no bootstrap" warning.
