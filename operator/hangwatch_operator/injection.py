@@ -1,0 +1,315 @@
+"""Sidecar injection as a pure function: a Spark pod and a policy in, JSONPatch ops out.
+
+Fed by the mutating webhook in `webhook` (the pod under admission, the policy from
+`policies.matching_policy`, the operator settings and the resolved injection mode).
+The ops add the hangwatch sidecar, the shared telemetry emptyDir and the identity
+environment, and nothing else: everything already in the pod stays as it was. Empty
+when the pod opted out or was injected before, so reinvocation is harmless.
+
+Lifecycle, so that executor pods still finish:
+- native: the sidecar is an init container with `restartPolicy: Always` (Kubernetes
+  native sidecar); kubelet starts it before the executor and stops it once the
+  executor container has ended, and it never holds the pod in Running.
+- legacy (API servers before 1.29): a regular container plus `shareProcessNamespace:
+  true`; `hangwatch sidecar --exit-when-gone <fragment>` exits 0 once no process whose
+  command line contains the executor's main class is left, so the pod completes.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from hangwatch_operator.policies import Policy
+from hangwatch_operator.settings import InjectionMode, OperatorSettings
+
+SIDECAR_CONTAINER = "hangwatch-sidecar"
+TELEMETRY_VOLUME = "hangwatch-telemetry"
+PORT_NAME = "hangwatch"
+INJECT_ANNOTATION = "hangwatch.dev/inject"
+"""Opt-out: a pod annotated `hangwatch.dev/inject: "false"` is never injected."""
+INJECTED_ANNOTATION = "hangwatch.dev/injected"
+"""Set on injection to the policy's name; its presence makes injection a no-op."""
+MODE_ANNOTATION = "hangwatch.dev/injection-mode"
+POLICY_LABEL = "hangwatch.dev/policy"
+"""Pod label the operator selects watched pods by."""
+SPARK_CONTAINERS = frozenset({"spark-kubernetes-executor", "spark-kubernetes-driver"})
+"""Spark's default container names; with pod templates, `SPARK_EXECUTOR_ID` finds it."""
+SIDECAR_UID = 65532
+"""The conventional `nonroot` user of distroless images; not Spark's 185."""
+
+_DOWNWARD = {
+    "HANGWATCH_POD_NAME": "metadata.name",
+    "HANGWATCH_POD_NAMESPACE": "metadata.namespace",
+    "HANGWATCH_NODE_NAME": "spec.nodeName",
+}
+_SIDECAR_DOWNWARD = {
+    **_DOWNWARD,
+    "HANGWATCH_EXECUTOR_ID": "metadata.labels['spark-exec-id']",
+    "HANGWATCH_APPLICATION_ID": "metadata.labels['spark-app-selector']",
+}
+
+
+class InjectionConflictError(ValueError):
+    """The pod already uses a name or port the sidecar needs; it is left as it is."""
+
+
+def resolve_injection_mode(
+    policy_mode: InjectionMode, settings: OperatorSettings, server_minor: int | None
+) -> InjectionMode:
+    """NATIVE or LEGACY: the policy's choice, else the operator's, else by server version.
+
+    An unknown server version resolves to LEGACY, which works on every version.
+    """
+    for chosen in (policy_mode, settings.injection_mode):
+        if chosen is not InjectionMode.AUTO:
+            return chosen
+    if server_minor is not None and server_minor >= settings.native_sidecar_min_minor:
+        return InjectionMode.NATIVE
+    return InjectionMode.LEGACY
+
+
+def server_minor_version(major: str, minor: str) -> int | None:
+    """The 1.x minor of `/version` (`"29+"` on EKS/GKE counts as 29); None if not 1.x."""
+    digits = "".join(c for c in minor if c.isdigit())
+    if major.strip() != "1" or not digits:
+        return None
+    return int(digits)
+
+
+def is_opted_out(pod: Mapping[str, Any]) -> bool:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(INJECT_ANNOTATION, "")).strip().lower() == "false"
+
+
+def is_injected(pod: Mapping[str, Any]) -> bool:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    spec = pod.get("spec") or {}
+    names = {c.get("name") for c in spec.get("containers") or []}
+    names |= {c.get("name") for c in spec.get("initContainers") or []}
+    return INJECTED_ANNOTATION in annotations or SIDECAR_CONTAINER in names
+
+
+def spark_container_indexes(pod: Mapping[str, Any]) -> list[int]:
+    """Indexes of the containers that run Spark (and so the producers); the first if unsure."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    found = [
+        i
+        for i, c in enumerate(containers)
+        if c.get("name") in SPARK_CONTAINERS
+        or any(e.get("name") == "SPARK_EXECUTOR_ID" for e in c.get("env") or [])
+    ]
+    return found or ([0] if containers else [])
+
+
+def sidecar_args(policy: Policy, settings: OperatorSettings, mode: InjectionMode) -> list[str]:
+    """Command-line arguments of `hangwatch sidecar`, from the policy."""
+    kafka, probes, det = policy.kafka, policy.probes, policy.detection
+    args = ["--bootstrap", ",".join(kafka.bootstrap_servers)]
+    if kafka.topics:
+        args += ["--topics", ",".join(kafka.topics)]
+    numbers = {
+        "--port": settings.sidecar_port,
+        "--probe-interval-seconds": probes.probe_interval_seconds,
+        "--stall-seconds": det.stall_seconds,
+        "--heartbeat-seconds": det.heartbeat_seconds,
+        "--metadata-max-age-seconds": det.metadata_max_age_seconds,
+        "--election-grace-seconds": det.election_grace_seconds,
+        "--time-to-error-budget-seconds": det.time_to_error_budget_seconds,
+    }
+    for flag, value in numbers.items():
+        args += [flag, str(value)]
+    args += ["--telemetry-dir", settings.telemetry_dir]
+    if mode is InjectionMode.LEGACY:
+        args += ["--exit-when-gone", settings.legacy_exit_when_gone]
+    return args
+
+
+def sidecar_container(
+    policy: Policy, settings: OperatorSettings, mode: InjectionMode
+) -> dict[str, Any]:
+    """The sidecar container (an init container with restartPolicy Always when native)."""
+    probe = {"httpGet": {"path": "/healthz", "port": PORT_NAME}, "timeoutSeconds": 2}
+    container: dict[str, Any] = {
+        "name": SIDECAR_CONTAINER,
+        "image": policy.sidecar.image or settings.sidecar_image,
+        "command": ["hangwatch", "sidecar"],
+        "args": sidecar_args(policy, settings, mode),
+        "ports": [{"name": PORT_NAME, "containerPort": settings.sidecar_port, "protocol": "TCP"}],
+        "env": _sidecar_env(policy, settings),
+        "resources": _resources(policy),
+        "volumeMounts": [
+            {"name": TELEMETRY_VOLUME, "mountPath": settings.telemetry_dir, "readOnly": True}
+        ],
+        "readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
+        "livenessProbe": {**probe, "initialDelaySeconds": 10, "periodSeconds": 20},
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": SIDECAR_UID,
+            "runAsGroup": SIDECAR_UID,
+            "readOnlyRootFilesystem": True,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+    if policy.sidecar.image_pull_policy:
+        container["imagePullPolicy"] = policy.sidecar.image_pull_policy
+    if mode is InjectionMode.NATIVE:
+        container["restartPolicy"] = "Always"
+    return container
+
+
+def build_sidecar_patch(
+    pod: Mapping[str, Any], policy: Policy, settings: OperatorSettings, mode: InjectionMode
+) -> list[dict[str, Any]]:
+    """JSONPatch ops that inject the sidecar into `pod`; [] if opted out or already injected.
+
+    `mode` must be resolved (NATIVE or LEGACY, see `resolve_injection_mode`). Raises
+    `InjectionConflictError` when the pod already uses the telemetry volume's name or
+    the sidecar's port for something else.
+    """
+    if mode is InjectionMode.AUTO:
+        raise ValueError("resolve the injection mode before building the patch")
+    if is_opted_out(pod) or is_injected(pod):
+        return []
+    spec = pod.get("spec") or {}
+    _check_conflicts(spec, settings)
+    ops = _metadata_ops(pod.get("metadata") or {}, policy, settings, mode)
+    if mode is InjectionMode.LEGACY and not spec.get("hostPID"):
+        ops.append(_add("/spec/shareProcessNamespace", True))  # hostPID already shares
+    ops.append(_append(spec, "/spec/volumes", {"name": TELEMETRY_VOLUME, "emptyDir": {}}))
+    for index in spark_container_indexes(pod):
+        ops += _spark_container_ops(spec["containers"][index], index, settings)
+    target = "initContainers" if mode is InjectionMode.NATIVE else "containers"
+    ops.append(_append(spec, f"/spec/{target}", sidecar_container(policy, settings, mode)))
+    return ops
+
+
+def apply_add_ops(document: dict[str, Any], ops: list[dict[str, Any]]) -> None:
+    """Apply the `add` ops of `build_sidecar_patch` to `document` in place (RFC 6902)."""
+    for op in ops:
+        if op["op"] != "add":
+            raise ValueError(f"only add ops are produced here, got {op['op']!r}")
+        *parents, last = [_unescape(t) for t in op["path"].split("/")[1:]]
+        target: Any = document
+        for token in parents:
+            target = target[int(token)] if isinstance(target, list) else target[token]
+        value = copy.deepcopy(op["value"])
+        if isinstance(target, list):
+            target.insert(len(target) if last == "-" else int(last), value)
+        else:
+            target[last] = value
+
+
+def _check_conflicts(spec: Mapping[str, Any], settings: OperatorSettings) -> None:
+    if any(v.get("name") == TELEMETRY_VOLUME for v in spec.get("volumes") or []):
+        raise InjectionConflictError(f"the pod already has a volume named {TELEMETRY_VOLUME}")
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        for port in container.get("ports") or []:
+            if port.get("containerPort") == settings.sidecar_port:
+                raise InjectionConflictError(
+                    f"container {container.get('name')} already uses port {settings.sidecar_port}"
+                )
+
+
+def _metadata_ops(
+    meta: Mapping[str, Any], policy: Policy, settings: OperatorSettings, mode: InjectionMode
+) -> list[dict[str, Any]]:
+    annotations = {INJECTED_ANNOTATION: policy.name, MODE_ANNOTATION: mode.value}
+    existing = meta.get("annotations") or {}
+    if not any(key.startswith("prometheus.io/") for key in existing):
+        annotations |= {
+            "prometheus.io/scrape": "true",
+            "prometheus.io/port": str(settings.sidecar_port),
+            "prometheus.io/path": "/metrics",
+        }
+    return [
+        *_map_ops(meta, "annotations", annotations),
+        *_map_ops(meta, "labels", {POLICY_LABEL: policy.name}),
+    ]
+
+
+def _spark_container_ops(
+    container: Mapping[str, Any], index: int, settings: OperatorSettings
+) -> list[dict[str, Any]]:
+    base = f"/spec/containers/{index}"
+    ops = [
+        _append(
+            container,
+            f"{base}/volumeMounts",
+            {"name": TELEMETRY_VOLUME, "mountPath": settings.telemetry_dir},
+        )
+    ]
+    present = {e.get("name") for e in container.get("env") or []}
+    wanted = [_value_env("HANGWATCH_TELEMETRY_DIR", settings.telemetry_dir)]
+    wanted += [_field_env(name, path) for name, path in _DOWNWARD.items()]
+    env = [e for e in wanted if e["name"] not in present]
+    if env and "env" not in container:
+        ops.append(_add(f"{base}/env", env))
+    elif env:
+        ops += [_add(f"{base}/env/-", e) for e in env]
+    return ops
+
+
+def _sidecar_env(policy: Policy, settings: OperatorSettings) -> list[dict[str, Any]]:
+    env = [_value_env("HANGWATCH_TELEMETRY_DIR", settings.telemetry_dir)]
+    env += [_field_env(name, path) for name, path in _SIDECAR_DOWNWARD.items()]
+    # Timeouts ride in the sidecar's settings variables rather than flags, outside the
+    # fixed flag contract: a sidecar that does not know them ignores them.
+    probes = policy.probes
+    env.append(
+        _value_env("HANGWATCH_CONNECT_TIMEOUT_MS", str(probes.connect_timeout_seconds * 1000))
+    )
+    env.append(
+        _value_env("HANGWATCH_REQUEST_TIMEOUT_MS", str(probes.request_timeout_seconds * 1000))
+    )
+    kafka = policy.kafka
+    env.append(_value_env("HANGWATCH_KAFKA_SECURITY_PROTOCOL", kafka.security_protocol))
+    if kafka.sasl_mechanism:
+        env.append(_value_env("HANGWATCH_KAFKA_SASL_MECHANISM", kafka.sasl_mechanism))
+    for ref in kafka.secret_properties:
+        key_ref = {"name": ref.secret_name, "key": ref.secret_key, "optional": False}
+        env.append({"name": ref.env_name, "valueFrom": {"secretKeyRef": key_ref}})
+    return env
+
+
+def _resources(policy: Policy) -> dict[str, dict[str, str]]:
+    wanted = {"requests": policy.sidecar.requests, "limits": policy.sidecar.limits}
+    return {kind: dict(values) for kind, values in wanted.items() if values}
+
+
+def _value_env(name: str, value: str) -> dict[str, Any]:
+    return {"name": name, "value": value}
+
+
+def _field_env(name: str, path: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": path}}}
+
+
+def _map_ops(meta: Mapping[str, Any], key: str, values: dict[str, str]) -> list[dict[str, Any]]:
+    if meta.get(key) is None:
+        return [_add(f"/metadata/{key}", values)]
+    return [_add(f"/metadata/{key}/{_escape(k)}", v) for k, v in values.items()]
+
+
+def _append(parent: Mapping[str, Any], path: str, item: dict[str, Any]) -> dict[str, Any]:
+    """Append to the list at `path`, creating it when the parent has none."""
+    if parent.get(path.rsplit("/", 1)[1]) is None:
+        return _add(path, [item])
+    return _add(f"{path}/-", item)
+
+
+def _add(path: str, value: Any) -> dict[str, Any]:
+    return {"op": "add", "path": path, "value": value}
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def _escape(key: str) -> str:
+    """A JSON Pointer token (RFC 6901): `~` -> `~0`, `/` -> `~1`."""
+    return key.replace("~", "~0").replace("/", "~1")

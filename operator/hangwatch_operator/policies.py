@@ -1,0 +1,410 @@
+"""ProducerHealthPolicy objects: parsed into typed, validated values, and matched to pods.
+
+Fed by the kopf index in `webhook` (one body per policy, as the API server stored it,
+defaults applied) and by tests (bare dicts, defaults missing). `parse_policy` repeats
+the checks the CRD schema cannot express (requests above limits) and the ones the
+operator relies on, so an object stored before a schema change cannot slip through.
+`matching_policy` decides which policy, if any, covers a pod. Pure: no I/O, no kopf.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from hangwatch.contracts import Verdict
+from hangwatch_operator.settings import InjectionMode
+
+GROUP = "hangwatch.dev"
+VERSION = "v1alpha1"
+PLURAL = "producerhealthpolicies"
+KIND = "ProducerHealthPolicy"
+
+SPARK_ROLE_LABEL = "spark-role"
+"""Set by Spark on every pod it creates: `driver` or `executor`."""
+
+
+class InvalidPolicyError(ValueError):
+    """A ProducerHealthPolicy spec is invalid; the message names the field."""
+
+
+class Role(StrEnum):
+    """Which Spark pods a policy covers, by their `spark-role` label."""
+
+    EXECUTOR = "executor"
+    DRIVER = "driver"
+
+
+class Action(StrEnum):
+    """What the operator may do about a verdict (carried out by remediation, later)."""
+
+    RESTART = "restart"
+    DECOMMISSION = "decommission"
+    CORDON_NODE = "cordonNode"
+    ALERT = "alert"
+
+
+ACTION_FIELDS: dict[str, Verdict] = {
+    "producerHung": Verdict.PRODUCER_HUNG,
+    "metadataStale": Verdict.METADATA_STALE,
+    "brokerDegraded": Verdict.BROKER_DEGRADED,
+    "clusterUnreachable": Verdict.CLUSTER_UNREACHABLE,
+    "leaderElection": Verdict.LEADER_ELECTION,
+    "nodeNetworkFault": Verdict.NODE_NETWORK_FAULT,
+    "unknown": Verdict.UNKNOWN,
+}
+"""`spec.actions` field -> the verdict it configures (`healthy` needs no action)."""
+
+DEFAULT_ACTIONS: dict[Verdict, tuple[Action, ...]] = {
+    Verdict.PRODUCER_HUNG: (Action.RESTART,),
+    Verdict.METADATA_STALE: (Action.RESTART,),
+    Verdict.BROKER_DEGRADED: (Action.ALERT,),
+    Verdict.CLUSTER_UNREACHABLE: (Action.ALERT,),
+    Verdict.LEADER_ELECTION: (Action.ALERT,),
+    Verdict.NODE_NETWORK_FAULT: (Action.ALERT,),
+    Verdict.UNKNOWN: (),
+}
+"""Same defaults as the CRD: restart only where a restart is the fix (S1, S2, S4)."""
+
+_E = TypeVar("_E", bound=StrEnum)
+_CLUSTER_AT_FAULT = frozenset(
+    {Verdict.BROKER_DEGRADED, Verdict.CLUSTER_UNREACHABLE, Verdict.LEADER_ELECTION, Verdict.UNKNOWN}
+)
+_DISRUPTIVE = frozenset({Action.RESTART, Action.DECOMMISSION})
+_SECRET_PROPERTY = re.compile(r"^(sasl|ssl)\.[a-z0-9]+(\.[a-z0-9]+)*$")
+_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([numkMGTPE]|[KMGTPE]i)?$")
+_SUFFIX: dict[str, Decimal] = {
+    "": Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
+    **{s: Decimal(1000) ** (i + 1) for i, s in enumerate("kMGTPE")},
+    **{s + "i": Decimal(1024) ** (i + 1) for i, s in enumerate("KMGTPE")},
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One `matchExpressions` entry of a label selector."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.operator == "In":
+            return labels.get(self.key) in self.values
+        if self.operator == "NotIn":
+            return labels.get(self.key) not in self.values
+        if self.operator == "Exists":
+            return self.key in labels
+        return self.key not in labels  # DoesNotExist
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    """A Kubernetes label selector; empty matches every pod."""
+
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    match_expressions: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.match_labels.items()) and all(
+            r.matches(labels) for r in self.match_expressions
+        )
+
+
+@dataclass(frozen=True)
+class SecretProperty:
+    """A Kafka client property whose value comes from a key of a Secret."""
+
+    client_property: str
+    secret_name: str
+    secret_key: str
+
+    @property
+    def env_name(self) -> str:
+        """`sasl.password` -> `HANGWATCH_KAFKA_SASL_PASSWORD`."""
+        return kafka_env_name(self.client_property)
+
+
+@dataclass(frozen=True)
+class KafkaTarget:
+    """Which Kafka cluster the sidecar probes and how it authenticates."""
+
+    bootstrap_servers: tuple[str, ...]
+    topics: tuple[str, ...] = ()
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    secret_properties: tuple[SecretProperty, ...] = ()
+
+
+@dataclass(frozen=True)
+class Probes:
+    """`spec.probes`: the sidecar's probe rhythm and patience."""
+
+    probe_interval_seconds: int = 10
+    connect_timeout_seconds: int = 2
+    request_timeout_seconds: int = 3
+
+
+@dataclass(frozen=True)
+class Detection:
+    """`spec.detection`: thresholds that turn evidence into a verdict."""
+
+    stall_seconds: int = 60
+    heartbeat_seconds: int = 30
+    metadata_max_age_seconds: int = 900
+    election_grace_seconds: int = 30
+    time_to_error_budget_seconds: int = 120
+
+
+@dataclass(frozen=True)
+class Actions:
+    """`spec.actions`: what the operator may do per verdict."""
+
+    by_verdict: Mapping[Verdict, tuple[Action, ...]] = field(
+        default_factory=lambda: dict(DEFAULT_ACTIONS)
+    )
+    auto_uncordon: bool = False
+    uncordon_healthy_for_seconds: int = 900
+
+
+@dataclass(frozen=True)
+class SafetyLimits:
+    """`spec.safety`: limits that keep remediation from making things worse."""
+
+    dry_run: bool = False
+    max_concurrent: int = 1
+    max_unhealthy_share: float = 0.5
+    max_actions_per_application_per_hour: int = 6
+    pod_cooldown_seconds: int = 600
+    allow_driver_deletion: bool = False
+
+
+@dataclass(frozen=True)
+class SidecarSpec:
+    """`spec.sidecar`: image, injection mode and resources of the sidecar."""
+
+    image: str | None = None
+    image_pull_policy: str | None = None
+    injection_mode: InjectionMode = InjectionMode.AUTO
+    requests: Mapping[str, str] = field(default_factory=lambda: {"cpu": "50m", "memory": "64Mi"})
+    limits: Mapping[str, str] = field(default_factory=lambda: {"memory": "128Mi"})
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One ProducerHealthPolicy, validated; field names mirror the CRD in snake_case."""
+
+    name: str
+    namespace: str
+    kafka: KafkaTarget
+    selector: LabelSelector = field(default_factory=LabelSelector)
+    roles: frozenset[Role] = frozenset({Role.EXECUTOR})
+    probes: Probes = field(default_factory=Probes)
+    detection: Detection = field(default_factory=Detection)
+    actions: Actions = field(default_factory=Actions)
+    safety: SafetyLimits = field(default_factory=SafetyLimits)
+    sidecar: SidecarSpec = field(default_factory=SidecarSpec)
+
+
+def kafka_env_name(prop: str) -> str:
+    """The sidecar's environment variable for a librdkafka property."""
+    return "HANGWATCH_KAFKA_" + re.sub(r"[^A-Za-z0-9]", "_", prop).upper()
+
+
+def parse_quantity(text: str) -> Decimal:
+    """A Kubernetes resource quantity (`500m`, `128Mi`, `2`) as a number."""
+    match = _QUANTITY.match(str(text).strip())
+    if match is None:
+        raise InvalidPolicyError(f"{text!r} is not a resource quantity (e.g. 50m, 128Mi)")
+    return Decimal(match.group(1)) * _SUFFIX[match.group(2) or ""]
+
+
+def parse_policy(body: Mapping[str, Any]) -> Policy:
+    """A typed Policy from a ProducerHealthPolicy body; `InvalidPolicyError` names the field."""
+    meta = body.get("metadata") or {}
+    spec = _section(body, "spec")
+    return _check(
+        Policy(
+            name=str(meta.get("name") or ""),
+            namespace=str(meta.get("namespace") or ""),
+            selector=_selector(spec.get("selector") or {}),
+            roles=frozenset(_enum_list(spec, "roles", Role, [Role.EXECUTOR])),
+            kafka=_kafka(_section(spec, "kafka")),
+            probes=Probes(**_ints(spec, "probes", Probes())),
+            detection=Detection(**_ints(spec, "detection", Detection())),
+            actions=_actions(_section(spec, "actions")),
+            safety=_safety(_section(spec, "safety")),
+            sidecar=_sidecar(_section(spec, "sidecar")),
+        )
+    )
+
+
+def matching_policy(pod: Mapping[str, Any], policies: Iterable[Policy]) -> Policy | None:
+    """The policy covering `pod` (first by name if several do), or None.
+
+    A policy covers a pod in its own namespace whose labels match its selector and
+    whose `spark-role` is one of its roles. Opt-out is `injection`'s business.
+    """
+    meta = pod.get("metadata") or {}
+    labels: Mapping[str, str] = meta.get("labels") or {}
+    namespace = meta.get("namespace")
+    role = labels.get(SPARK_ROLE_LABEL)
+    candidates = [
+        p
+        for p in policies
+        if (not namespace or p.namespace == namespace)
+        and role in {r.value for r in p.roles}
+        and p.selector.matches(labels)
+    ]
+    return min(candidates, key=lambda p: p.name, default=None)
+
+
+def _check(policy: Policy) -> Policy:
+    interval = policy.probes.probe_interval_seconds
+    for name in ("stall_seconds", "heartbeat_seconds", "metadata_max_age_seconds"):
+        if getattr(policy.detection, name) <= interval:
+            raise InvalidPolicyError(
+                f"spec.detection.{_camel(name)} must be longer than "
+                f"spec.probes.probeIntervalSeconds ({interval})"
+            )
+    if policy.safety.allow_driver_deletion and Role.DRIVER not in policy.roles:
+        raise InvalidPolicyError("spec.safety.allowDriverDeletion needs 'driver' in spec.roles")
+    sidecar = policy.sidecar
+    for res, limit in sidecar.limits.items():
+        request = sidecar.requests.get(res)
+        if request is not None and parse_quantity(request) > parse_quantity(limit):
+            raise InvalidPolicyError(
+                f"spec.sidecar.resources.requests.{res} ({request}) exceeds the limit ({limit})"
+            )
+    return policy
+
+
+def _section(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidPolicyError(f"{key} must be an object")
+    return value
+
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(p.capitalize() for p in rest)
+
+
+def _ints(spec: Mapping[str, Any], key: str, defaults: Probes | Detection) -> dict[str, int]:
+    section = _section(spec, key)
+    values: dict[str, int] = {}
+    for name, default in dataclasses.asdict(defaults).items():
+        value = section.get(_camel(name), default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidPolicyError(f"spec.{key}.{_camel(name)} must be a positive integer")
+        values[name] = value
+    return values
+
+
+def _enum_list(section: Mapping[str, Any], key: str, kind: type[_E], default: list[_E]) -> list[_E]:
+    raw = section.get(key)
+    if raw is None:
+        return default
+    try:
+        return [kind(v) for v in raw]
+    except ValueError as exc:
+        raise InvalidPolicyError(f"{key}: {exc}") from exc
+
+
+def _selector(raw: Mapping[str, Any]) -> LabelSelector:
+    exprs = []
+    for expr in raw.get("matchExpressions") or []:
+        op = expr.get("operator")
+        values = tuple(expr.get("values") or ())
+        if op not in {"In", "NotIn", "Exists", "DoesNotExist"}:
+            raise InvalidPolicyError(f"spec.selector: unknown operator {op!r}")
+        if (op in {"In", "NotIn"}) != bool(values):
+            raise InvalidPolicyError(f"spec.selector: {op} needs values only with In/NotIn")
+        exprs.append(Requirement(str(expr.get("key")), op, values))
+    return LabelSelector(dict(raw.get("matchLabels") or {}), tuple(exprs))
+
+
+def _kafka(raw: Mapping[str, Any]) -> KafkaTarget:
+    servers = tuple(str(s) for s in raw.get("bootstrapServers") or ())
+    if not servers:
+        raise InvalidPolicyError("spec.kafka.bootstrapServers needs at least one host:port")
+    security = _section(raw, "security")
+    protocol = str(security.get("protocol", "PLAINTEXT"))
+    mechanism = security.get("saslMechanism")
+    if protocol.startswith("SASL_") != (mechanism is not None):
+        raise InvalidPolicyError(
+            "spec.kafka.security.saslMechanism is required with, and only with, a SASL_ protocol"
+        )
+    secrets = []
+    for ref in security.get("fromSecrets") or []:
+        prop = str(ref.get("property", ""))
+        key_ref = ref.get("secretKeyRef") or {}
+        if not _SECRET_PROPERTY.match(prop) or not key_ref.get("name") or not key_ref.get("key"):
+            raise InvalidPolicyError(f"spec.kafka.security.fromSecrets: invalid entry {prop!r}")
+        secrets.append(SecretProperty(prop, str(key_ref["name"]), str(key_ref["key"])))
+    return KafkaTarget(
+        bootstrap_servers=servers,
+        topics=tuple(str(t) for t in raw.get("topics") or ()),
+        security_protocol=protocol,
+        sasl_mechanism=None if mechanism is None else str(mechanism),
+        secret_properties=tuple(secrets),
+    )
+
+
+def _actions(raw: Mapping[str, Any]) -> Actions:
+    by_verdict = dict(DEFAULT_ACTIONS)
+    for key, verdict in ACTION_FIELDS.items():
+        actions = tuple(_enum_list(raw, key, Action, list(DEFAULT_ACTIONS[verdict])))
+        if Action.CORDON_NODE in actions and verdict is not Verdict.NODE_NETWORK_FAULT:
+            raise InvalidPolicyError(f"spec.actions.{key}: cordonNode is for nodeNetworkFault")
+        if verdict in _CLUSTER_AT_FAULT and _DISRUPTIVE & set(actions):
+            raise InvalidPolicyError(f"spec.actions.{key}: restarting adds churn, use alert")
+        by_verdict[verdict] = actions
+    uncordon = _section(raw, "autoUncordon")
+    return Actions(
+        by_verdict=by_verdict,
+        auto_uncordon=bool(uncordon.get("enabled", False)),
+        uncordon_healthy_for_seconds=int(uncordon.get("healthyForSeconds", 900)),
+    )
+
+
+def _safety(raw: Mapping[str, Any]) -> SafetyLimits:
+    share = raw.get("maxUnhealthyShare", 0.5)
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+        raise InvalidPolicyError("spec.safety.maxUnhealthyShare must be in (0, 1]")
+    return SafetyLimits(
+        dry_run=bool(raw.get("dryRun", False)),
+        max_concurrent=int(raw.get("maxConcurrent", 1)),
+        max_unhealthy_share=float(share),
+        max_actions_per_application_per_hour=int(raw.get("maxActionsPerApplicationPerHour", 6)),
+        pod_cooldown_seconds=int(raw.get("podCooldownSeconds", 600)),
+        allow_driver_deletion=bool(raw.get("allowDriverDeletion", False)),
+    )
+
+
+def _sidecar(raw: Mapping[str, Any]) -> SidecarSpec:
+    defaults = SidecarSpec()
+    resources = _section(raw, "resources")
+    try:
+        mode = InjectionMode(raw.get("injectionMode", "auto"))
+    except ValueError as exc:
+        raise InvalidPolicyError(f"spec.sidecar.injectionMode: {exc}") from exc
+    requests = {k: str(v) for k, v in (resources.get("requests") or defaults.requests).items()}
+    limits = {k: str(v) for k, v in (resources.get("limits") or defaults.limits).items()}
+    for quantity in (*requests.values(), *limits.values()):
+        parse_quantity(quantity)
+    return SidecarSpec(
+        image=raw.get("image"),
+        image_pull_policy=raw.get("imagePullPolicy"),
+        injection_mode=mode,
+        requests=requests,
+        limits=limits,
+    )

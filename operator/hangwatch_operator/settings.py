@@ -1,0 +1,152 @@
+"""The operator's one typed settings object, read from `HANGWATCH_OPERATOR_*` variables.
+
+Fed by the chart (environment variables of the operator Deployment) or by a test that
+builds `OperatorSettings(...)` directly. Read by the webhook handlers (`webhook`), the
+patch builder (`injection`) and the webhook registration (`webhook_configuration`).
+Per-policy knobs live in the ProducerHealthPolicy (`policies`); these are the
+cluster-wide ones an operator installation decides once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, get_type_hints
+
+ENV_PREFIX = "HANGWATCH_OPERATOR_"
+"""`sidecar_image` is read from `HANGWATCH_OPERATOR_SIDECAR_IMAGE`, and so on."""
+
+
+class InjectionMode(StrEnum):
+    """How the sidecar is added to a pod so that Spark executor pods still finish."""
+
+    AUTO = "auto"
+    """Native on API servers that enable native sidecars by default (>= 1.29), else legacy."""
+    NATIVE = "native"
+    """An init container with `restartPolicy: Always` (KEP-753): kubelet stops it when the
+    executor container ends."""
+    LEGACY = "legacy"
+    """A regular container plus `shareProcessNamespace: true`: the sidecar watches the
+    executor's JVM and exits when it is gone."""
+
+
+class SettingsError(ValueError):
+    """An operator setting (environment variable) has a value of the wrong type or range."""
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    """Cluster-wide operator settings; every field has a `HANGWATCH_OPERATOR_*` variable."""
+
+    sidecar_image: str = "ghcr.io/hangwatch/hangwatch:0.1.0"
+    """Image of the injected sidecar when a policy names none: the release the operator
+    was built with, so operator and sidecar speak the same /status contract."""
+
+    sidecar_port: int = 9477
+    """Port of the sidecar's /metrics, /status and /healthz. It shares the pod's network
+    namespace with Spark, so it must avoid Spark's ports (4040-4045 UI, 7077-7079 RPC and
+    block manager); 9477 is free of those and of common exporters."""
+
+    telemetry_dir: str = "/var/run/hangwatch/telemetry"
+    """Mount path of the shared emptyDir in every container. Under /var/run because it is
+    volatile runtime state, and outside Spark's /opt/spark and /var/data trees."""
+
+    injection_mode: InjectionMode = InjectionMode.AUTO
+    """Cluster-wide default of `spec.sidecar.injectionMode: auto`. `auto` reads the API
+    server version at startup; force `native` on a 1.28 cluster with the SidecarContainers
+    gate switched on, or `legacy` where a policy engine rejects init-container
+    restartPolicy."""
+
+    native_sidecar_min_minor: int = 29
+    """Kubernetes 1.x minor from which `auto` picks native sidecars: the SidecarContainers
+    feature is beta and on by default from 1.29 (alpha, off, in 1.28)."""
+
+    legacy_exit_when_gone: str = "org.apache.spark.executor."
+    """Command-line fragment of the process the legacy sidecar waits for before it exits.
+    Spark 3.x executors run `...executor.CoarseGrainedExecutorBackend` (or
+    `KubernetesExecutorBackend` from 3.4); both carry this package name."""
+
+    webhook_listen_address: str = "0.0.0.0"
+    """Where kopf's webhook server listens. All interfaces, because the API server reaches
+    the operator through its Service (pod IP)."""
+
+    webhook_port: int = 9443
+    """kopf's conventional webhook port; unprivileged, so the operator runs as non-root."""
+
+    webhook_host: str | None = None
+    """Host name put into a kopf-managed webhook configuration's URL (local runs); None
+    lets kopf use the listen address."""
+
+    webhook_cert_file: Path | None = None
+    """Server certificate (PEM) mounted from the chart's Secret. None generates a
+    self-signed CA and certificate at startup, which only suits local runs."""
+
+    webhook_key_file: Path | None = None
+    """Private key (PEM) of `webhook_cert_file`."""
+
+    webhook_ca_file: Path | None = None
+    """CA bundle the API server uses to verify the webhook; needed only when kopf manages
+    the webhook configuration itself."""
+
+    webhook_managed_configuration: str | None = None
+    """Name of a MutatingWebhookConfiguration kopf creates and keeps in sync (local runs
+    against a developer cluster). None: the chart renders it with the short timeout and
+    reinvocation policy kopf cannot set (see `webhook_configuration`)."""
+
+    webhook_timeout_seconds: int = 5
+    """How long the API server waits for the webhook before ignoring it. Pod creation is
+    blocked meanwhile; 5 s covers a GC pause or a slow first TLS handshake while keeping a
+    hung operator from stalling Spark's executor allocation rounds."""
+
+    webhook_failure_policy: str = "Ignore"
+    """What the API server does when the webhook fails or times out. Ignore: a down
+    operator must never stop Spark from starting executors; the pod then simply runs
+    unwatched. `Fail` only where running unwatched is worse than not running."""
+
+    operator_namespace: str = "hangwatch-system"
+    """Namespace of the operator itself, excluded from injection so that the operator's
+    own pods never wait on the webhook they serve."""
+
+    def __post_init__(self) -> None:
+        for name in ("sidecar_port", "webhook_port"):
+            if not 1 <= getattr(self, name) <= 65535:
+                raise SettingsError(f"{name} must be 1..65535, got {getattr(self, name)}")
+        if not 1 <= self.webhook_timeout_seconds <= 30:
+            raise SettingsError("webhook_timeout_seconds must be 1..30 (the API server's range)")
+        if self.webhook_failure_policy not in {"Ignore", "Fail"}:
+            raise SettingsError("webhook_failure_policy must be Ignore or Fail")
+        if not self.telemetry_dir.startswith("/"):
+            raise SettingsError(f"telemetry_dir must be absolute, got {self.telemetry_dir!r}")
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> OperatorSettings:
+        """Settings from `HANGWATCH_OPERATOR_<FIELD>` variables; absent ones keep defaults."""
+        hints = get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):
+            raw = environ.get(ENV_PREFIX + field.name.upper())
+            if raw is not None:
+                values[field.name] = _convert(field.name, hints[field.name], raw)
+        return cls(**values)
+
+
+def _convert(name: str, hint: Any, raw: str) -> Any:
+    """One environment value converted to the field's type; empty means None if allowed."""
+    text = raw.strip()
+    optional = type(None) in getattr(hint, "__args__", ())
+    if optional and not text:
+        return None
+    target = next(a for a in getattr(hint, "__args__", (hint,)) if a is not type(None))
+    try:
+        if target is int:
+            return int(text)
+        if target is InjectionMode:
+            return InjectionMode(text.lower())
+        if target is Path:
+            return Path(text)
+    except ValueError as exc:
+        raise SettingsError(f"{ENV_PREFIX}{name.upper()}: {exc}") from exc
+    return text

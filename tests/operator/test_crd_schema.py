@@ -1,0 +1,190 @@
+"""The ProducerHealthPolicy CRD: a valid, structural, strict schema that says why it refuses.
+
+Covers: `crds/producerhealthpolicy.yaml` is a valid apiextensions.k8s.io/v1 CRD for
+Kubernetes 1.25 (oldest supported: CEL rules on by default), 1.29 and the newest schema
+kubernetes-validate ships; group, version, scope, status subresource and printer
+columns; the schema is structural (every node typed, defaults valid); integer fields
+carry their unit in the name; every documented example validates against the schema
+*and* its CEL rules (evaluated with cel-python), every `examples/invalid/*.yaml` is
+rejected with the message in its `# expect:` line, each CEL rule rejects what its
+message names; the operator's defaults equal the CRD's; what the schema cannot check
+(requests above limits) the operator rejects.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+
+from hangwatch_operator.policies import InvalidPolicyError, parse_policy
+from tests.operator.structural import (
+    EXAMPLES,
+    apply_defaults,
+    compiled,
+    crd,
+    expected_error,
+    load_yaml,
+    to_json_schema,
+    validation_errors,
+    version_schema,
+    walk_schema,
+)
+
+VALID = sorted(EXAMPLES.glob("*.yaml"))
+INVALID = sorted((EXAMPLES / "invalid").glob("*.yaml"))
+MINIMAL: dict[str, Any] = {
+    "apiVersion": "hangwatch.dev/v1alpha1",
+    "kind": "ProducerHealthPolicy",
+    "metadata": {"name": "minimal", "namespace": "spark-jobs"},
+    "spec": {"kafka": {"bootstrapServers": ["kafka:9092"]}},
+}
+
+
+def _with(path: str, value: Any, **more: Any) -> dict[str, Any]:
+    """MINIMAL with `value` set at the dotted `path` under spec (and `more`, `__` for dots)."""
+    obj = copy.deepcopy(MINIMAL)
+    for dotted, new in {path: value, **{k.replace("__", "."): v for k, v in more.items()}}.items():
+        node = obj["spec"]
+        *parents, last = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = new
+    return obj
+
+
+@pytest.mark.parametrize("k8s_version", ["1.25", "1.29", kubernetes_validate.latest_version()])
+def test_crd_is_a_valid_apiextensions_v1_crd(k8s_version: str) -> None:
+    kubernetes_validate.validate(crd(), k8s_version, strict=True)
+
+
+def test_crd_names_scope_status_subresource_and_printer_columns() -> None:
+    spec = crd()["spec"]
+    assert crd()["metadata"]["name"] == "producerhealthpolicies.hangwatch.dev"
+    assert (spec["group"], spec["scope"], spec["names"]["kind"]) == (
+        "hangwatch.dev",
+        "Namespaced",
+        "ProducerHealthPolicy",
+    )
+    (version,) = spec["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
+    assert version["subresources"] == {"status": {}}
+    columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
+    assert columns == {
+        "Watched": ".status.watched",
+        "Unhealthy": ".status.unhealthy",
+        "Last Action": ".status.lastAction.summary",
+        "Dry Run": ".spec.safety.dryRun",
+        "Age": ".metadata.creationTimestamp",
+    }
+
+
+def test_schema_is_structural_and_every_default_is_valid() -> None:
+    for path, node in walk_schema(version_schema()):
+        typed = "type" in node or node.get("x-kubernetes-int-or-string")
+        assert typed, f"{path or '<root>'} has no type"
+        if "default" in node:
+            jsonschema.validate(node["default"], to_json_schema(node))
+        if path.startswith("spec") and node.get("type") == "array":
+            assert "maxItems" in node, f"{path}: CEL cost needs a bounded list"
+
+
+def test_integer_fields_carry_their_unit_in_the_name() -> None:
+    unitless = {"maxConcurrent": "a count of pods", "observedGeneration": "a generation"}
+    for path, node in walk_schema(version_schema()):
+        name = path.rsplit(".", 1)[-1]
+        if node.get("type") != "integer" or path.startswith("status.verdictCounts"):
+            continue
+        assert (
+            name.endswith(("Seconds", "PerHour"))
+            or name in unitless
+            or path
+            in {
+                "status.watched",
+                "status.unhealthy",
+            }
+        ), f"{path} needs a unit in its name"
+
+
+@pytest.mark.parametrize("example", VALID, ids=lambda p: p.name)
+def test_documented_examples_pass_the_schema_and_its_cel_rules(example: Path) -> None:
+    policy = load_yaml(example)
+    assert validation_errors(policy) == []
+    parse_policy(apply_defaults(version_schema(), policy))
+
+
+@pytest.mark.parametrize("example", INVALID, ids=lambda p: p.name)
+def test_invalid_examples_are_rejected_with_the_message_a_user_sees(example: Path) -> None:
+    errors = validation_errors(load_yaml(example))
+    expected = expected_error(example)
+    assert any(expected in error for error in errors), errors
+
+
+CEL_CASES = [
+    ("detection.heartbeatSeconds", 10, "detection.heartbeatSeconds must be longer"),
+    ("detection.metadataMaxAgeSeconds", 30, None),  # 30 > 10: accepted
+    (
+        "detection",
+        {"metadataMaxAgeSeconds": 30, "heartbeatSeconds": 60},
+        "detection.metadataMaxAgeSeconds must be longer",
+        {"probes__probeIntervalSeconds": 30},
+    ),
+    ("probes", {"probeIntervalSeconds": 4}, "requestTimeoutSeconds must not exceed"),
+    (
+        "selector.matchExpressions",
+        [{"key": "team", "operator": "In"}],
+        "In and NotIn need values",
+    ),
+    (
+        "selector.matchExpressions",
+        [{"key": "team", "operator": "Exists", "values": ["x"]}],
+        "In and NotIn need values",
+    ),
+    (
+        "kafka.security",
+        {"protocol": "SSL", "saslMechanism": "PLAIN"},
+        "saslMechanism is only allowed",
+    ),
+    ("actions.producerHung", ["restart", "decommission"], "restart and decommission exclude"),
+    ("actions.unknown", ["decommission"], "not allowed for brokerDegraded"),
+    ("actions.nodeNetworkFault", ["cordonNode", "alert"], None),
+    ("actions.brokerDegraded", ["cordonNode"], "cordonNode is only allowed for nodeNetworkFault"),
+]
+
+
+@pytest.mark.parametrize("case", CEL_CASES, ids=lambda c: f"{c[0]}={c[1]}")
+def test_each_cel_rule_rejects_what_its_message_names(case: tuple[Any, ...]) -> None:
+    path, value, message, *more = case
+    errors = validation_errors(_with(path, value, **(more[0] if more else {})))
+    if message is None:
+        assert errors == []
+    else:
+        assert len(errors) == 1 and message in errors[0], errors
+
+
+def test_every_cel_rule_compiles_and_is_exercised_by_a_test_or_example() -> None:
+    rejections = [c[2] for c in CEL_CASES if c[2]] + [expected_error(p) for p in INVALID]
+    for path, node in walk_schema(version_schema()):
+        for rule in node.get("x-kubernetes-validations") or []:
+            compiled(rule["rule"])
+            message = " ".join(rule["message"].split())
+            assert any(m in message or message[:40] in m for m in rejections), (
+                f"no case rejects {path}: {rule['rule']}"
+            )
+
+
+def test_operator_defaults_equal_the_crd_defaults() -> None:
+    stored = apply_defaults(version_schema(), MINIMAL)
+    assert stored["spec"]["sidecar"]["resources"]["limits"] == {"memory": "128Mi"}
+    assert parse_policy(stored) == parse_policy(MINIMAL)
+
+
+def test_operator_rejects_requests_above_limits_which_the_schema_cannot_check() -> None:
+    policy = _with("sidecar", {"resources": {"requests": {"memory": "1Gi"}}})
+    assert validation_errors(policy) == []  # no quantity comparison in CEL before 1.29
+    with pytest.raises(InvalidPolicyError, match=r"requests.memory \(1Gi\) exceeds the limit"):
+        parse_policy(apply_defaults(version_schema(), policy))

@@ -1,0 +1,310 @@
+"""The injection webhook served for real: kopf's HTTPS server, real AdmissionReviews.
+
+The operator runs as its own process (`kopf run -m hangwatch_operator.webhook`, settings
+from HANGWATCH_OPERATOR_* variables) against kmock's Kubernetes emulator, which holds
+the example policies (with CRD defaults applied, as the API server stores them) and
+reports API server 1.30. Requests are POSTed over HTTPS with `ssl` verifying the
+webhook's certificate against the generated CA, as the API server does with caBundle.
+
+Covers: the configuration the chart installs is valid, short (5 s), fails open and
+skips system namespaces and the operator's own; kopf registers the webhook (our CA,
+path /inject-sidecar, failurePolicy Ignore, only pods with spark-role); a Spark
+executor pod gets `patchType: JSONPatch` whose base64 patch, applied with `jsonpatch`,
+yields a pod the 1.29 Pod schema accepts and equals the pure builder's result; `auto`
+resolves to native on 1.30, a legacy policy gets shareProcessNamespace; the namespace
+comes from the request when the object has none; opted-out, uncovered, driver and
+already-injected pods are admitted unchanged; a conflicting pod is admitted with a
+warning, and so is a pod that makes the handler fail (fail open: allowed, never
+denied); an invalid policy is reported in the log and injects nothing; a client
+without our CA is refused; with no certificate configured the operator self-signs and
+publishes its CA in the webhook configuration; bad settings stop the operator at once
+with the variable named.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import socket
+import ssl
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import kubernetes_validate
+import pytest
+
+from hangwatch_operator.certificates import generate_webhook_certificates
+from hangwatch_operator.injection import SIDECAR_CONTAINER, build_sidecar_patch
+from hangwatch_operator.policies import parse_policy
+from hangwatch_operator.settings import InjectionMode, OperatorSettings
+from hangwatch_operator.webhook_configuration import build_webhook_configuration
+from tests.operator.emulated_cluster import EmulatedCluster, OperatorRun, running_operator
+from tests.operator.spark_pods import admission_review, driver_pod, executor_pod
+from tests.operator.structural import EXAMPLES, apply_defaults, load_yaml, version_schema
+
+POLICIES = "hangwatch.dev/v1alpha1/producerhealthpolicies"
+WEBHOOK_CONFIGS = "admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+
+
+@dataclass
+class Webhook:
+    cluster: EmulatedCluster
+    operator: OperatorRun
+    url: str
+    ca_file: Path
+
+    def review(self, pod: dict[str, Any], namespace: str) -> tuple[dict[str, Any], Any]:
+        """POST an AdmissionReview; return its response and the patched pod (None if unpatched)."""
+        request = admission_review(pod, namespace)
+        answer = _post(self.url, request, ssl.create_default_context(cafile=str(self.ca_file)))
+        response = answer["response"]
+        assert answer["kind"] == "AdmissionReview" and answer["apiVersion"] == "admission.k8s.io/v1"
+        assert response["uid"] == request["request"]["uid"] and response["allowed"] is True
+        if "patch" not in response:
+            return response, None
+        assert response["patchType"] == "JSONPatch"
+        ops = json.loads(base64.b64decode(response["patch"]))
+        return response, jsonpatch.apply_patch(request["request"]["object"], ops)
+
+
+def _post(url: str, body: dict[str, Any], context: ssl.SSLContext) -> Any:
+    data = json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, context=context, timeout=10) as reply:
+        return json.load(reply)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _stored(body: dict[str, Any]) -> dict[str, Any]:
+    """A policy as the API server stores it: defaults applied, uid and generation set."""
+    stored = apply_defaults(version_schema(), body)
+    meta = stored["metadata"]
+    meta |= {"uid": f"uid-{meta['namespace']}-{meta['name']}", "generation": 1}
+    return stored
+
+
+def _put_policy(cluster: EmulatedCluster, body: dict[str, Any]) -> dict[str, Any]:
+    stored = _stored(body)
+    cluster.put(POLICIES, stored["metadata"]["namespace"], stored["metadata"]["name"], stored)
+    return stored
+
+
+def _inline_policy(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "hangwatch.dev/v1alpha1",
+        "kind": "ProducerHealthPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"kafka": {"bootstrapServers": ["kafka.kafka.svc:9092"]}, **spec},
+    }
+
+
+def _indexed(namespace: str, name: str) -> str:
+    return f"[{namespace}/{name}] Indexer 'policies_by_namespace' succeeded"
+
+
+@pytest.fixture(scope="module")
+def webhook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
+    workdir = tmp_path_factory.mktemp("webhook")
+    ca, cert, key = generate_webhook_certificates(["localhost", "127.0.0.1"]).write(workdir / "tls")
+    port = _free_port()
+    with ExitStack() as stack:
+        cluster = stack.enter_context(EmulatedCluster(minor_version=30))
+        for example in ("policy-spark-executors.yaml", "policy-dry-run.yaml"):
+            _put_policy(cluster, load_yaml(EXAMPLES / example))
+        _put_policy(
+            cluster, _inline_policy("legacy-jobs", "old-nodes", sidecar={"injectionMode": "legacy"})
+        )
+        too_small = {"resources": {"requests": {"memory": "256Mi"}, "limits": {"memory": "128Mi"}}}
+        _put_policy(cluster, _inline_policy("broken", "too-small", sidecar=too_small))
+        settings = {
+            "webhook_listen_address": "127.0.0.1",
+            "webhook_port": port,
+            "webhook_host": "localhost",
+            "webhook_cert_file": cert,
+            "webhook_key_file": key,
+            "webhook_ca_file": ca,
+            "webhook_managed_configuration": "hangwatch-test",
+        }
+        operator = stack.enter_context(running_operator(cluster, workdir, settings))
+        operator.wait_for(
+            "the webhook is registered", lambda: _client_config(cluster, "hangwatch-test")
+        )
+        for namespace, name in [
+            ("spark-jobs", "orders-writers"),
+            ("analytics", "try-it-out"),
+            ("legacy-jobs", "old-nodes"),
+        ]:
+            operator.wait_for_log(_indexed(namespace, name))
+        operator.wait_for_log(
+            "[broken/too-small] Indexer 'policies_by_namespace' failed permanently"
+        )
+        yield Webhook(cluster, operator, f"https://localhost:{port}/inject-sidecar", ca)
+
+
+def _client_config(cluster: EmulatedCluster, name: str) -> dict[str, Any] | None:
+    config = cluster.get(WEBHOOK_CONFIGS, None, name)
+    hooks = (config or {}).get("webhooks") or []
+    return hooks[0] if hooks and "clientConfig" in hooks[0] else None
+
+
+def test_kopf_registers_the_webhook_with_our_ca_and_failure_policy_ignore(webhook: Webhook) -> None:
+    hook = _client_config(webhook.cluster, "hangwatch-test")
+    assert hook is not None
+    assert hook["clientConfig"]["url"] == webhook.url
+    assert base64.b64decode(hook["clientConfig"]["caBundle"]) == webhook.ca_file.read_bytes()
+    assert hook["failurePolicy"] == "Ignore"
+    assert hook["sideEffects"] == "None"
+    assert hook["rules"][0]["resources"] == ["pods"] and hook["rules"][0]["operations"] == [
+        "CREATE"
+    ]
+    assert hook["objectSelector"] == {
+        "matchExpressions": [{"key": "spark-role", "operator": "Exists"}]
+    }
+
+
+def test_installed_webhook_configuration_is_valid_short_and_fails_open() -> None:
+    settings = OperatorSettings(operator_namespace="hangwatch")
+    config = build_webhook_configuration(settings, ca_bundle=b"CA", service_name="hangwatch")
+    kubernetes_validate.validate(config, "1.25", strict=True)
+    (hook,) = config["webhooks"]
+    assert (hook["failurePolicy"], hook["timeoutSeconds"]) == ("Ignore", 5)
+    assert hook["reinvocationPolicy"] == "IfNeeded" and hook["sideEffects"] == "None"
+    assert hook["clientConfig"]["service"]["path"] == "/inject-sidecar"
+    excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
+    assert {"kube-system", "hangwatch"} <= set(excluded)
+
+
+def test_executor_pod_gets_a_jsonpatch_that_yields_a_valid_pod(webhook: Webhook) -> None:
+    response, patched = webhook.review(executor_pod(), "spark-jobs")
+    assert patched is not None, response
+    kubernetes_validate.validate(patched, "1.29", strict=True)
+    (sidecar,) = patched["spec"]["initContainers"]  # API server 1.30: auto means native
+    assert sidecar["name"] == SIDECAR_CONTAINER and sidecar["restartPolicy"] == "Always"
+    assert patched["metadata"]["annotations"]["hangwatch.dev/injected"] == "orders-writers"
+
+
+def test_patch_over_https_equals_the_pure_builders_result(webhook: Webhook) -> None:
+    pod = executor_pod(7)
+    _, patched = webhook.review(pod, "spark-jobs")
+    policy = parse_policy(_stored(load_yaml(EXAMPLES / "policy-spark-executors.yaml")))
+    ops = build_sidecar_patch(pod, policy, OperatorSettings(), InjectionMode.NATIVE)
+    assert patched == jsonpatch.apply_patch(pod, ops)
+
+
+def test_namespace_comes_from_the_request_when_the_object_has_none(webhook: Webhook) -> None:
+    _, patched = webhook.review(executor_pod(namespace=None), "spark-jobs")
+    assert patched is not None and "namespace" not in patched["metadata"]
+
+
+def test_legacy_policy_gets_a_sidecar_that_exits_with_the_executor(webhook: Webhook) -> None:
+    pod = executor_pod(namespace="legacy-jobs")
+    _, patched = webhook.review(pod, "legacy-jobs")
+    kubernetes_validate.validate(patched, "1.27", strict=True)
+    assert patched["spec"]["shareProcessNamespace"] is True
+    assert patched["spec"]["containers"][-1]["name"] == SIDECAR_CONTAINER
+    assert "--exit-when-gone" in patched["spec"]["containers"][-1]["args"]
+
+
+@pytest.mark.parametrize(
+    ("pod", "namespace"),
+    [
+        (executor_pod(annotations={"hangwatch.dev/inject": "false"}), "spark-jobs"),
+        (executor_pod(labels={"team": "search"}), "spark-jobs"),
+        (driver_pod(), "spark-jobs"),
+        (executor_pod(namespace="no-policy-here"), "no-policy-here"),
+    ],
+    ids=["opted-out", "other-team", "driver", "namespace-without-policy"],
+)
+def test_pods_not_to_inject_are_admitted_unchanged(
+    webhook: Webhook, pod: dict[str, Any], namespace: str
+) -> None:
+    response, patched = webhook.review(pod, namespace)
+    assert patched is None and "warnings" not in response
+
+
+def test_reinvoked_webhook_leaves_an_injected_pod_alone(webhook: Webhook) -> None:
+    _, once = webhook.review(executor_pod(), "spark-jobs")
+    response, twice = webhook.review(copy.deepcopy(once), "spark-jobs")
+    assert twice is None, response
+
+
+def test_conflicting_pod_is_admitted_with_a_warning(webhook: Webhook) -> None:
+    pod = executor_pod()
+    pod["spec"]["volumes"].append({"name": "hangwatch-telemetry", "emptyDir": {}})
+    response, patched = webhook.review(pod, "spark-jobs")
+    assert patched is None
+    assert response["warnings"] == [
+        "hangwatch: sidecar not injected: the pod already has a volume named hangwatch-telemetry"
+    ]
+
+
+def test_a_failure_inside_the_webhook_admits_the_pod_unchanged(webhook: Webhook) -> None:
+    pod = executor_pod()
+    pod["spec"]["containers"][0]["env"] = "not-a-list"  # provokes an error in the handler
+    response, patched = webhook.review(pod, "spark-jobs")
+    assert patched is None
+    assert response["warnings"][0].startswith("hangwatch: sidecar not injected: internal error")
+    webhook.operator.wait_for_log("Sidecar injection failed; the pod is admitted unchanged.")
+
+
+def test_invalid_policy_is_reported_and_injects_nothing(webhook: Webhook) -> None:
+    assert (
+        "invalid ProducerHealthPolicy: spec.sidecar.resources.requests.memory (256Mi) "
+        "exceeds the limit (128Mi)" in webhook.operator.log()
+    )
+    _, patched = webhook.review(executor_pod(namespace="broken"), "broken")
+    assert patched is None
+
+
+def test_client_without_our_ca_is_refused(webhook: Webhook) -> None:
+    review = admission_review(executor_pod(), "spark-jobs")
+    with pytest.raises(urllib.error.URLError) as caught:
+        _post(webhook.url, review, ssl.create_default_context())
+    assert isinstance(caught.value.reason, ssl.SSLCertVerificationError)
+
+
+def test_local_run_self_signs_and_publishes_its_ca(webhook: Webhook, tmp_path: Path) -> None:
+    port = _free_port()
+    settings = {
+        "webhook_listen_address": "127.0.0.1",
+        "webhook_port": port,
+        "webhook_host": "localhost",
+        "webhook_managed_configuration": "hangwatch-local",
+        "injection_mode": "legacy",
+    }
+    with running_operator(webhook.cluster, tmp_path, settings) as operator:
+        hook = operator.wait_for(
+            "the webhook is registered", lambda: _client_config(webhook.cluster, "hangwatch-local")
+        )
+        operator.wait_for_log(_indexed("spark-jobs", "orders-writers"))
+        context = ssl.create_default_context(
+            cadata=base64.b64decode(hook["clientConfig"]["caBundle"]).decode()
+        )
+        request = admission_review(executor_pod(), "spark-jobs")
+        answer = _post(hook["clientConfig"]["url"], request, context)
+        ops = json.loads(base64.b64decode(answer["response"]["patch"]))
+        patched = jsonpatch.apply_patch(request["request"]["object"], ops)
+        assert patched["spec"]["shareProcessNamespace"] is True  # forced legacy by the setting
+        assert "generating a self-signed one" in operator.log()
+
+
+def test_bad_operator_settings_stop_the_operator_with_the_variable_named(
+    webhook: Webhook, tmp_path: Path
+) -> None:
+    with running_operator(webhook.cluster, tmp_path, {"sidecar_port": "ninety"}) as operator:
+        operator.wait_for("exit", lambda: operator.process.poll() is not None)
+        assert operator.process.returncode != 0
+        assert "invalid operator settings: HANGWATCH_OPERATOR_SIDECAR_PORT" in operator.log()
