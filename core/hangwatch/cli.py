@@ -22,6 +22,7 @@ from hangwatch.errors import HangwatchError
 COMMANDS: dict[str, tuple[str, str]] = {
     "lab": ("hangwatch_lab.cli", "run a local Kafka-protocol cluster and inject faults"),
     "probe": ("hangwatch_sidecar.probe_cli", "probe brokers and metadata once and report"),
+    "sidecar": ("hangwatch_sidecar.sidecar_cli", "watch brokers and producers next to an executor"),
     "config-check": (
         "hangwatch_pipeline.config_check",
         "worst-case time-to-error of a producer configuration",

@@ -36,17 +36,6 @@ def shown(key: str, value: str) -> str:
     return REDACTED if is_secret_key(key) else repr(value)
 
 
-def parse_assignments(items: Iterable[str]) -> dict[str, str]:
-    """`-X key=value` arguments, in order (a later one overrides an earlier one)."""
-    config: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise SettingsError(f"-X expects key=value, got {shown(item, item)}")
-        config[key.strip()] = value.strip()
-    return config
-
-
 def parse_properties(lines: Sequence[str], source: str) -> dict[str, str]:
     """`key=value`, `key: value` or `key value` lines; `#` and `!` comments, blank lines.
 

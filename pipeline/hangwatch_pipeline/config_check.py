@@ -18,9 +18,10 @@ from typing import Any
 
 from hangwatch.contracts import ExitCode
 from hangwatch.errors import UsageError
+from hangwatch.properties import parse_assignments
 from hangwatch.secrets import redact
 from hangwatch_pipeline import rdkafka_conf, timeouts
-from hangwatch_pipeline.client_config import parse_assignments, read_properties
+from hangwatch_pipeline.client_config import read_properties
 from hangwatch_pipeline.estimates import Estimate, seconds_text
 
 
@@ -58,7 +59,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 def load_config(file: Path | None, settings: list[str]) -> dict[str, str]:
     """Settings from the file, then `-X` ones on top."""
     config = read_properties(file) if file is not None else {}
-    config.update(parse_assignments(settings))
+    config.update(parse_assignments(settings, strip_values=True))
     return config
 
 

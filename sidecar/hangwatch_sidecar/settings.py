@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hangwatch.errors import UsageError
+from hangwatch.properties import parse_assignments
 
 DEFAULT_PORT = 9477
 """The sidecar's one HTTP port (metrics, status, health); the injection webhook uses it."""
@@ -132,6 +133,13 @@ class SidecarSettings:
         default=64,
         metadata=_doc("At most this many producer processes are tracked per pod (bounded memory)."),
     )
+    exit_when_gone: str = field(
+        default="",
+        metadata=_doc(
+            "Legacy injection (shared process namespace): exit 0 once a process whose command "
+            "line contains this text was seen and is gone, so the executor pod can complete."
+        ),
+    )
     kafka: Mapping[str, str] = field(
         default_factory=dict,
         metadata=_doc(
@@ -221,11 +229,7 @@ def kafka_properties(pairs: list[str], environ: Mapping[str, str]) -> dict[str, 
         for key, value in environ.items()
         if key.startswith(KAFKA_ENV_PREFIX) and len(key) > len(KAFKA_ENV_PREFIX)
     }
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"-X expects key=value, got {pair!r}")
-        props[key.strip()] = value
+    props.update(parse_assignments(pairs))
     return props
 
 

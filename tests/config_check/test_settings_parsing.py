@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
+from hangwatch.properties import parse_assignments
 from hangwatch_pipeline import sarama_timeouts
 from hangwatch_pipeline.client_config import (
     address_count,
     go_duration_seconds,
-    parse_assignments,
     parse_properties,
 )
 
@@ -55,7 +55,7 @@ def test_properties_lines() -> None:
 
 
 def test_x_assignments_keep_text_after_first_equals() -> None:
-    assert parse_assignments(["sasl.jaas.config=a=b c", "x= 1 "]) == {
+    assert parse_assignments(["sasl.jaas.config=a=b c", "x= 1 "], strip_values=True) == {
         "sasl.jaas.config": "a=b c",
         "x": "1",
     }

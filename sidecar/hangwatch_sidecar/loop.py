@@ -1,0 +1,258 @@
+"""The sidecar's evaluation loop: probe, read telemetry, evaluate, publish.
+
+Every round (probe interval, jittered +-20% so sidecars started together spread
+out): probe each broker concurrently (connect + ApiVersions: cheap), fetch cluster
+metadata when it is due (metadata interval) or at once when anything looks wrong,
+read the telemetry directory, run the pure verdict engine, debounce, and publish a
+new immutable `SidecarState`. Steady-state cost per sidecar: one TCP connection and
+one ApiVersions request per broker per probe interval, one Metadata request per
+metadata interval.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import ssl
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, replace
+
+from hangwatch.contracts import Reachability
+from hangwatch.logs import IDENTITY_ENV
+from hangwatch.secrets import redact
+from hangwatch_sidecar import telemetry_reader
+from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
+from hangwatch_sidecar.metadata_probe import ClusterMetadata, MetadataClient
+from hangwatch_sidecar.observing import endpoints_to_probe, observe_cluster
+from hangwatch_sidecar.probe_settings import Endpoint, ProbeSettings, parse_bootstrap
+from hangwatch_sidecar.probe_tls import tls_context
+from hangwatch_sidecar.probes import EndpointProbe, probe_endpoint
+from hangwatch_sidecar.settings import SidecarSettings
+from hangwatch_sidecar.state import SidecarState
+from hangwatch_sidecar.tracking import ProducerTracker
+from hangwatch_sidecar.verdicts import Debouncer, Thresholds, evaluate
+
+log = logging.getLogger(__name__)
+JITTER = 0.2
+
+
+class SidecarLoop:
+    """Owns the probing, tracking and debouncing state of one sidecar."""
+
+    def __init__(
+        self,
+        settings: SidecarSettings,
+        identity: dict[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.clock, self.wall = clock, wall
+        self.bootstrap: tuple[Endpoint, ...] = parse_bootstrap(settings.bootstrap)
+        self.probe_settings = ProbeSettings(
+            connect_timeout_ms=settings.connect_timeout_ms,
+            request_timeout_ms=settings.request_timeout_ms,
+            client_config=dict(settings.kafka),
+            client_id="hangwatch-sidecar",
+        )
+        self.tls: ssl.SSLContext | None = tls_context(self.probe_settings)
+        self.thresholds = Thresholds(
+            stall_seconds=settings.stall_seconds,
+            heartbeat_seconds=settings.heartbeat_seconds,
+            metadata_max_age_seconds=settings.metadata_max_age_seconds,
+            election_grace_seconds=settings.election_grace_seconds,
+        )
+        self.tracker = ProducerTracker()
+        self.debouncer = Debouncer(hold=settings.hysteresis_intervals)
+        self.metadata: ClusterMetadata | None = None
+        self.metadata_error: str | None = None
+        self.metadata_at: float | None = None
+        self.metadata_ts: float | None = None
+        self.leaderless_since: float | None = None
+        self.probe_errors: Counter[str] = Counter()
+        self.verdict_changes: Counter[str] = Counter()
+        self.telemetry_problems: Counter[str] = Counter()
+        self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="hangwatch-probe")
+        self._lock = threading.Lock()
+        self._state = SidecarState(
+            started_ts=wall(),
+            identity=identity or _identity_from_env(),
+            settings=redact({k: v for k, v in asdict(settings).items() if k != "kafka"}),
+        )
+
+    # -- published state ---------------------------------------------------------------------
+    def state(self) -> SidecarState:
+        with self._lock:
+            return self._state
+
+    def _publish(self, state: SidecarState) -> None:
+        with self._lock:
+            self._state = state
+
+    # -- one round -----------------------------------------------------------------------------
+    def _metadata_due(self, now: float, previous: ClusterObservation | None) -> bool:
+        if self.metadata_at is None:
+            return True
+        if now - self.metadata_at >= self.settings.metadata_interval_seconds:
+            return True
+        if previous is None:
+            return False
+        looks_wrong = bool(previous.failing) or bool(previous.leaderless_for(frozenset()))
+        return looks_wrong or not previous.metadata_ok
+
+    def _fetch_metadata(self, now: float) -> None:
+        try:
+            with MetadataClient(self.bootstrap, self.probe_settings) as client:
+                result = client.fetch(sorted(self.settings.topic_set))
+        except Exception as exc:  # noqa: BLE001 - a failing client must not stop the loop
+            self.metadata_error = f"metadata client failed: {type(exc).__name__}"
+            log.warning("metadata fetch failed", extra={"error": str(exc)[:200]})
+            return
+        self.metadata_at = now
+        if result.metadata is not None:
+            self.metadata, self.metadata_ts = result.metadata, self.wall()
+        else:
+            self.metadata = None
+        self.metadata_error = result.error or None
+
+    def _probe_brokers(self) -> list[EndpointProbe]:
+        targets = endpoints_to_probe(self.bootstrap, self.metadata)
+        futures = [
+            self._pool.submit(probe_endpoint, e, self.probe_settings, self.tls) for e in targets
+        ]
+        return [f.result() for f in futures]
+
+    def _read_producers(self, now: float) -> list[ProducerObservation]:
+        s = self.settings
+        reads, problems = telemetry_reader.scan(
+            s.telemetry_path, s.telemetry_max_bytes, s.max_producers
+        )
+        for problem in problems:
+            self.telemetry_problems[_problem_kind(problem)] += 1
+        observations: list[ProducerObservation] = []
+        present: set[str] = set()
+        for read in reads:
+            if read.alive is False:
+                telemetry_reader.collect_garbage(s.telemetry_path, read.key)
+                continue
+            if read.alive is None and self.wall() - read.mtime > 10 * s.heartbeat_seconds:
+                continue
+            present.add(read.key)
+            if read.doc is None:
+                self.telemetry_problems[_problem_kind(read.problem)] += 1
+                observations.append(_unusable(read.key, read.alive, read.problem or "unusable"))
+                continue
+            observations.append(
+                self.tracker.observe(read.key, read.doc, read.alive, now, self.wall())
+            )
+        self.tracker.forget(present)
+        return observations
+
+    def round(self) -> SidecarState:
+        """One full evaluation round; returns (and publishes) the new state."""
+        started = self.clock()
+        previous = self.state()
+        if self._metadata_due(started, previous.cluster):
+            self._fetch_metadata(started)
+        probes = self._probe_brokers()
+        for p in probes:
+            if p.reachability is not Reachability.OK:
+                self.probe_errors[str(p.reachability)] += 1
+        now = self.clock()
+        cluster = observe_cluster(now, self.bootstrap, probes, self.metadata, self.metadata_error)
+        if cluster.leaderless_for(frozenset()):
+            self.leaderless_since = self.leaderless_since or now
+        else:
+            self.leaderless_since = None
+        producers = self._read_producers(now)
+        assessment = evaluate(
+            cluster,
+            producers,
+            thresholds=self.thresholds,
+            now=now,
+            leaderless_since=self.leaderless_since,
+            topics=self.settings.topic_set,
+        )
+        wall_now = self.wall()
+        if self.debouncer.update(assessment.pod.verdict, wall_now):
+            self.verdict_changes[str(self.debouncer.current)] += 1
+            log.info(
+                "verdict changed",
+                extra={
+                    "verdict": str(self.debouncer.current),
+                    "reasons": list(assessment.pod.reasons),
+                },
+            )
+        state = replace(
+            previous,
+            verdict=self.debouncer.current,
+            since_ts=self.debouncer.since,
+            assessment=assessment,
+            cluster=cluster,
+            cluster_ts=wall_now,
+            metadata_ts=self.metadata_ts,
+            producers=tuple(producers),
+            rounds=previous.rounds + 1,
+            evaluated_ts=wall_now,
+            round_seconds=self.clock() - started,
+            probe_errors=dict(self.probe_errors),
+            verdict_changes=dict(self.verdict_changes),
+            telemetry_problems=dict(self.telemetry_problems),
+        )
+        self._publish(state)
+        return state
+
+    def run(self, stop: threading.Event, done: Callable[[], bool] = lambda: False) -> None:
+        """Rounds until `stop` is set or `done()`, sleeping a jittered probe interval between."""
+        while not stop.is_set() and not done():
+            try:
+                self.round()
+            except Exception:
+                log.exception("evaluation round failed")
+            interval = self.settings.probe_interval_seconds
+            stop.wait(interval * random.uniform(1 - JITTER, 1 + JITTER))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _problem_kind(problem: str | None) -> str:
+    text = problem or "unusable"
+    for kind in (
+        "not valid JSON",
+        "larger than",
+        "schema",
+        "kind",
+        "lacks",
+        "unreadable",
+        "not a JSON object",
+    ):
+        if kind in text:
+            return kind.replace(" ", "_")
+    return "other"
+
+
+def _unusable(key: str, alive: bool | None, problem: str) -> ProducerObservation:
+    return ProducerObservation(
+        key=key,
+        pid=0,
+        alive=alive,
+        pending=0,
+        delivered_total=0,
+        failed_total=0,
+        topics=frozenset(),
+        heartbeat_age_seconds=0.0,
+        progress_age_seconds=None,
+        pending_seconds=0.0,
+        failing_seconds=0.0,
+        problem=problem,
+    )
+
+
+def _identity_from_env() -> dict[str, str]:
+    return {k: v for k, env in IDENTITY_ENV.items() if (v := os.environ.get(env))}

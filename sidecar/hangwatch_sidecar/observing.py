@@ -1,0 +1,81 @@
+"""Turns probe results into the verdict engine's `ClusterObservation` (pure).
+
+Fed by the loop with the endpoint probes of this round and the latest cluster
+metadata (which may be older: metadata is fetched on a slower cadence). Partitions
+count as leaderless when their leader is -1 or they carry LEADER_NOT_AVAILABLE /
+NOT_LEADER; topics count as leaderless when the topic itself reports such an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation, TopicPartition
+from hangwatch_sidecar.metadata_probe import ClusterMetadata
+from hangwatch_sidecar.probe_settings import Endpoint
+from hangwatch_sidecar.probes import EndpointProbe
+
+ELECTION_ERRORS = frozenset(
+    {"LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION", "NOT_LEADER_OR_FOLLOWER"}
+)
+
+
+def _latency_ms(probe: EndpointProbe) -> float | None:
+    stages = [probe.connect_ms, probe.tls_ms, probe.api_versions_ms]
+    if probe.connect_ms is None:
+        return None
+    return round(sum(s for s in stages if s is not None), 3)
+
+
+def observe_cluster(
+    at: float,
+    bootstrap: Sequence[Endpoint],
+    probes: Sequence[EndpointProbe],
+    metadata: ClusterMetadata | None,
+    metadata_error: str | None = None,
+) -> ClusterObservation:
+    """One round's observation from endpoint probes and the latest metadata."""
+    node_of = {b.endpoint: b.id for b in metadata.brokers} if metadata else {}
+    boot = set(bootstrap)
+    brokers = tuple(
+        BrokerObservation(
+            address=str(p.endpoint),
+            reachability=p.reachability,
+            node_id=node_of.get(p.endpoint),
+            in_bootstrap=p.endpoint in boot,
+            advertised=p.endpoint in node_of if metadata else True,
+            latency_ms=_latency_ms(p),
+            detail=p.detail,
+        )
+        for p in probes
+    )
+    leaders: dict[TopicPartition, int] = {}
+    leaderless: set[TopicPartition] = set()
+    leaderless_topics: set[str] = set()
+    for topic in metadata.topics if metadata else ():
+        if topic.error in ELECTION_ERRORS:
+            leaderless_topics.add(topic.name)
+        for part in topic.partitions:
+            leaders[(topic.name, part.partition)] = part.leader
+            if part.leader < 0 or part.error in ELECTION_ERRORS:
+                leaderless.add((topic.name, part.partition))
+    return ClusterObservation(
+        at=at,
+        brokers=brokers,
+        metadata_ok=metadata is not None,
+        leaders=leaders,
+        leaderless=frozenset(leaderless),
+        leaderless_topics=frozenset(leaderless_topics),
+        error=metadata_error or None,
+    )
+
+
+def endpoints_to_probe(
+    bootstrap: Sequence[Endpoint], metadata: ClusterMetadata | None
+) -> list[Endpoint]:
+    """Bootstrap entries first, then brokers the cluster advertises that are not in it."""
+    known = list(dict.fromkeys(bootstrap))
+    extra = (
+        [b.endpoint for b in metadata.brokers if b.endpoint not in set(known)] if metadata else []
+    )
+    return known + extra
