@@ -23,6 +23,7 @@ from hangwatch.errors import HangwatchError, LabError, UsageError
 from hangwatch_lab.lab import Lab
 
 FAULTS = (
+    "stall-produce",
     "down",
     "blackhole",
     "unresponsive",
@@ -51,8 +52,8 @@ def _need(params: dict[str, Any], key: str, kind: str) -> Any:
 
 def apply_fault(lab: Lab, kind: str, params: dict[str, Any]) -> None:
     """Apply fault `kind` with `params` (broker, ms, topic, seconds, ...) to `lab`."""
-    if kind in ("down", "blackhole", "unresponsive"):
-        getattr(lab, kind)(int(_need(params, "broker", kind)))
+    if kind in ("down", "blackhole", "unresponsive", "stall-produce"):
+        getattr(lab, kind.replace("-", "_"))(int(_need(params, "broker", kind)))
     elif kind == "rtt":
         lab.rtt(int(_need(params, "broker", kind)), int(_need(params, "ms", kind)))
     elif kind == "election":

@@ -15,11 +15,12 @@ import logging
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from types import TracebackType
 from typing import Any
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 
 from hangwatch.errors import LabError, UsageError
@@ -36,6 +37,12 @@ ELECTION_ERROR_BUDGET = 100_000
 
 START_TIMEOUT_SECONDS = 30.0
 
+STALL_REQUESTS = 1
+"""Produce requests a stalled broker swallows. One is enough: responses on a connection are
+ordered, so every later request on that connection waits behind it forever."""
+
+DRAIN_TOPIC = "__hangwatch_lab_drain"
+
 
 @dataclass
 class BrokerState:
@@ -47,6 +54,7 @@ class BrokerState:
     down: bool = False
     blackholed: bool = False
     rtt_ms: int = 0
+    produce_stalled: bool = False
 
     @property
     def condition(self) -> str:
@@ -59,6 +67,8 @@ class BrokerState:
             return "unresponsive"
         if self.rtt_ms:
             return f"rtt={self.rtt_ms}ms"
+        if self.produce_stalled:
+            return "stall-produce"
         return "up"
 
     @property
@@ -187,7 +197,7 @@ class Lab:
         reply: dict[str, Any] = json.loads(result[0])
         return reply
 
-    def _call(self, op: str, **params: Any) -> None:
+    def _call(self, op: str, **params: Any) -> dict[str, Any]:
         with self._lock:
             proc = self._proc
             if proc is None or proc.stdin is None or proc.poll() is not None:
@@ -201,6 +211,7 @@ class Lab:
             reply = self._read_line(10.0)
         if not reply.get("ok"):
             raise LabError(str(reply.get("error", "mock command failed")))
+        return reply
 
     def _broker(self, broker: int) -> BrokerState:
         if broker not in self.brokers:
@@ -235,6 +246,61 @@ class Lab:
         self._call("set_rtt", broker=broker, rtt_ms=rtt_ms)
         state.rtt_ms = rtt_ms
         log.info("fault rtt", extra={"broker": broker, "rtt_ms": rtt_ms})
+
+    def stall_produce(self, broker: int) -> None:
+        """The broker's next Produce request is never answered; everything else works.
+
+        Responses on a connection are ordered, so the producer connection that carried
+        that request stays wedged forever, while the cluster looks healthy from outside
+        (ApiVersions, Metadata and new connections are answered) and a restarted client
+        delivers at once: the S2 situation, a client that lost a batch after an election.
+        `restore` drains the stall if no request consumed it yet.
+        """
+        state = self._broker(broker)
+        self._call(
+            "push_broker_delays",
+            broker=broker,
+            api_key=API_KEYS["produce"],
+            count=STALL_REQUESTS,
+            rtt_ms=UNRESPONSIVE_RTT_MS,
+        )
+        state.produce_stalled = True
+        log.info("fault stall-produce", extra={"broker": broker})
+
+    def _drain_produce_stall(self, state: BrokerState) -> None:
+        """Consume the broker's pushed Produce delays with throwaway requests."""
+        self._call("set_leader", topic=DRAIN_TOPIC, partition=0, broker=state.id)
+        drain = Producer(
+            {
+                "bootstrap.servers": state.address,
+                "linger.ms": 0,
+                "batch.num.messages": 1,
+                "max.in.flight.requests.per.connection": 1_000_000,
+                "acks": 1,
+                "log_level": 0,
+                "enable.idempotence": False,
+                "message.timeout.ms": 60_000,
+            }
+        )
+        deadline = time.monotonic() + 30
+        try:
+            while time.monotonic() < deadline:
+                left = int(
+                    self._call("broker_stack_count", broker=state.id, api_key=API_KEYS["produce"])[
+                        "count"
+                    ]
+                )
+                if left == 0:
+                    break
+                for _ in range(min(left, 500)):
+                    drain.produce(DRAIN_TOPIC, b"drain", partition=0)
+                drain.poll(0.05)
+            else:
+                raise LabError(f"could not drain the produce stall of broker {state.id}")
+        finally:
+            drain.purge()
+            drain.flush(0)
+        state.produce_stalled = False
 
     def request_errors(self, api: str, error: str, count: int) -> None:
         """Fail the next `count` requests of type `api` (e.g. produce) with Kafka error `error`."""
@@ -301,6 +367,8 @@ class Lab:
             if state.rtt_ms:
                 self._call("set_rtt", broker=state.id, rtt_ms=0)
                 state.rtt_ms = 0
+            if state.produce_stalled:
+                self._drain_produce_stall(state)
         if broker is None:
             with self._lock:
                 pending = list(self._elections)

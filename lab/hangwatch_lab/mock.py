@@ -29,6 +29,8 @@ API_KEYS = {
 
 _c = ctypes
 _P = _c.c_void_p
+_MAX_VARIADIC_PAIRS = 500
+"""ctypes passes at most 1024 arguments to a C function."""
 
 
 def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
@@ -47,6 +49,10 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
         "rd_kafka_mock_broker_set_up": (_c.c_int, [_P, _c.c_int32]),
         "rd_kafka_mock_broker_set_rtt": (_c.c_int, [_P, _c.c_int32, _c.c_int]),
         "rd_kafka_mock_clear_request_errors": (None, [_P, _c.c_int16]),
+        "rd_kafka_mock_broker_error_stack_cnt": (
+            _c.c_int,
+            [_P, _c.c_int32, _c.c_int16, _c.POINTER(_c.c_size_t)],
+        ),
         "rd_kafka_mock_push_request_errors_array": (
             None,
             [_P, _c.c_int16, _c.c_size_t, _c.POINTER(_c.c_int)],
@@ -119,6 +125,37 @@ class MockCluster:
     def push_request_errors(self, api_key: int, errors: Sequence[int]) -> None:
         arr = (ctypes.c_int * len(errors))(*errors)
         self.lib.rd_kafka_mock_push_request_errors_array(self.cluster, api_key, len(errors), arr)
+
+    def push_broker_delays(self, broker: int, api_key: int, count: int, rtt_ms: int) -> None:
+        """The broker answers its next `count` `api_key` requests only after `rtt_ms`."""
+        fn = self.lib.rd_kafka_mock_broker_push_request_error_rtts
+        fn.restype = ctypes.c_int  # variadic: (err, rtt) pairs follow the count
+        left = count
+        while left > 0:
+            chunk = min(left, _MAX_VARIADIC_PAIRS)
+            pairs = [ctypes.c_int(v) for _ in range(chunk) for v in (0, rtt_ms)]
+            self._check(
+                fn(
+                    ctypes.c_void_p(self.cluster),
+                    ctypes.c_int32(broker),
+                    ctypes.c_int16(api_key),
+                    ctypes.c_size_t(chunk),
+                    *pairs,
+                ),
+                "pushing request delays",
+            )
+            left -= chunk
+
+    def broker_stack_count(self, broker: int, api_key: int) -> int:
+        """How many pushed errors/delays for `api_key` the broker still holds."""
+        cnt = ctypes.c_size_t(0)
+        self._check(
+            self.lib.rd_kafka_mock_broker_error_stack_cnt(
+                self.cluster, broker, api_key, ctypes.byref(cnt)
+            ),
+            "reading the broker's error stack",
+        )
+        return int(cnt.value)
 
     def clear_request_errors(self, api_key: int) -> None:
         self.lib.rd_kafka_mock_clear_request_errors(self.cluster, api_key)

@@ -9,6 +9,7 @@ never outlives the lab that started it.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import sys
@@ -18,7 +19,7 @@ from hangwatch.errors import LabError
 from hangwatch_lab.mock import MockCluster
 
 
-def _apply(mock: MockCluster, cmd: dict[str, Any]) -> None:
+def _apply(mock: MockCluster, cmd: dict[str, Any]) -> dict[str, Any] | None:
     op = cmd["op"]
     if op == "create_topic":
         mock.create_topic(cmd["topic"], int(cmd["partitions"]), int(cmd["replication"]))
@@ -34,12 +35,19 @@ def _apply(mock: MockCluster, cmd: dict[str, Any]) -> None:
         mock.set_rtt(int(cmd["broker"]), int(cmd["rtt_ms"]))
     elif op == "push_request_errors":
         mock.push_request_errors(int(cmd["api_key"]), [int(e) for e in cmd["errors"]])
+    elif op == "push_broker_delays":
+        mock.push_broker_delays(
+            int(cmd["broker"]), int(cmd["api_key"]), int(cmd["count"]), int(cmd["rtt_ms"])
+        )
+    elif op == "broker_stack_count":
+        return {"count": mock.broker_stack_count(int(cmd["broker"]), int(cmd["api_key"]))}
     elif op == "clear_request_errors":
         mock.clear_request_errors(int(cmd["api_key"]))
     elif op == "ping":
         pass
     else:
         raise LabError(f"unknown mock command {op!r}")
+    return None
 
 
 def serve(brokers: int) -> int:
@@ -53,9 +61,9 @@ def serve(brokers: int) -> int:
             if not line.strip():
                 continue
             try:
-                _apply(mock, json.loads(line))
-                reply: dict[str, Any] = {"ok": True}
-            except (LabError, KeyError, ValueError, TypeError) as exc:
+                result = _apply(mock, json.loads(line))
+                reply: dict[str, Any] = {"ok": True, **(result or {})}
+            except (LabError, KeyError, ValueError, TypeError, ctypes.ArgumentError) as exc:
                 reply = {"ok": False, "error": str(exc)}
             out.write(json.dumps(reply) + "\n")
             out.flush()

@@ -141,3 +141,25 @@ def test_kcat_sees_refused_and_blackholed_brokers(lab: Lab, kernel_faults: None)
     assert blackholed.returncode != 0
     assert "Connection refused" not in blackholed.stderr
     assert "timed out" in blackholed.stderr.lower() or "timeout" in blackholed.stderr.lower()
+
+
+def test_stall_produce_wedges_the_live_producer_but_not_a_new_one(lab: Lab) -> None:
+    partition = 0
+    lab.move_leader("t", partition, 2)
+    live = Producer({"bootstrap.servers": lab.bootstrap, "linger.ms": 0, "log_level": 0})
+    outcomes: list[KafkaError | None] = []
+    live.produce("t", b"before", partition=partition, callback=lambda e, _m: outcomes.append(e))
+    live.flush(5)
+    assert outcomes == [None]
+    lab.stall_produce(2)
+    assert lab.status().brokers[1]["condition"] == "stall-produce"
+    for _ in range(5):
+        live.produce("t", b"x", partition=partition, callback=lambda e, _m: outcomes.append(e))
+    live.flush(4)
+    assert outcomes == [None], "the wedged producer must complete nothing"
+    assert len(live) == 5
+    assert api_versions_answered(lab.brokers[2].port), "the broker itself still answers"
+    restarted = produce(lab.bootstrap, 3, timeout_seconds=10)
+    assert restarted == [None] * 3, "a new client (a restart) delivers at once"
+    live.purge()
+    live.flush(0)

@@ -1,0 +1,363 @@
+"""The producer telemetry file: identity, document builder, statistics trimming and writer.
+
+The producer wrapper (`hangwatch_pipeline.producer`) feeds this module: at every
+librdkafka statistics event its background thread takes a `Snapshot` of the
+producer's counters and calls `encode_document(snapshot, raw_statistics, max_bytes)`,
+a pure function, then `TelemetryFile.write()` replaces the file atomically. The
+hangwatch sidecar reads these files; `docs/telemetry.md` is the contract (schema
+`SCHEMA_VERSION`). Everything except `TelemetryFile` and `spark_task_identity` is pure
+and tested without Kafka.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hangwatch.secrets import REDACTED
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+"""Bumped on any incompatible change of the document (see docs/telemetry.md)."""
+
+KIND = "hangwatch.producer.telemetry"
+FILE_PREFIX = "producer-"
+FILE_SUFFIX = ".json"
+LOCK_SUFFIX = ".lock"
+
+DETAIL_LEVELS = ("full", "compact", "topics", "brokers", "minimal")
+"""Levels tried in order until the document fits the size bound (see `trim_statistics`)."""
+
+MAX_STRING = 256
+"""Identity strings and error reasons are cut to this many characters."""
+
+MAX_TOPICS = 100
+"""At most this many topic names, bootstrap addresses and error codes are listed."""
+
+MINIMAL_LIST = 10
+"""The same lists are cut to this length at detail level `minimal`."""
+
+_TOP_LEVEL = (
+    "name", "client_id", "type", "ts", "time", "age", "replyq", "msg_cnt", "msg_size",
+    "msg_max", "msg_size_max", "tx", "rx", "txmsgs", "txmsg_bytes", "metadata_cache_cnt",
+)  # fmt: skip
+_EOS = ("idemp_state", "idemp_stateage", "producer_id", "producer_epoch", "epoch_cnt")
+_BROKER_MINIMAL = ("name", "nodeid", "state")
+_BROKER = (
+    *_BROKER_MINIMAL, "nodename", "source", "stateage", "outbuf_cnt", "outbuf_msg_cnt",
+    "waitresp_cnt", "waitresp_msg_cnt", "tx", "txerrs", "txretries", "req_timeouts", "rx",
+    "rxerrs", "connects", "disconnects",
+)  # fmt: skip
+_RTT = ("avg", "p99", "max", "cnt")
+_PARTITION_COMPACT = ("leader", "msgq_cnt", "xmit_msgq_cnt", "msgs_inflight")
+_PARTITION = (
+    "partition", *_PARTITION_COMPACT, "desired", "unknown", "msgq_bytes", "xmit_msgq_bytes",
+    "txmsgs", "msgs",
+)  # fmt: skip
+_QUEUE_COUNTS = ("msgq_cnt", "xmit_msgq_cnt", "msgs_inflight")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything the wrapper knows about one producer at one instant (no statistics)."""
+
+    seq: int
+    ts: float
+    monotonic: float
+    started_ts: float
+    interval_seconds: float
+    state: str
+    identity: Mapping[str, Any]
+    counters: Mapping[str, int]
+    last_delivery_ts: float | None
+    last_error: Mapping[str, Any] | None
+    error_counts: Mapping[str, int]
+    callbacks: Mapping[str, Any]
+    config: Mapping[str, Any]
+    wrapper: Mapping[str, Any]
+    bootstrap: list[str]
+    topics: list[str]
+    stats_received_ts: float | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def environment_identity(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Pod, namespace, node, application and executor ids from the environment (None if unset)."""
+
+    def env(*names: str) -> str | None:
+        for name in names:
+            if value := environ.get(name):
+                return value[:MAX_STRING]
+        return None
+
+    return {
+        "pod": env("HANGWATCH_POD_NAME"),
+        "namespace": env("HANGWATCH_POD_NAMESPACE"),
+        "node": env("HANGWATCH_NODE_NAME"),
+        "application_id": env("SPARK_APPLICATION_ID"),
+        "executor_id": env("SPARK_EXECUTOR_ID", "HANGWATCH_EXECUTOR_ID"),
+    }
+
+
+def producer_identity(
+    environ: Mapping[str, str],
+    task: Mapping[str, Any] | None,
+    *,
+    pid: int,
+    number: int,
+    client_id: str,
+    hostname: str,
+) -> dict[str, Any]:
+    """The `identity` object of the document (docs/telemetry.md), from its sources."""
+    identity = environment_identity(environ)
+    task_fields = dict(task) if task is not None else None
+    app_from_task = task_fields.pop("application_id", None) if task_fields is not None else None
+    identity["application_id"] = identity["application_id"] or app_from_task
+    identity.update(
+        hostname=hostname[:MAX_STRING],
+        pid=pid,
+        producer=number,
+        client_id=client_id[:MAX_STRING],
+        task=task_fields,
+    )
+    return identity
+
+
+def spark_task_identity() -> dict[str, Any] | None:
+    """The running Spark task (stage, partition, attempt), None outside a Spark task.
+
+    pyspark is only consulted when the process already imported it (a Python worker
+    has), so the wrapper never imports pyspark itself.
+    """
+    pyspark = sys.modules.get("pyspark")
+    task_context = getattr(pyspark, "TaskContext", None)
+    if task_context is None:
+        return None
+    try:
+        ctx = task_context.get()
+        if ctx is None:
+            return None
+        return {
+            "stage": ctx.stageId(),
+            "partition": ctx.partitionId(),
+            "attempt": ctx.attemptNumber(),
+            "task_attempt_id": ctx.taskAttemptId(),
+            "application_id": ctx.getLocalProperty("spark.app.id"),
+        }
+    except (AttributeError, TypeError, ValueError, RuntimeError) as exc:
+        log.debug("no Spark task context", extra={"error": str(exc)})
+        return None
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every secret value replaced by the redaction marker, cut to MAX_STRING."""
+    for secret in secrets:
+        if len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return text[:MAX_STRING]
+
+
+def json_safe_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Configuration values as JSON scalars (anything else becomes its type name)."""
+    out: dict[str, Any] = {}
+    for key, value in sorted(config.items()):
+        if value is None or isinstance(value, bool | int | float | str):
+            out[key] = value
+        else:
+            out[key] = f"<{type(value).__name__}>"
+    return out
+
+
+def _pick(source: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    return {k: source[k] for k in keys if k in source}
+
+
+def trim_statistics(raw: Mapping[str, Any], level: str = "full") -> dict[str, Any] | None:
+    """librdkafka statistics without histograms, reduced to `level` (see DETAIL_LEVELS).
+
+    full: top level, eos, per broker state/queues/errors and rtt summary, per partition
+    leader/queues/counters; compact: partitions keep leader and queue counts only;
+    topics: partitions are replaced by per-topic sums and the list of leaderless
+    partitions; brokers: brokers keep name, nodeid and state only; minimal: None.
+    """
+    if level == "minimal":
+        return None
+    brokers = raw.get("brokers") or {}
+    stats = _pick(raw, _TOP_LEVEL)
+    stats["txerrs"] = sum(int(b.get("txerrs", 0)) for b in brokers.values())
+    stats["req_timeouts"] = sum(int(b.get("req_timeouts", 0)) for b in brokers.values())
+    if isinstance(raw.get("eos"), Mapping):
+        stats["eos"] = _pick(raw["eos"], _EOS)
+    stats["brokers"] = {name: _trim_broker(b, level) for name, b in brokers.items()}
+    stats["topics"] = {name: _trim_topic(t, level) for name, t in (raw.get("topics") or {}).items()}
+    return stats
+
+
+def _trim_broker(broker: Mapping[str, Any], level: str) -> dict[str, Any]:
+    if level == "brokers":
+        return _pick(broker, _BROKER_MINIMAL)
+    out = _pick(broker, _BROKER)
+    if isinstance(broker.get("rtt"), Mapping):
+        out["rtt"] = _pick(broker["rtt"], _RTT)
+    return out
+
+
+def _trim_topic(topic: Mapping[str, Any], level: str) -> dict[str, Any]:
+    out = _pick(topic, ("topic", "age", "metadata_age"))
+    partitions: Mapping[str, Mapping[str, Any]] = topic.get("partitions") or {}
+    if level in ("full", "compact"):
+        keys = _PARTITION if level == "full" else _PARTITION_COMPACT
+        out["partitions"] = {pid: _pick(p, keys) for pid, p in partitions.items()}
+        return out
+    real = [p for pid, p in partitions.items() if pid != "-1"]
+    out["partition_count"] = len(real)
+    leaderless = sorted(int(p.get("partition", -1)) for p in real if p.get("leader", -1) < 0)
+    out["leaderless_count"] = len(leaderless)
+    out["leaderless"] = leaderless[:MAX_TOPICS]
+    for key in _QUEUE_COUNTS:
+        out[key] = sum(int(p.get(key, 0)) for p in partitions.values())
+    return out
+
+
+def build_document(
+    snapshot: Snapshot, stats: Mapping[str, Any] | None, detail: str = "full"
+) -> dict[str, Any]:
+    """The telemetry document (schema SCHEMA_VERSION) for a snapshot and trimmed statistics."""
+    minimal = detail == "minimal"
+    list_cap = MINIMAL_LIST if minimal else MAX_TOPICS
+    errors = sorted(snapshot.error_counts.items(), key=lambda kv: -kv[1])[:list_cap]
+    return {
+        "schema": SCHEMA_VERSION,
+        "kind": KIND,
+        "seq": snapshot.seq,
+        "ts": snapshot.ts,
+        "monotonic": snapshot.monotonic,
+        "started_ts": snapshot.started_ts,
+        "interval_seconds": snapshot.interval_seconds,
+        "state": snapshot.state,
+        "detail": detail,
+        "identity": dict(snapshot.identity),
+        "counters": dict(snapshot.counters),
+        "last_delivery_ts": snapshot.last_delivery_ts,
+        "last_error": dict(snapshot.last_error) if snapshot.last_error else None,
+        "error_counts": dict(errors),
+        "callbacks": dict(snapshot.callbacks),
+        "bootstrap": [a[:MAX_STRING] for a in snapshot.bootstrap[:list_cap]],
+        "topics": sorted(snapshot.topics)[:list_cap],
+        "topic_count": len(snapshot.topics),
+        "wrapper": dict(snapshot.wrapper),
+        "config": None if minimal else dict(snapshot.config),
+        "stats_received_ts": snapshot.stats_received_ts,
+        "stats": None if stats is None else dict(stats),
+        **snapshot.extra,
+    }
+
+
+def encode_document(
+    snapshot: Snapshot, raw_stats: Mapping[str, Any] | None, max_bytes: int
+) -> bytes:
+    """The document as compact JSON bytes, detail dropped level by level until <= max_bytes."""
+    data = b""
+    for level in DETAIL_LEVELS:
+        stats = None if raw_stats is None else trim_statistics(raw_stats, level)
+        doc = build_document(snapshot, stats, level)
+        data = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+        if len(data) <= max_bytes:
+            return data
+    raise ValueError(f"minimal telemetry document is {len(data)} bytes > {max_bytes}")
+
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(key: str, message: str, **fields: Any) -> bool:
+    """Log `message` as a warning the first time `key` is seen in this process."""
+    with _warned_lock:
+        if key in _warned:
+            return False
+        _warned.add(key)
+    log.warning(message, extra=fields)
+    return True
+
+
+class TelemetryFile:
+    """One producer's telemetry file, replaced atomically (temp file + rename in the same dir).
+
+    Next to it, `<name>.lock` is held with flock(LOCK_EX) for the producer's lifetime: the
+    sidecar tells a live producer from a crashed one by trying to take that lock (the
+    kernel drops it when the process dies, across containers sharing the volume). A
+    failed write is logged once per directory and process (`warn_once`) and retried at
+    the next statistics event: telemetry problems never stop the producer.
+    """
+
+    def __init__(self, directory: str, name: str) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / name
+        self.lock_path = self.path.with_suffix(LOCK_SUFFIX)
+        self._tmp = self.directory / f".{name}.tmp"
+        self._lock_fd: int | None = None
+        self.writes = 0
+        self.failures = 0
+
+    def _hold_lock(self) -> None:
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise
+        self._lock_fd = fd
+
+    def write(self, data: bytes) -> bool:
+        """Replace the file with `data`; False (after one warning per process) on failure."""
+        try:
+            if self._lock_fd is None:
+                self._hold_lock()
+            with open(self._tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(self._tmp, self.path)
+        except OSError as exc:
+            self.failures += 1
+            warn_once(
+                f"telemetry:{self.directory}",
+                "cannot write producer telemetry; producing continues without it",
+                telemetry_dir=str(self.directory),
+                problem=self._problem(exc),
+            )
+            return False
+        self.writes += 1
+        return True
+
+    def _problem(self, exc: OSError) -> str:
+        if not self.directory.exists():
+            return "directory does not exist"
+        if not self.directory.is_dir():
+            return "not a directory"
+        return f"{type(exc).__name__}: {exc.strerror or exc}"
+
+    def remove(self) -> None:
+        """Delete the file, any leftover temp file, then the lock file, and release the lock."""
+        for path in (self.path, self._tmp, self.lock_path):
+            if path is self.lock_path and self._lock_fd is None:
+                continue
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                log.debug(
+                    "cannot remove telemetry file", extra={"path": str(path), "error": str(exc)}
+                )
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None

@@ -1,0 +1,1 @@
+"""Tests of the PySpark side (`hangwatch_pipeline`), grouped by behaviour."""

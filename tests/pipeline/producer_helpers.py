@@ -1,0 +1,82 @@
+"""Shared helpers of the producer-wrapper tests: deadlines instead of sleeps, fast settings."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+
+from hangwatch_lab import Lab
+from hangwatch_pipeline import ProducerSettings
+
+IDENTITY_ENV = (
+    "HANGWATCH_POD_NAME",
+    "HANGWATCH_POD_NAMESPACE",
+    "HANGWATCH_NODE_NAME",
+    "HANGWATCH_EXECUTOR_ID",
+    "SPARK_APPLICATION_ID",
+    "SPARK_EXECUTOR_ID",
+)
+
+FAST = ProducerSettings(message_timeout_ms=3_000, flush_timeout_seconds=10.0)
+"""Short message timeout: a broken cluster fails a test in seconds, not a minute."""
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll `predicate` until truthy (returned) or fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def stays(predicate: Callable[[], Any], seconds: float, what: str) -> None:
+    """Assert `predicate` stays truthy for `seconds` (checked every 50 ms)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert predicate(), f"{what} stopped holding"
+        time.sleep(0.05)
+
+
+def producer_threads() -> list[str]:
+    """Names of the wrapper's threads still alive."""
+    return [t.name for t in threading.enumerate() if t.name.startswith("hangwatch-")]
+
+
+def read_doc(path: Path) -> dict[str, Any]:
+    """The telemetry document at `path`."""
+    doc: dict[str, Any] = json.loads(path.read_bytes())
+    return doc
+
+
+def doc_where(path: Path, predicate: Callable[[dict[str, Any]], bool], timeout: float) -> Any:
+    """The first telemetry document at `path` satisfying `predicate`."""
+
+    def check() -> dict[str, Any] | None:
+        if not path.exists():
+            return None
+        doc = read_doc(path)
+        return doc if predicate(doc) else None
+
+    return wait_for(check, timeout, f"a telemetry document in {path.name}")
+
+
+def stored_messages(lab: Lab, topic: str, partitions: int) -> int:
+    """How many messages the lab's topic holds (sum of high watermarks)."""
+    consumer = Consumer({"bootstrap.servers": lab.bootstrap, "group.id": "hangwatch-tests"})
+    try:
+        return sum(
+            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1]
+            for p in range(partitions)
+        )
+    finally:
+        consumer.close()
