@@ -82,6 +82,10 @@ class ProducerObservation:
     """How long failures have grown while deliveries did not."""
     leaders: Mapping[TopicPartition, int] = field(default_factory=dict)
     """The producer's own view of partition leaders (from its statistics)."""
+    answered_age_seconds: float | None = None
+    """Time since brokers last answered the producer (responses received grew)."""
+    awaiting_responses: int = 0
+    """Requests the producer has sent and still waits an answer for (all brokers)."""
     metadata_age_seconds: float | None = None
     identity: Mapping[str, object] = field(default_factory=dict)
     problem: str | None = None

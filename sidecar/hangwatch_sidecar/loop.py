@@ -157,9 +157,14 @@ class SidecarLoop:
         """One full evaluation round; returns (and publishes) the new state."""
         started = self.clock()
         previous = self.state()
-        if self._metadata_due(started, previous.cluster):
-            self._fetch_metadata(started)
+        fetching = (
+            self._pool.submit(self._fetch_metadata, started)
+            if self._metadata_due(started, previous.cluster)
+            else None
+        )
         probes = self._probe_brokers()
+        if fetching is not None:
+            fetching.result()
         for p in probes:
             if p.reachability is not Reachability.OK:
                 self.probe_errors[str(p.reachability)] += 1
@@ -208,14 +213,22 @@ class SidecarLoop:
         return state
 
     def run(self, stop: threading.Event, done: Callable[[], bool] = lambda: False) -> None:
-        """Rounds until `stop` is set or `done()`, sleeping a jittered probe interval between."""
+        """Rounds until `stop` is set or `done()`, one every (jittered) probe interval.
+
+        Rounds start on a cadence (start to start), so a slow round (blackholed brokers)
+        does not stretch detection: the next one starts at once when it is overdue.
+        """
+        next_start = self.clock()
         while not stop.is_set() and not done():
             try:
                 self.round()
             except Exception:
                 log.exception("evaluation round failed")
             interval = self.settings.probe_interval_seconds
-            stop.wait(interval * random.uniform(1 - JITTER, 1 + JITTER))
+            next_start = max(
+                next_start + interval * random.uniform(1 - JITTER, 1 + JITTER), self.clock()
+            )
+            stop.wait(next_start - self.clock())
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -93,9 +93,10 @@ class SidecarSettings:
         ),
     )
     metadata_max_age_seconds: float = field(
-        default=60.0,
+        default=180.0,
         metadata=_doc(
-            "Producer leader view disagreeing with the cluster this long: metadata_stale (S1)."
+            "Producer metadata older than this: metadata_stale (S1). Matches the wrapper's "
+            "metadata.max.age.ms; a healthy producer refreshes every 60 s."
         ),
     )
     election_grace_seconds: float = field(

@@ -27,6 +27,8 @@ class _Memory:
     failed: int
     pending_since: float | None
     failing_since: float | None
+    responses: int = 0
+    answered_at: float | None = None
 
 
 def _int(mapping: Mapping[str, Any], key: str) -> int:
@@ -54,6 +56,16 @@ def metadata_age_seconds(stats: Mapping[str, Any] | None) -> float | None:
     return max(ages) if ages else None
 
 
+def broker_totals(stats: Mapping[str, Any] | None) -> tuple[int, int]:
+    """(responses received, requests awaiting a response) summed over the producer's brokers."""
+    responses = waiting = 0
+    for broker in ((stats or {}).get("brokers") or {}).values():
+        if isinstance(broker, Mapping):
+            responses += _int(broker, "rx")
+            waiting += _int(broker, "waitresp_cnt")
+    return responses, waiting
+
+
 def pending_of(counters: Mapping[str, Any]) -> int:
     """Messages sent and not yet answered: the wrapper's unacknowledged, else the queue length."""
     if "unacknowledged" in counters:
@@ -78,12 +90,17 @@ class ProducerTracker:
             _int(counters, "failed"),
         )
         pending = pending_of(counters)
+        responses, waiting = broker_totals(doc.get("stats"))
         memory = self._memory.get(key)
         if memory is None:
             memory = self._first_sight(doc, seq, delivered, failed, pending, now, wall_now)
+            memory.responses = responses
             self._memory[key] = memory
         else:
             self._update(memory, seq, delivered, failed, pending, now)
+            if responses > memory.responses:
+                memory.answered_at = now
+            memory.responses = responses
         identity = doc.get("identity") or {}
         return ProducerObservation(
             key=key,
@@ -98,6 +115,8 @@ class ProducerTracker:
             pending_seconds=0.0 if memory.pending_since is None else now - memory.pending_since,
             failing_seconds=0.0 if memory.failing_since is None else now - memory.failing_since,
             leaders=producer_leaders(doc.get("stats")),
+            answered_age_seconds=None if memory.answered_at is None else now - memory.answered_at,
+            awaiting_responses=waiting,
             metadata_age_seconds=metadata_age_seconds(doc.get("stats")),
             identity={k: v for k, v in identity.items() if k in _IDENTITY_KEYS and v is not None}
             if isinstance(identity, Mapping)

@@ -12,7 +12,9 @@ restart helps only when the cluster itself is healthy:
 1. no probe round yet -> `unknown`
 2. no broker answers from this pod -> `cluster_unreachable`
 3. partitions the producers write to have no leader -> `leader_election`
-4. a producer is stuck while the cluster is healthy -> `producer_hung`
+4. a producer is stuck while the cluster is healthy -> `producer_hung`: its requests go
+   unanswered (S2) or its heartbeat stopped (S4); but a stuck producer whose requests
+   brokers keep answering without a delivery (S1) -> `metadata_stale`
 5. a producer's metadata disagrees / is too old / it keeps failing -> `metadata_stale`
 6. some brokers or bootstrap entries fail (producers can still work) -> `broker_degraded`
 7. no producer telemetry seen yet -> `unknown` (cluster fine, nothing to judge)
@@ -40,9 +42,11 @@ class Thresholds:
     heartbeat_seconds: float = 15.0
     """Telemetry unchanged this long while the process lives means the producer's poll
     loop stopped (S4). Telemetry refreshes every statistics interval (1 s by default)."""
-    metadata_max_age_seconds: float = 60.0
-    """A producer whose leader view disagrees with the cluster's for this long, or whose
-    metadata is this old, is stale (S1)."""
+    metadata_max_age_seconds: float = 180.0
+    """A producer whose metadata is older than this is stale (S1). A healthy producer's
+    topic metadata ages up to its refresh interval (the wrapper: 60 s) and librdkafka
+    expires its cache at metadata.max.age.ms (the wrapper: 180 s). A leader disagreement
+    counts once the producer's metadata is older than the election grace."""
     election_grace_seconds: float = 15.0
     """Leaderless partitions are expected this long (S2: managed Kafka elections take
     1-2 s; controlled shutdowns up to ~10 s); past it they still block restarts."""
@@ -110,17 +114,17 @@ def assess_producer(
         return Assessment(Verdict.UNKNOWN, (producer.problem,), ev)
     if producer.alive is False:
         return Assessment(Verdict.UNKNOWN, ("producer process has exited",), ev)
-    if (
-        producer.heartbeat_age_seconds > thresholds.heartbeat_seconds
-        and producer.pending > 0
-        and producer.alive is True
-    ):
+    if producer.heartbeat_age_seconds > thresholds.heartbeat_seconds and producer.alive is True:
+        # An open producer refreshes telemetry from its poll loop even when idle, so a live
+        # process whose telemetry stopped has a blocked poll loop (S4). Its last snapshot's
+        # pending count is stale: sends since then are queued behind the block.
         return Assessment(
             Verdict.PRODUCER_HUNG,
             (
                 f"telemetry heartbeat stopped {producer.heartbeat_age_seconds:.0f} s ago "
                 f"(threshold {thresholds.heartbeat_seconds:.0f} s) while the process lives "
-                f"with {producer.pending} messages pending: its I/O loop is blocked",
+                f"({producer.pending} messages pending at its last heartbeat): its I/O loop "
+                "is blocked",
             ),
             ev,
         )
@@ -132,6 +136,25 @@ def assess_producer(
             or producer.progress_age_seconds > thresholds.stall_seconds
         )
     )
+    # Brokers keep answering (responses grow, nothing awaits an answer) yet nothing is
+    # delivered: the producer's requests are refused, its view of the cluster is wrong (S1).
+    # A producer whose requests go unanswered (S2) awaits responses instead.
+    refused = (
+        producer.answered_age_seconds is not None
+        and producer.answered_age_seconds <= thresholds.stall_seconds
+        and producer.awaiting_responses == 0
+    )
+    if stalled and cluster_healthy and refused:
+        ev["answered_age_seconds"] = round(producer.answered_age_seconds or 0.0, 3)
+        return Assessment(
+            Verdict.METADATA_STALE,
+            (
+                f"{producer.pending} messages pending for {producer.pending_seconds:.0f} s: "
+                "brokers keep answering its requests but nothing is delivered (its view of the "
+                "cluster is wrong) while every broker answers and every partition has a leader",
+            ),
+            ev,
+        )
     if stalled and cluster_healthy:
         since = producer.progress_age_seconds
         return Assessment(
@@ -162,15 +185,16 @@ def _assess_metadata(
     if (
         disagreements
         and producer.metadata_age_seconds is not None
-        and producer.metadata_age_seconds > thresholds.metadata_max_age_seconds
+        and producer.metadata_age_seconds > thresholds.election_grace_seconds
     ):
+        # Leaders moved and the producer has not refreshed for longer than an election.
         reasons.append(
             f"producer's leaders disagree with the cluster on {len(disagreements)} partitions "
             f"and its metadata is {producer.metadata_age_seconds:.0f} s old"
         )
     elif (
         producer.metadata_age_seconds is not None
-        and producer.metadata_age_seconds > thresholds.metadata_max_age_seconds * 2
+        and producer.metadata_age_seconds > thresholds.metadata_max_age_seconds
     ):
         reasons.append(
             f"producer's metadata is {producer.metadata_age_seconds:.0f} s old "
@@ -242,7 +266,10 @@ def evaluate(
             },
         )
         return PodAssessment(pod, {p.key: pod for p in producers})
-    cluster_healthy = not cluster.failing and cluster.metadata_ok
+    # Dead bootstrap entries the cluster does not advertise (S1) are a configuration
+    # smell, not a cluster problem: judge producers by the brokers that are members.
+    members_failing = [b for b in cluster.failing if b.advertised]
+    cluster_healthy = not members_failing and cluster.metadata_ok
     per_producer = {
         p.key: assess_producer(p, cluster, thresholds, cluster_healthy) for p in producers
     }
@@ -284,9 +311,15 @@ def _broker_reason(broker: Any) -> str:
     return f"{where} {broker.address}{node} is {broker.reachability}{detail}"
 
 
+HELD_BY_THRESHOLD = frozenset({Verdict.PRODUCER_HUNG, Verdict.METADATA_STALE})
+"""Verdicts whose evidence already had to hold for a threshold (stall, heartbeat, failing
+time): they take over at once instead of after `hold` more evaluations."""
+
+
 @dataclass
 class Debouncer:
-    """Hysteresis: a new verdict takes over only after `hold` evaluations in a row."""
+    """Hysteresis: a new verdict takes over only after `hold` evaluations in a row
+    (at once for verdicts in `HELD_BY_THRESHOLD`)."""
 
     hold: int = 2
     current: Verdict = Verdict.UNKNOWN
@@ -305,7 +338,7 @@ class Debouncer:
             self._count += 1
         else:
             self._candidate, self._count = verdict, 1
-        if self._count >= self.hold:
+        if self._count >= self.hold or verdict in HELD_BY_THRESHOLD:
             self.current, self.since = verdict, now
             self._candidate, self._count = None, 0
             return True

@@ -117,3 +117,21 @@ def test_forget_drops_memory_of_gone_producers() -> None:
     tracker.observe("b", doc(1), True, 0.0, WALL)
     tracker.forget({"b"})
     assert len(tracker) == 1
+
+
+def test_responses_and_awaited_requests_come_from_broker_statistics() -> None:
+    def stats(responses: int, waiting: int) -> dict[str, Any]:
+        return {
+            "brokers": {
+                "b1": {"rx": responses, "waitresp_cnt": waiting},
+                "b2": {"rx": 10, "waitresp_cnt": 0},
+            }
+        }
+
+    tracker = ProducerTracker()
+    first = tracker.observe("p", doc(1, stats=stats(4, 0)), True, 0.0, WALL)
+    assert first.answered_age_seconds is None
+    grown = tracker.observe("p", doc(2, stats=stats(9, 2)), True, 3.0, WALL + 3)
+    assert grown.answered_age_seconds == 0.0 and grown.awaiting_responses == 2
+    still = tracker.observe("p", doc(3, stats=stats(9, 2)), True, 7.0, WALL + 7)
+    assert still.answered_age_seconds == 4.0

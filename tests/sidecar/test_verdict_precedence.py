@@ -15,8 +15,11 @@ metadata_stale; S3 one blackholed and one refused broker -> broker_degraded nami
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hangwatch.contracts import Reachability as R
 from hangwatch.contracts import Verdict as V
+from hangwatch_sidecar.evidence import BrokerObservation
 from hangwatch_sidecar.verdicts import Thresholds, evaluate
 from tests.sidecar.builders import cluster, producer
 
@@ -131,7 +134,7 @@ def test_s1_leader_disagreement_with_old_metadata_is_metadata_stale() -> None:
     assert result.producers["producer-42-1"].evidence["leader_disagreements"] == [
         "t/0: producer says 3, cluster says 1"
     ]
-    fresh = producer(leaders={("t", 0): 3}, metadata_age_seconds=5)
+    fresh = producer(leaders={("t", 0): 3}, metadata_age_seconds=5)  # within election grace
     assert evaluate(cluster(), [fresh], thresholds=T, now=100).pod.verdict is V.HEALTHY
 
 
@@ -165,3 +168,56 @@ def test_hung_outranks_stale_and_degraded_across_producers() -> None:
     result = evaluate(cluster(), [stale, hung], thresholds=T, now=100)
     assert result.pod.verdict is V.PRODUCER_HUNG
     assert result.producers["b"].verdict is V.METADATA_STALE
+
+
+def test_s1_dead_bootstrap_entries_do_not_excuse_a_failing_producer() -> None:
+    base = cluster()
+    dead = BrokerObservation(
+        address="10.0.0.9:9092", reachability=R.REFUSED, in_bootstrap=True, advertised=False
+    )
+    with_dead = replace(base, brokers=(*base.brokers, dead))
+    failing = producer(failed_total=500, failing_seconds=40, progress_age_seconds=40)
+    result = evaluate(with_dead, [failing], thresholds=T, now=100)
+    assert result.pod.verdict is V.METADATA_STALE
+    healthy = evaluate(with_dead, [producer()], thresholds=T, now=100)
+    assert healthy.pod.verdict is V.BROKER_DEGRADED
+    assert healthy.pod.reasons == ("bootstrap entry 10.0.0.9:9092 is refused",)
+
+
+def test_s1_stuck_but_answered_is_metadata_stale_not_hung() -> None:
+    answered = producer(
+        pending=100,
+        pending_seconds=31,
+        progress_age_seconds=45,
+        answered_age_seconds=0.5,
+        awaiting_responses=0,
+    )
+    result = evaluate(cluster(), [answered], thresholds=T, now=100)
+    assert result.pod.verdict is V.METADATA_STALE
+    assert "keep answering" in result.pod.reasons[0]
+
+
+def test_s2_stuck_with_unanswered_requests_is_hung_even_if_other_answers_came() -> None:
+    waiting = producer(
+        pending=100,
+        pending_seconds=31,
+        progress_age_seconds=45,
+        answered_age_seconds=0.5,
+        awaiting_responses=3,
+    )
+    assert evaluate(cluster(), [waiting], thresholds=T, now=100).pod.verdict is V.PRODUCER_HUNG
+
+
+def test_s4_heartbeat_stopped_counts_even_if_last_snapshot_had_nothing_pending() -> None:
+    blocked = producer(pending=0, heartbeat_age_seconds=16)
+    result = evaluate(cluster(), [blocked], thresholds=T, now=100)
+    assert result.pod.verdict is V.PRODUCER_HUNG
+
+
+def test_metadata_older_than_allowed_is_stale_but_normal_refresh_age_is_not() -> None:
+    assert (
+        evaluate(cluster(), [producer(metadata_age_seconds=59)], thresholds=T, now=100).pod.verdict
+        is V.HEALTHY
+    )
+    old = evaluate(cluster(), [producer(metadata_age_seconds=200)], thresholds=T, now=100)
+    assert old.pod.verdict is V.METADATA_STALE

@@ -1,0 +1,220 @@
+"""Runs one scenario end to end: lab, real producer process, real sidecar loop.
+
+`run_scenario` starts a lab, a workload process writing through the hangwatch
+wrapper, and a `SidecarLoop` (the sidecar's own code, in this process) watching the
+workload's telemetry directory. Once the sidecar reports `healthy`, it injects the
+scenario's fault and runs sidecar rounds on their normal cadence until the expected
+verdict is reported (or, for controls, for the whole watch period), recording every
+verdict change with its time since the fault. It also notes when the producer itself
+first reported an error, for comparison. Everything is stopped on the way out.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hangwatch.contracts import Verdict
+from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing
+from hangwatch_lab import Lab
+from hangwatch_sidecar.loop import SidecarLoop
+from hangwatch_sidecar.settings import SidecarSettings
+from hangwatch_sidecar.state import SidecarState
+
+log = logging.getLogger(__name__)
+WARMUP_TIMEOUT_SECONDS = 30.0
+
+
+@dataclass
+class ScenarioResult:
+    """What happened in one scenario run."""
+
+    name: str
+    expected: Verdict
+    verdict: Verdict
+    """The sidecar's (debounced) verdict at the end of the run."""
+    detected_seconds: float | None
+    """Fault to expected verdict; None if never reached (for controls: None expected)."""
+    bound_seconds: float
+    changes: list[tuple[float, str]] = field(default_factory=list)
+    producer_first_error_seconds: float | None = None
+    reasons: list[str] = field(default_factory=list)
+    ok: bool = False
+
+
+def dead_endpoints(count: int) -> list[str]:
+    """`count` loopback addresses where nothing listens (refused): dead bootstrap entries."""
+    found = []
+    for _ in range(count):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            found.append(f"127.0.0.1:{s.getsockname()[1]}")
+    return found
+
+
+@contextmanager
+def workload(
+    bootstrap: str, telemetry_dir: Path, wedge_file: Path, timing: Timing, rate: float = 200.0
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A producer process writing to the scenario topic; killed if it does not stop."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hangwatch_demo.workload",
+            "--bootstrap",
+            bootstrap,
+            "--topic",
+            TOPIC,
+            "--rate",
+            str(rate),
+            "--telemetry-dir",
+            str(telemetry_dir),
+            "--wedge-file",
+            str(wedge_file),
+            "--message-timeout-ms",
+            str(timing.producer_message_timeout_ms),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def sidecar_settings(bootstrap: str, telemetry_dir: Path, timing: Timing) -> SidecarSettings:
+    return SidecarSettings(
+        bootstrap=bootstrap,
+        topics=TOPIC,
+        port=1,
+        telemetry_dir=str(telemetry_dir),
+        probe_interval_seconds=timing.probe_interval_seconds,
+        metadata_interval_seconds=timing.metadata_interval_seconds,
+        connect_timeout_ms=timing.connect_timeout_ms,
+        request_timeout_ms=timing.request_timeout_ms,
+        stall_seconds=timing.stall_seconds,
+        heartbeat_seconds=timing.heartbeat_seconds,
+        metadata_max_age_seconds=timing.metadata_max_age_seconds,
+        election_grace_seconds=timing.election_grace_seconds,
+        hysteresis_intervals=timing.hysteresis_intervals,
+    ).validate()
+
+
+def _producer_failed(telemetry_dir: Path) -> bool:
+    for path in telemetry_dir.glob("producer-*.json"):
+        try:
+            doc = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        if doc.get("counters", {}).get("failed", 0) > 0 or doc.get("last_error"):
+            return True
+    return False
+
+
+def rounds(loop: SidecarLoop, interval: float) -> Iterator[SidecarState]:
+    """Sidecar rounds on the loop's cadence (start to start), forever."""
+    next_start = time.monotonic()
+    while True:
+        yield loop.round()
+        next_start = max(next_start + interval, time.monotonic())
+        time.sleep(max(0.0, next_start - time.monotonic()))
+
+
+def _until_baseline(loop: SidecarLoop, interval: float, baseline: Verdict) -> None:
+    deadline = time.monotonic() + WARMUP_TIMEOUT_SECONDS
+    for state in rounds(loop, interval):
+        producers_seen = bool(state.producers) and all(
+            p.delivered_total > 0 for p in state.producers
+        )
+        if state.verdict is baseline and producers_seen:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"no healthy baseline within {WARMUP_TIMEOUT_SECONDS:.0f} s: "
+                f"{state.verdict} {state.assessment.pod.reasons if state.assessment else ''}"
+            )
+
+
+def run_scenario(
+    scenario: Scenario,
+    timing: Timing | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> ScenarioResult:
+    """Run `scenario` once and return what the sidecar concluded, and when."""
+    timing = timing or Timing()
+    bound = scenario.bound(timing)
+    with (
+        Lab(brokers=3, topics={TOPIC: PARTITIONS}) as lab,
+        tempfile.TemporaryDirectory(prefix="hangwatch-scenario-") as tmp,
+    ):
+        telemetry = Path(tmp) / "telemetry"
+        telemetry.mkdir()
+        ctx = Context(
+            lab=lab,
+            wedge_file=Path(tmp) / "wedge",
+            dead_bootstrap=dead_endpoints(scenario.dead_bootstrap_entries),
+        )
+        producer_bootstrap = ",".join([lab.bootstrap, *ctx.dead_bootstrap])
+        with workload(producer_bootstrap, telemetry, ctx.wedge_file, timing):
+            loop = SidecarLoop(sidecar_settings(producer_bootstrap, telemetry, timing))
+            try:
+                progress(f"{scenario.name}: waiting for the baseline ({scenario.baseline})")
+                _until_baseline(loop, timing.probe_interval_seconds, scenario.baseline)
+                progress(f"{scenario.name}: injecting fault: {scenario.fault}")
+                return _watch(scenario, timing, bound, loop, ctx, telemetry, progress)
+            finally:
+                loop.close()
+
+
+def _watch(
+    scenario: Scenario,
+    timing: Timing,
+    bound: float,
+    loop: SidecarLoop,
+    ctx: Context,
+    telemetry: Path,
+    progress: Callable[[str], None],
+) -> ScenarioResult:
+    result = ScenarioResult(scenario.name, scenario.expect, scenario.baseline, None, bound)
+    fault_at = time.monotonic()
+    scenario.inject(ctx)
+    watch_for = bound if scenario.control else bound + 10.0
+    last = scenario.baseline
+    for state in rounds(loop, timing.probe_interval_seconds):
+        elapsed = time.monotonic() - fault_at
+        if result.producer_first_error_seconds is None and _producer_failed(telemetry):
+            result.producer_first_error_seconds = round(elapsed, 2)
+        if state.verdict is not last:
+            last = state.verdict
+            result.changes.append((round(elapsed, 2), str(last)))
+            progress(f"{scenario.name}: {elapsed:5.1f} s  verdict {last}")
+            if state.assessment:
+                result.reasons = list(state.assessment.pod.reasons)
+        if not scenario.control and last is scenario.expect:
+            result.detected_seconds = round(elapsed, 2)
+            break
+        if elapsed > watch_for:
+            break
+    result.verdict = last
+    seen = {Verdict(v) for _, v in result.changes}
+    if scenario.control:
+        result.ok = not (seen & scenario.forbidden)
+    else:
+        result.ok = result.detected_seconds is not None and result.detected_seconds <= bound
+    return result

@@ -1,0 +1,179 @@
+"""The seed incidents (DESIGN section 1) as lab scenarios with expected verdicts.
+
+Each `Scenario` names the fault injected into the lab once the workload runs
+healthily, the verdict the sidecar must reach (or, for controls, must never reach),
+the bound on detection time, and whether restarting the producer is the right fix.
+Faults are functions of the running `Context` so they can use the lab and the
+workload (e.g. S4 wedges the producer's poll thread).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hangwatch.contracts import Verdict
+from hangwatch_lab import Lab
+
+TOPIC = "events"
+STATS_SECONDS = 1.0
+"""The wrapper's statistics (telemetry) interval: evidence is at most this old."""
+PARTITIONS = 6
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Detection settings used for scenarios (short, so runs take seconds, not minutes)."""
+
+    probe_interval_seconds: float = 1.0
+    connect_timeout_ms: int = 1000
+    request_timeout_ms: int = 1000
+    metadata_interval_seconds: float = 5.0
+    stall_seconds: float = 5.0
+    heartbeat_seconds: float = 4.0
+    metadata_max_age_seconds: float = 90.0
+    election_grace_seconds: float = 5.0
+    hysteresis_intervals: int = 2
+    producer_message_timeout_ms: int = 10000
+
+
+@dataclass
+class Context:
+    """What a fault may act on: the lab and the workload's wedge switch."""
+
+    lab: Lab
+    wedge_file: Path
+    dead_bootstrap: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One replayable incident (or control)."""
+
+    name: str
+    seed: str
+    fault: str
+    inject: Callable[[Context], None]
+    expect: Verdict
+    bound: Callable[[Timing], float]
+    """Seconds from the fault to the expected verdict (for controls: how long to watch)."""
+    control: bool = False
+    forbidden: frozenset[Verdict] = frozenset()
+    """Verdicts that must never be reported (controls)."""
+    restart_helps: bool = False
+    dead_bootstrap_entries: int = 0
+    baseline: Verdict = Verdict.HEALTHY
+    """The verdict before the fault (S1's dead bootstrap entries are already reported)."""
+
+
+def _s0(ctx: Context) -> None:
+    for broker in ctx.lab.brokers:
+        ctx.lab.blackhole(broker)
+
+
+def _s1(ctx: Context) -> None:
+    # The producer's cached view is wrong: every broker tells it "not the leader" for
+    # partitions the cluster's metadata says it leads, so every write fails while the
+    # cluster is healthy (kafka-go's sticky metadata error after the cluster shrank).
+    ctx.lab.request_errors("produce", "NOT_LEADER_FOR_PARTITION", 100_000)
+
+
+def _s2_stuck(ctx: Context) -> None:
+    # A 1.5 s election, after which the producer's connections are wedged: leaders are
+    # back and answer everyone else, but the producer's in-flight batches never complete.
+    ctx.lab.election(TOPIC, 1.5)
+    time.sleep(1.6)
+    for broker in ctx.lab.brokers:
+        ctx.lab.stall_produce(broker)
+
+
+def _s2_recovers(ctx: Context) -> None:
+    ctx.lab.election(TOPIC, 1.5)
+
+
+def _s3(ctx: Context) -> None:
+    ctx.lab.blackhole(1)
+    ctx.lab.down(2)
+
+
+def _s4(ctx: Context) -> None:
+    ctx.wedge_file.touch()
+
+
+def _nothing(ctx: Context) -> None:
+    return None
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            "s0-blackholed-cluster",
+            "S0",
+            "every broker blackholed mid-stream",
+            _s0,
+            Verdict.CLUSTER_UNREACHABLE,
+            lambda t: 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000,
+        ),
+        Scenario(
+            "s1-stale-metadata",
+            "S1",
+            "dead bootstrap entries; every write refused as not-leader while the "
+            "cluster is healthy",
+            _s1,
+            Verdict.METADATA_STALE,
+            lambda t: t.stall_seconds + t.probe_interval_seconds + 2 * STATS_SECONDS,
+            restart_helps=True,
+            dead_bootstrap_entries=2,
+            baseline=Verdict.BROKER_DEGRADED,
+        ),
+        Scenario(
+            "s2-stuck-after-election",
+            "S2",
+            "1.5 s leader election, then the producer's batches are never answered",
+            _s2_stuck,
+            Verdict.PRODUCER_HUNG,
+            lambda t: 1.6 + t.stall_seconds + 2 * t.probe_interval_seconds,
+            restart_helps=True,
+        ),
+        Scenario(
+            "s2-election-recovers",
+            "S2 control",
+            "1.5 s leader election, producer recovers",
+            _s2_recovers,
+            Verdict.HEALTHY,
+            lambda t: 20.0,
+            control=True,
+            forbidden=frozenset({Verdict.PRODUCER_HUNG, Verdict.METADATA_STALE}),
+        ),
+        Scenario(
+            "s3-one-dead-host",
+            "S3",
+            "broker 1 blackholed, broker 2 refusing",
+            _s3,
+            Verdict.BROKER_DEGRADED,
+            lambda t: 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000,
+        ),
+        Scenario(
+            "s4-blocked-io-thread",
+            "S4",
+            "user code blocks the producer's I/O (poll) thread",
+            _s4,
+            Verdict.PRODUCER_HUNG,
+            lambda t: t.heartbeat_seconds + 2 * t.probe_interval_seconds + 1.0,
+            restart_helps=True,
+        ),
+        Scenario(
+            "healthy",
+            "control",
+            "no fault",
+            _nothing,
+            Verdict.HEALTHY,
+            lambda t: 20.0,
+            control=True,
+            forbidden=frozenset(set(Verdict) - {Verdict.HEALTHY}),
+        ),
+    )
+}
