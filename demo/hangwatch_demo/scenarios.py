@@ -135,7 +135,8 @@ SCENARIOS: dict[str, Scenario] = {
             "1.5 s leader election, then the producer's batches are never answered",
             _s2_stuck,
             Verdict.PRODUCER_HUNG,
-            lambda t: 1.6 + t.stall_seconds + 2 * t.probe_interval_seconds,
+            # election + backlog drained before the wedge (a stats interval) + stall + 1 round
+            lambda t: 1.6 + STATS_SECONDS + t.stall_seconds + t.probe_interval_seconds,
             restart_helps=True,
         ),
         Scenario(

@@ -66,6 +66,13 @@ def broker_totals(stats: Mapping[str, Any] | None) -> tuple[int, int]:
     return responses, waiting
 
 
+def _when(ts: object, now: float, wall_now: float) -> float | None:
+    """The sidecar-monotonic time of a wall timestamp from the document (never in the future)."""
+    if not isinstance(ts, int | float):
+        return None
+    return now - max(0.0, wall_now - float(ts))
+
+
 def pending_of(counters: Mapping[str, Any]) -> int:
     """Messages sent and not yet answered: the wrapper's unacknowledged, else the queue length."""
     if "unacknowledged" in counters:
@@ -97,7 +104,7 @@ class ProducerTracker:
             memory.responses = responses
             self._memory[key] = memory
         else:
-            self._update(memory, seq, delivered, failed, pending, now)
+            self._update(memory, doc, (seq, delivered, failed, pending), now, wall_now)
             if responses > memory.responses:
                 memory.answered_at = now
             memory.responses = responses
@@ -133,15 +140,12 @@ class ProducerTracker:
         now: float,
         wall_now: float,
     ) -> _Memory:
-        def ago(ts: object) -> float | None:
-            return now - max(0.0, wall_now - float(ts)) if isinstance(ts, int | float) else None
-
-        heartbeat_at = ago(doc.get("ts"))
+        heartbeat_at = _when(doc.get("ts"), now, wall_now)
         return _Memory(
             seq=seq,
             heartbeat_at=now if heartbeat_at is None else heartbeat_at,
             delivered=delivered,
-            progress_at=ago(doc.get("last_delivery_ts")),
+            progress_at=_when(doc.get("last_delivery_ts"), now, wall_now),
             failed=failed,
             pending_since=now if pending > 0 else None,
             failing_since=None,
@@ -149,12 +153,22 @@ class ProducerTracker:
 
     @staticmethod
     def _update(
-        memory: _Memory, seq: int, delivered: int, failed: int, pending: int, now: float
+        memory: _Memory,
+        doc: Mapping[str, Any],
+        counts: tuple[int, int, int, int],
+        now: float,
+        wall_now: float,
     ) -> None:
+        """Producer and sidecar share the node's clock, so the document's own timestamps
+        (when it was written, when it last delivered) are more precise than the time the
+        sidecar happened to read it; the read time is the fallback."""
+        seq, delivered, failed, pending = counts
         if seq != memory.seq:
-            memory.seq, memory.heartbeat_at = seq, now
+            memory.seq = seq
+            memory.heartbeat_at = _when(doc.get("ts"), now, wall_now) or now
         if delivered > memory.delivered:
-            memory.progress_at, memory.failing_since = now, None
+            memory.progress_at = _when(doc.get("last_delivery_ts"), now, wall_now) or now
+            memory.failing_since = None
         elif failed > memory.failed and memory.failing_since is None:
             memory.failing_since = now
         memory.delivered, memory.failed = delivered, failed

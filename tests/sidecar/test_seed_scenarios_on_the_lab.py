@@ -1,0 +1,69 @@
+"""Every seed incident, replayed on the real lab, reaches its verdict within its bound.
+
+Each scenario runs a real producer process (the hangwatch wrapper) against the lab,
+the sidecar's own evaluation loop on its normal cadence, and injects the fault once
+the sidecar reports the baseline. Covered (bounds in `hangwatch_demo.scenarios`,
+timing: 1 s probe interval, 1 s connect timeout, stall 5 s, heartbeat 4 s):
+
+- S0 all brokers blackholed mid-stream -> cluster_unreachable within 2 intervals +
+  connect timeout;
+- S1 every write refused as not-leader while the cluster is healthy, with dead
+  bootstrap entries -> metadata_stale (baseline broker_degraded names the dead entries);
+- S2 a 1.5 s election after which the producer's batches are never answered ->
+  producer_hung within stall + 1 interval of its last delivery;
+- S2 control: a 1.5 s election the producer recovers from -> never producer_hung;
+- S3 one broker blackholed, one refusing -> broker_degraded naming `timeout` and
+  `refused`;
+- S4 user code blocks the producer's poll thread -> heartbeat stops ->
+  producer_hung within heartbeat + 1 interval;
+- control: a healthy producer under load for 5 minutes -> only healthy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from hangwatch.contracts import Verdict
+from hangwatch_demo.harness import run_scenario
+from hangwatch_demo.scenarios import SCENARIOS
+
+FAULTS = [
+    "s0-blackholed-cluster",
+    "s1-stale-metadata",
+    "s2-stuck-after-election",
+    "s3-one-dead-host",
+    "s4-blocked-io-thread",
+]
+
+
+@pytest.mark.parametrize("name", FAULTS)
+def test_fault_reaches_its_verdict_within_bound(name: str, kernel_faults: None) -> None:
+    scenario = SCENARIOS[name]
+    result = run_scenario(scenario)
+    assert result.verdict is scenario.expect, (result.changes, result.reasons)
+    assert result.detected_seconds is not None
+    assert result.detected_seconds <= result.bound_seconds, result.changes
+    assert result.ok
+
+
+def test_s3_names_the_blackholed_and_the_refused_broker(kernel_faults: None) -> None:
+    result = run_scenario(SCENARIOS["s3-one-dead-host"])
+    text = " ".join(result.reasons)
+    assert "is timeout" in text and "is refused" in text, result.reasons
+
+
+def test_s2_control_election_never_becomes_producer_hung() -> None:
+    result = run_scenario(SCENARIOS["s2-election-recovers"])
+    seen = {verdict for _, verdict in result.changes}
+    assert "producer_hung" not in seen and "metadata_stale" not in seen, result.changes
+    assert result.verdict is Verdict.HEALTHY
+    assert result.ok
+
+
+def test_healthy_producer_under_load_for_five_minutes_is_only_healthy() -> None:
+    five_minutes = dataclasses.replace(SCENARIOS["healthy"], bound=lambda _t: 300.0)
+    result = run_scenario(five_minutes)
+    assert result.changes == [], f"verdict left healthy: {result.changes} {result.reasons}"
+    assert result.verdict is Verdict.HEALTHY and result.ok
