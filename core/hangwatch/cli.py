@@ -20,6 +20,7 @@ from hangwatch.contracts import ExitCode
 from hangwatch.errors import HangwatchError
 
 COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("hangwatch_demo.demo_cli", "replay the seed failures on a local cluster"),
     "lab": ("hangwatch_lab.cli", "run a local Kafka-protocol cluster and inject faults"),
     "probe": ("hangwatch_sidecar.probe_cli", "probe brokers and metadata once and report"),
     "sidecar": ("hangwatch_sidecar.sidecar_cli", "watch brokers and producers next to an executor"),
@@ -27,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "hangwatch_pipeline.config_check",
         "worst-case time-to-error of a producer configuration",
     ),
+    "operator": ("hangwatch_operator.operator_cli", "run the operator against a cluster"),
+    "pipeline": ("hangwatch_pipeline.pipeline_cli", "run or verify the reference PySpark pipeline"),
 }
 """Sub-command name -> (module, one-line help). Components add theirs here."""
 

@@ -49,6 +49,7 @@ class ScenarioResult:
     producer_first_error_seconds: float | None = None
     reasons: list[str] = field(default_factory=list)
     ok: bool = False
+    fault_at: float = 0.0
 
 
 def dead_endpoints(count: int) -> list[str]:
@@ -66,7 +67,18 @@ def workload(
     bootstrap: str, telemetry_dir: Path, wedge_file: Path, timing: Timing, rate: float = 200.0
 ) -> Iterator[subprocess.Popen[bytes]]:
     """A producer process writing to the scenario topic; killed if it does not stop."""
-    proc = subprocess.Popen(
+    proc = start_workload(bootstrap, telemetry_dir, wedge_file, timing, rate)
+    try:
+        yield proc
+    finally:
+        stop_workload(proc)
+
+
+def start_workload(
+    bootstrap: str, telemetry_dir: Path, wedge_file: Path, timing: Timing, rate: float = 200.0
+) -> subprocess.Popen[bytes]:
+    """Start a producer process; it resumes from `telemetry_dir/../checkpoint`."""
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -79,6 +91,8 @@ def workload(
             str(rate),
             "--telemetry-dir",
             str(telemetry_dir),
+            "--checkpoint",
+            str(telemetry_dir.parent / f"checkpoint-{telemetry_dir.name}"),
             "--wedge-file",
             str(wedge_file),
             "--message-timeout-ms",
@@ -87,15 +101,17 @@ def workload(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    try:
-        yield proc
-    finally:
+
+
+def stop_workload(proc: subprocess.Popen[bytes], grace_seconds: float = 5.0) -> None:
+    """SIGTERM (the workload flushes and checkpoints), SIGKILL after the grace period."""
+    if proc.poll() is None:
         proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    try:
+        proc.wait(timeout=grace_seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def sidecar_settings(bootstrap: str, telemetry_dir: Path, timing: Timing) -> SidecarSettings:
@@ -127,6 +143,15 @@ def _producer_failed(telemetry_dir: Path) -> bool:
     return False
 
 
+def _wait_producer_error(telemetry: Path, fault_at: float, limit_seconds: float) -> float | None:
+    """Seconds from the fault until the producer itself reported an error, if within the limit."""
+    while time.monotonic() - fault_at < limit_seconds:
+        if _producer_failed(telemetry):
+            return round(time.monotonic() - fault_at, 2)
+        time.sleep(0.2)
+    return None
+
+
 def rounds(loop: SidecarLoop, interval: float) -> Iterator[SidecarState]:
     """Sidecar rounds on the loop's cadence (start to start), forever."""
     next_start = time.monotonic()
@@ -136,7 +161,7 @@ def rounds(loop: SidecarLoop, interval: float) -> Iterator[SidecarState]:
         time.sleep(max(0.0, next_start - time.monotonic()))
 
 
-def _until_baseline(loop: SidecarLoop, interval: float, baseline: Verdict) -> None:
+def until_baseline(loop: SidecarLoop, interval: float, baseline: Verdict) -> None:
     deadline = time.monotonic() + WARMUP_TIMEOUT_SECONDS
     for state in rounds(loop, interval):
         producers_seen = bool(state.producers) and all(
@@ -155,6 +180,7 @@ def run_scenario(
     scenario: Scenario,
     timing: Timing | None = None,
     progress: Callable[[str], None] = lambda _: None,
+    producer_error_wait_seconds: float = 0.0,
 ) -> ScenarioResult:
     """Run `scenario` once and return what the sidecar concluded, and when."""
     timing = timing or Timing()
@@ -175,9 +201,14 @@ def run_scenario(
             loop = SidecarLoop(sidecar_settings(producer_bootstrap, telemetry, timing))
             try:
                 progress(f"{scenario.name}: waiting for the baseline ({scenario.baseline})")
-                _until_baseline(loop, timing.probe_interval_seconds, scenario.baseline)
+                until_baseline(loop, timing.probe_interval_seconds, scenario.baseline)
                 progress(f"{scenario.name}: injecting fault: {scenario.fault}")
-                return _watch(scenario, timing, bound, loop, ctx, telemetry, progress)
+                result = _watch(scenario, timing, bound, loop, ctx, telemetry, progress)
+                if result.producer_first_error_seconds is None and producer_error_wait_seconds:
+                    result.producer_first_error_seconds = _wait_producer_error(
+                        telemetry, result.fault_at, producer_error_wait_seconds
+                    )
+                return result
             finally:
                 loop.close()
 
@@ -192,7 +223,7 @@ def _watch(
     progress: Callable[[str], None],
 ) -> ScenarioResult:
     result = ScenarioResult(scenario.name, scenario.expect, scenario.baseline, None, bound)
-    fault_at = time.monotonic()
+    fault_at = result.fault_at = time.monotonic()
     scenario.inject(ctx)
     watch_for = bound if scenario.control else bound + 10.0
     last = scenario.baseline

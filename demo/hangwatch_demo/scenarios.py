@@ -93,6 +93,11 @@ def _s2_recovers(ctx: Context) -> None:
     ctx.lab.election(TOPIC, 1.5)
 
 
+def _outage(ctx: Context) -> None:
+    for broker in ctx.lab.brokers:
+        ctx.lab.down(broker)
+
+
 def _s3(ctx: Context) -> None:
     ctx.lab.blackhole(1)
     ctx.lab.down(2)
@@ -167,6 +172,14 @@ SCENARIOS: dict[str, Scenario] = {
             restart_helps=True,
         ),
         Scenario(
+            "full-outage",
+            "outage",
+            "every broker down (connections refused): an outage, not a hang",
+            _outage,
+            Verdict.CLUSTER_UNREACHABLE,
+            lambda t: 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000,
+        ),
+        Scenario(
             "healthy",
             "control",
             "no fault",
@@ -178,3 +191,16 @@ SCENARIOS: dict[str, Scenario] = {
         ),
     )
 }
+
+
+DEMO_ORDER = (
+    "healthy",
+    "s0-blackholed-cluster",
+    "s1-stale-metadata",
+    "s2-stuck-after-election",
+    "s2-election-recovers",
+    "s3-one-dead-host",
+    "s4-blocked-io-thread",
+    "full-outage",
+)
+"""The order `hangwatch demo` runs scenarios in."""

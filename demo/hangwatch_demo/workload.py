@@ -1,12 +1,16 @@
-"""A producer process for scenarios: sends at a steady rate through the hangwatch wrapper.
+"""A producer process for scenarios: sends numbered events at a steady rate, at least once.
 
 Run as `python -m hangwatch_demo.workload --bootstrap B --topic T --rate R
---telemetry-dir D [--wedge-file F]`. It keeps sending until SIGTERM, then flushes
-(bounded) and exits. With `--wedge-file`, a logging handler passed to the client —
-which confluent-kafka runs on the producer's poll thread — blocks forever once that
-file exists: user code waiting on the client's own I/O thread, the structure of
-seed S4 (there a delivery callback called a blocking send). The process lives, its
-messages stay pending and its telemetry heartbeat stops.
+--telemetry-dir D --checkpoint F [--wedge-file W]`. Event values are `ev-<n>`.
+Like a Spark task it never gives up on an event: a failed delivery is sent again, and
+the contiguous prefix of acknowledged events is written to the checkpoint file, from
+which a restarted process resumes (duplicates are allowed, losses are not). It keeps
+sending until SIGTERM, then flushes (bounded) and exits.
+
+With `--wedge-file`, a logging handler passed to the client — which confluent-kafka
+runs on the producer's poll thread — blocks forever once that file exists: user code
+waiting on the client's own I/O thread, the structure of seed S4 (there a delivery
+callback called a blocking send). The process lives, its telemetry heartbeat stops.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ import signal
 import sys
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from hangwatch import logs
 from hangwatch_pipeline import ProducerError, ProducerSettings, producer
@@ -40,14 +46,52 @@ class WedgeOnFile(logging.Handler):
             self.forever.wait()
 
 
+class Ledger:
+    """Which events were acknowledged, which must be sent again, and the acked prefix."""
+
+    def __init__(self, start: int) -> None:
+        self.prefix = start
+        self.acked: set[int] = set()
+        self.retry: deque[int] = deque()
+        self.lock = threading.Lock()
+
+    def outcome(self, number: int, ok: bool) -> None:
+        with self.lock:
+            if not ok:
+                self.retry.append(number)
+                return
+            self.acked.add(number)
+            while self.prefix in self.acked:
+                self.acked.discard(self.prefix)
+                self.prefix += 1
+
+    def next_retry(self) -> int | None:
+        with self.lock:
+            return self.retry.popleft() if self.retry else None
+
+
+def read_checkpoint(path: Path) -> int:
+    try:
+        return int(path.read_text().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def write_checkpoint(path: Path, value: int) -> None:
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(str(value))
+    tmp.replace(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hangwatch_demo.workload")
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
-    parser.add_argument("--rate", type=float, default=200.0, help="messages per second")
+    parser.add_argument("--rate", type=float, default=200.0, help="events per second")
     parser.add_argument("--telemetry-dir", required=True)
+    parser.add_argument("--checkpoint", type=Path, required=True)
     parser.add_argument("--wedge-file", type=Path)
-    parser.add_argument("--message-timeout-ms", type=int, default=20000)
+    parser.add_argument("--message-timeout-ms", type=int, default=10000)
     args = parser.parse_args(argv)
     logs.configure("workload")
     os.environ["HANGWATCH_TELEMETRY_DIR"] = args.telemetry_dir
@@ -58,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    conf: dict[str, object] = {"bootstrap.servers": args.bootstrap}
+    conf: dict[str, Any] = {"bootstrap.servers": args.bootstrap}
     if args.wedge_file:
         client_log = logging.getLogger("hangwatch_demo.workload.rdkafka")
         client_log.propagate = False
@@ -68,23 +112,49 @@ def main(argv: list[str] | None = None) -> int:
     settings = ProducerSettings(
         message_timeout_ms=args.message_timeout_ms, flush_timeout_seconds=2.0
     )
-    sent = 0
-    started = time.monotonic()
+    ledger = Ledger(read_checkpoint(args.checkpoint))
+    _run(args, conf, settings, ledger, stop)
+    write_checkpoint(args.checkpoint, ledger.prefix)
+    return 0
+
+
+def _run(
+    args: argparse.Namespace,
+    conf: dict[str, Any],
+    settings: ProducerSettings,
+    ledger: Ledger,
+    stop: threading.Event,
+) -> None:
+    first = next_number = ledger.prefix
+    started, last_checkpoint = time.monotonic(), 0.0
     p = producer(conf, settings)
+
+    def send(number: int) -> None:
+        p.send(
+            args.topic,
+            f"ev-{number}".encode(),
+            key=str(number).encode(),
+            on_delivery=lambda err, _msg: ledger.outcome(number, err is None),
+        )
+
     try:
         while not stop.is_set():
-            due = int((time.monotonic() - started) * args.rate)
-            while sent < due and not stop.is_set():
-                p.send(args.topic, f"{os.getpid()}-{sent}".encode(), key=str(sent).encode())
-                sent += 1
+            due = first + int((time.monotonic() - started) * args.rate)
+            while (again := ledger.next_retry()) is not None:
+                send(again)
+            while next_number < due and not stop.is_set():
+                send(next_number)
+                next_number += 1
+            if time.monotonic() - last_checkpoint > 0.5:
+                write_checkpoint(args.checkpoint, ledger.prefix)
+                last_checkpoint = time.monotonic()
             stop.wait(0.01)
     finally:
         try:
-            p.close(timeout_seconds=1.0)
+            p.close(timeout_seconds=2.0)
         except ProducerError as exc:
-            # A scenario ends workloads that may still have unacknowledged messages.
-            log.info("workload closed with unacknowledged messages", extra={"error": str(exc)})
-    return 0
+            # Unacknowledged events are not lost: the checkpoint stops before them.
+            log.info("workload closed with unacknowledged events", extra={"error": str(exc)})
 
 
 if __name__ == "__main__":

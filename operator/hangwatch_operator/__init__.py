@@ -1,10 +1,20 @@
 """The hangwatch Kubernetes operator (kopf): policies, sidecar injection, remediation.
 
-Built so far: the ProducerHealthPolicy model (`policies`, CRD in `crds/`), the pure
+Injection: the ProducerHealthPolicy model (`policies`, CRD in `crds/`), the pure
 sidecar patch builder (`injection`), the mutating webhook with its kopf index and
-HTTPS server (`webhook`, run as `kopf run -m hangwatch_operator.webhook`), its
-registration (`webhook_configuration`), TLS for local runs (`certificates`) and the
-settings (`settings`). Correlation and remediation come next. This package is the only
-one allowed to import kopf and the Kubernetes client; it consumes the sidecar's
-verdicts and the shared contracts in `hangwatch.contracts`.
+HTTPS server (`webhook`), its registration (`webhook_configuration`) and TLS for local
+runs (`certificates`).
+
+Remediation: what is known of watched pods and cordoned nodes (`watched`), the
+sidecars' /status read (`sidecar_status`) and polled (`status_polling`), correlation
+across pods and nodes (`correlation`), the decision vocabulary and memory
+(`history`), the pure decisions under the safety limits (`decisions`), Events and
+policy status (`reporting`), the API calls (`kube_api`, `actuation`), one policy's
+round (`remediation`), the kopf handlers (`handlers`), metrics (`operator_metrics`)
+and the `hangwatch operator` command (`operator_cli`). One settings object
+(`settings`) serves both halves.
+
+This package is the only one allowed to import kopf and the Kubernetes client; it
+talks to sidecars over HTTP only (never imports `hangwatch_sidecar`) and shares the
+contracts in `hangwatch.contracts`.
 """

@@ -1,8 +1,11 @@
 """The operator's one typed settings object, read from `HANGWATCH_OPERATOR_*` variables.
 
-Fed by the chart (environment variables of the operator Deployment) or by a test that
-builds `OperatorSettings(...)` directly. Read by the webhook handlers (`webhook`), the
-patch builder (`injection`) and the webhook registration (`webhook_configuration`).
+Fed by the chart (environment variables of the operator Deployment), by `hangwatch
+operator` (`operator_cli`, with its command-line overrides) or by a test that builds
+`OperatorSettings(...)` directly. Read by the webhook handlers (`webhook`), the patch
+builder (`injection`), the webhook registration (`webhook_configuration`) and the
+remediation handlers (`handlers`, `remediation`: metrics port, sidecar polling, grace
+periods, dry run, re-notification).
 Per-policy knobs live in the ProducerHealthPolicy (`policies`); these are the
 cluster-wide ones an operator installation decides once.
 """
@@ -110,10 +113,45 @@ class OperatorSettings:
     """Namespace of the operator itself, excluded from injection so that the operator's
     own pods never wait on the webhook they serve."""
 
+    metrics_port: int = 9478
+    """Port of the operator's Prometheus /metrics; 0 switches the endpoint off. Next to the
+    sidecar's 9477 so both are easy to find, and clear of kopf's webhook port 9443."""
+
+    metrics_listen_address: str = "0.0.0.0"
+    """Where /metrics listens: all interfaces, because Prometheus scrapes the pod IP."""
+
+    status_timeout_seconds: float = 2.0
+    """Patience for one sidecar's /status. The sidecar answers from memory in
+    milliseconds; 2 s covers a GC pause or a busy node, and a sidecar slower than that
+    is reported as `sidecar_unreachable` instead of stalling the whole poll round."""
+
+    status_poll_concurrency: int = 64
+    """Sidecars polled at once per policy. Enough to poll 2,000 executors within one
+    probe interval at loopback-to-cluster latencies without opening thousands of sockets."""
+
+    restart_grace_seconds: int = 30
+    """Grace period of a `restart` (pod deletion): Kubernetes' own default. A hung
+    producer rarely shuts down cleanly, so a longer grace only delays the replacement."""
+
+    dry_run: bool = False
+    """Treat every policy as `safety.dryRun: true` (`hangwatch operator --dry-run`): for
+    trying the operator on a live cluster before any policy may act."""
+
+    renotify_seconds: int = 600
+    """An unchanged decision (e.g. still suppressed by the same limit) is reported again as
+    an Event and counted again after this long; changes are reported at once. Ten minutes
+    keeps a stuck condition visible in `kubectl get events` (1 h TTL) without flooding it."""
+
     def __post_init__(self) -> None:
         for name in ("sidecar_port", "webhook_port"):
             if not 1 <= getattr(self, name) <= 65535:
                 raise SettingsError(f"{name} must be 1..65535, got {getattr(self, name)}")
+        if not 0 <= self.metrics_port <= 65535:
+            raise SettingsError(f"metrics_port must be 0..65535, got {self.metrics_port}")
+        if self.status_timeout_seconds <= 0 or self.status_poll_concurrency < 1:
+            raise SettingsError("status_timeout_seconds and status_poll_concurrency must be > 0")
+        if self.restart_grace_seconds < 0 or self.renotify_seconds < 1:
+            raise SettingsError("restart_grace_seconds must be >= 0, renotify_seconds >= 1")
         if not 1 <= self.webhook_timeout_seconds <= 30:
             raise SettingsError("webhook_timeout_seconds must be 1..30 (the API server's range)")
         if self.webhook_failure_policy not in {"Ignore", "Fail"}:
@@ -141,8 +179,12 @@ def _convert(name: str, hint: Any, raw: str) -> Any:
         return None
     target = next(a for a in getattr(hint, "__args__", (hint,)) if a is not type(None))
     try:
+        if target is bool:
+            return _boolean(text)
         if target is int:
             return int(text)
+        if target is float:
+            return float(text)
         if target is InjectionMode:
             return InjectionMode(text.lower())
         if target is Path:
@@ -150,3 +192,12 @@ def _convert(name: str, hint: Any, raw: str) -> Any:
     except ValueError as exc:
         raise SettingsError(f"{ENV_PREFIX}{name.upper()}: {exc}") from exc
     return text
+
+
+def _boolean(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(f"expected true or false, got {text!r}")

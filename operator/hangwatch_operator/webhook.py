@@ -7,7 +7,8 @@ pure `policies.matching_policy` and `injection.build_sidecar_patch`; `configure`
 startup) sets up kopf's webhook server with the chart's certificate files, or a
 self-signed set for local runs, and reads the API server version once for
 `injectionMode: auto`. Settings come from the memo key `hangwatch_settings` (tests) or
-from `HANGWATCH_OPERATOR_*` variables.
+from `HANGWATCH_OPERATOR_*` variables. Every admission is counted in
+`hangwatch_operator_webhook_requests_total{result=injected|skipped|error}`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from hangwatch_operator.injection import (
     resolve_injection_mode,
     server_minor_version,
 )
+from hangwatch_operator.operator_metrics import WEBHOOK_REQUESTS
 from hangwatch_operator.policies import (
     GROUP,
     PLURAL,
@@ -158,19 +160,23 @@ def inject_sidecar(
     try:
         policy = matching_policy(pod, in_namespace)
         if policy is None:
+            WEBHOOK_REQUESTS.labels("skipped").inc()
             return
         mode = resolve_injection_mode(
             policy.sidecar.injection_mode, context.settings, context.server_minor
         )
         ops = build_sidecar_patch(pod, policy, context.settings, mode)
     except InjectionConflictError as exc:
+        WEBHOOK_REQUESTS.labels("skipped").inc()
         warnings.append(f"hangwatch: sidecar not injected: {exc}")
         logger.warning("Sidecar not injected: %s", exc)
         return
     except Exception as exc:  # fail open, loudly: never block a pod on a hangwatch bug
+        WEBHOOK_REQUESTS.labels("error").inc()
         warnings.append(f"hangwatch: sidecar not injected: internal error ({exc!r})")
         logger.exception("Sidecar injection failed; the pod is admitted unchanged.")
         return
+    WEBHOOK_REQUESTS.labels("injected" if ops else "skipped").inc()
     if ops:
         patch.fns.append(functools.partial(apply_add_ops, ops=ops))
         logger.info("Injecting the hangwatch sidecar (policy %s, %s mode).", policy.name, mode)

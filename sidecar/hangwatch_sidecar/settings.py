@@ -49,7 +49,7 @@ class SidecarSettings:
         ),
     )
     port: int = field(
-        default=DEFAULT_PORT, metadata=_doc("HTTP port for /metrics, /status and /healthz.")
+        default=DEFAULT_PORT, metadata=_doc("HTTP port for /metrics, /status and /healthz (0: any free port, logged).")
     )
     probe_interval_seconds: float = field(
         default=5.0,
@@ -153,8 +153,8 @@ class SidecarSettings:
         """Self, or a UsageError naming the first invalid setting."""
         if not self.bootstrap.strip():
             raise UsageError("--bootstrap (HANGWATCH_BOOTSTRAP) is required")
-        if not 0 < self.port < 65536:
-            raise UsageError(f"--port must be 1..65535, got {self.port}")
+        if not 0 <= self.port < 65536:
+            raise UsageError(f"--port must be 0..65535 (0: any free port), got {self.port}")
         for name in (
             "probe_interval_seconds",
             "metadata_interval_seconds",

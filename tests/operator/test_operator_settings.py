@@ -73,3 +73,12 @@ def test_variables_override_defaults() -> None:
 def test_bad_values_name_the_variable_or_field(environ: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         OperatorSettings.from_environ(environ)
+
+
+def test_peering_without_priority_gets_a_random_one_so_replicas_never_tie() -> None:
+    from hangwatch_operator.operator_cli import peering_priority
+
+    assert peering_priority(7, peering=True) == 7
+    assert peering_priority(None, peering=False) is None
+    drawn = {peering_priority(None, peering=True) for _ in range(20)}
+    assert len(drawn) > 1 and all(p is not None and p > 0 for p in drawn)

@@ -62,6 +62,7 @@ def test_s2_control_election_never_becomes_producer_hung() -> None:
     assert result.ok
 
 
+@pytest.mark.timeout(420)
 def test_healthy_producer_under_load_for_five_minutes_is_only_healthy() -> None:
     five_minutes = dataclasses.replace(SCENARIOS["healthy"], bound=lambda _t: 300.0)
     result = run_scenario(five_minutes)

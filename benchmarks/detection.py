@@ -1,0 +1,159 @@
+"""Detection benchmark: how fast hangwatch reaches each seed verdict, and what it costs.
+
+Part 1 replays every fault scenario of `hangwatch_demo.scenarios` several times on the
+lab (real producer process, real sidecar loop) and prints, per scenario, the seconds
+from fault to verdict (median, max) next to the producer's own time to its first
+error with the same configuration ("never" if it reported none within the run).
+
+Part 2 runs a real `hangwatch sidecar` process at a 1 s probe interval next to 8
+producer processes for a while and prints its CPU share of one core and peak RSS.
+Targets: under 2 % of one core, under 80 MB. Prints the machine first.
+
+    python benchmarks/detection.py [--repeats 3] [--cost-seconds 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+from hangwatch_demo.harness import run_scenario, workload
+from hangwatch_demo.scenarios import SCENARIOS, TOPIC, Timing
+from hangwatch_lab import Lab
+
+ERROR_WAIT = 40.0
+"""How long after the fault the producer's own first error is waited for ("never" beyond)."""
+
+
+def machine() -> str:
+    model = "unknown cpu"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} CPUs, {model}; Python {platform.python_version()}"
+
+
+def _fmt(values: list[float | None]) -> tuple[str, str]:
+    known = [v for v in values if v is not None]
+    if len(known) < len(values) or not known:
+        return ("never" if not known else f"{statistics.median(known):.1f}*"), "never"
+    return f"{statistics.median(known):.1f}", f"{max(known):.1f}"
+
+
+def detection(repeats: int) -> None:
+    timing = Timing()
+    print(
+        f"\npart 1: fault to verdict, {repeats} runs each (probe interval "
+        f"{timing.probe_interval_seconds:g} s, stall {timing.stall_seconds:g} s, heartbeat "
+        f"{timing.heartbeat_seconds:g} s, producer message.timeout.ms "
+        f"{timing.producer_message_timeout_ms})"
+    )
+    header = f"{'scenario':26} {'verdict':20} {'median s':>9} {'max s':>7} {'bound s':>8}"
+    print(header + f"  {'producer 1st error s (median, max)':>34}")
+    print(f"(producer errors are waited for up to {ERROR_WAIT:.0f} s after the fault)")
+    for name, scenario in SCENARIOS.items():
+        if scenario.control:
+            continue
+        detected: list[float | None] = []
+        first_error: list[float | None] = []
+        for i in range(repeats):
+            print(f"  ... {name} run {i + 1}/{repeats}", file=sys.stderr, flush=True)
+            result = run_scenario(scenario, timing, producer_error_wait_seconds=ERROR_WAIT)
+            detected.append(result.detected_seconds)
+            first_error.append(result.producer_first_error_seconds)
+        med, mx = _fmt(detected)
+        err_med, err_max = _fmt(first_error)
+        print(
+            f"{name:26} {scenario.expect!s:20} {med:>9} {mx:>7} "
+            f"{scenario.bound(timing):>8.1f}  {err_med + ', ' + err_max:>34}",
+            flush=True,
+        )
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cost(seconds: float, producers: int = 8) -> None:
+    print(
+        f"\npart 2: sidecar cost, 1 s probe interval, {producers} producer processes, "
+        f"{seconds:.0f} s"
+    )
+    with (
+        Lab(brokers=3, topics={TOPIC: 6}) as lab,
+        tempfile.TemporaryDirectory() as tmp,
+        ExitStack() as stack,
+    ):
+        telemetry = Path(tmp)
+        for _ in range(producers):
+            stack.enter_context(
+                workload(lab.bootstrap, telemetry, telemetry / "never", Timing(), rate=100.0)
+            )
+        sidecar = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "hangwatch",
+                "sidecar",
+                "--bootstrap",
+                lab.bootstrap,
+                "--topics",
+                TOPIC,
+                "--port",
+                "0",
+                "--probe-interval-seconds",
+                "1",
+                "--telemetry-dir",
+                str(telemetry),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        stack.callback(lambda: (sidecar.terminate(), sidecar.wait(10)))
+        time.sleep(5)  # start-up (imports, first rounds) is not steady state
+        cpu0, t0 = _cpu_seconds(sidecar.pid), time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            time.sleep(5)
+            print(f"  ... {time.monotonic() - t0:.0f}/{seconds:.0f} s", file=sys.stderr, flush=True)
+        share = (_cpu_seconds(sidecar.pid) - cpu0) / (time.monotonic() - t0) * 100
+        rss = _peak_rss_mb(sidecar.pid)
+    print(
+        f"sidecar CPU {share:.2f} % of one core (target < 2 %), peak RSS {rss:.1f} MB "
+        f"(target < 80 MB)"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cost-seconds", type=float, default=60.0)
+    args = parser.parse_args()
+    print(f"machine: {machine()}")
+    detection(args.repeats)
+    cost(args.cost_seconds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

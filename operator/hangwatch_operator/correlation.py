@@ -1,0 +1,142 @@
+"""Correlation across the pods of one policy: each pod's effective verdict.
+
+Fed by `status_polling` (one `sidecar_status.PodReport` per pod, terminating pods included but not
+polled); feeds `decisions`. A sidecar sees the cluster from one pod only; the operator
+sees every pod of a policy and can tell where a fault lies:
+
+- every answering pod is cut off from Kafka (no broker answers): a **cluster outage**;
+  pods keep `cluster_unreachable` and nothing disruptive may happen;
+- the answering pods of one node are all cut off while a pod on another node reaches
+  the brokers: the node's network is at fault, and those pods become
+  `node_network_fault`;
+- otherwise each pod keeps the verdict its sidecar reported.
+
+A pod whose sidecar did not answer has no verdict (`sidecar_unreachable`); it neither
+proves nor disproves a fault. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from hangwatch.contracts import Verdict
+from hangwatch_operator.sidecar_status import PodReport
+from hangwatch_operator.watched import WatchedPod
+
+SIDECAR_UNREACHABLE = "sidecar_unreachable"
+"""Status/metrics name of a pod whose sidecar did not answer (not a verdict)."""
+NOT_UNHEALTHY = frozenset({Verdict.HEALTHY, Verdict.UNKNOWN})
+"""`unknown` is not enough evidence to count a pod as unhealthy (e.g. no telemetry yet)."""
+
+
+@dataclass(frozen=True)
+class PodFinding:
+    """One pod after correlation."""
+
+    pod: WatchedPod
+    verdict: Verdict | None
+    """Effective verdict; None when the sidecar did not answer (or the pod terminates)."""
+    reported: Verdict | None = None
+    """What the sidecar itself said (differs for `node_network_fault`)."""
+    reasons: tuple[str, ...] = ()
+    since: float | None = None
+    error: str | None = None
+    """Why the sidecar did not answer."""
+
+    @property
+    def unhealthy(self) -> bool:
+        return self.verdict is not None and self.verdict not in NOT_UNHEALTHY
+
+    @property
+    def unobservable(self) -> bool:
+        return self.verdict is None and not self.pod.terminating
+
+
+@dataclass(frozen=True)
+class Findings:
+    """The correlated state of one policy's pods in one poll round."""
+
+    pods: tuple[PodFinding, ...]
+    outage: bool = False
+    """Every answering pod is cut off from Kafka."""
+    faulty_nodes: Mapping[str, str] = field(default_factory=dict)
+    """Node -> why it is at fault (names the brokers and the pods elsewhere that reach them)."""
+
+    @property
+    def watched(self) -> tuple[PodFinding, ...]:
+        """Pods that count: running and not being deleted."""
+        return tuple(f for f in self.pods if not f.pod.terminating)
+
+    @property
+    def present(self) -> frozenset[str]:
+        """Keys of every pod still in the cluster (terminating ones included)."""
+        return frozenset(f.pod.key for f in self.pods)
+
+    def counts(self) -> dict[str, int]:
+        """Watched pods per verdict (every verdict present, zero or not) and unreachable."""
+        tally = Counter(str(f.verdict) for f in self.watched if f.verdict is not None)
+        counts = {str(v): tally.get(str(v), 0) for v in Verdict}
+        counts[SIDECAR_UNREACHABLE] = sum(1 for f in self.watched if f.unobservable)
+        return counts
+
+    def with_verdict(self, verdict: Verdict) -> tuple[PodFinding, ...]:
+        return tuple(f for f in self.watched if f.verdict is verdict)
+
+
+def correlate(reports: Sequence[PodReport]) -> Findings:
+    """Effective verdicts for one policy's pods (see the module docstring for the rules)."""
+    live = [r for r in reports if not r.pod.terminating]
+    answering = [r for r in live if r.status is not None]
+    cut_off = [r for r in answering if r.status is not None and r.status.cut_off]
+    outage = bool(answering) and len(cut_off) == len(answering)
+    faulty = {} if outage else _faulty_nodes(answering)
+    pods = tuple(_finding(r, faulty) for r in reports)
+    return Findings(pods=pods, outage=outage, faulty_nodes=faulty)
+
+
+def _faulty_nodes(answering: Sequence[PodReport]) -> dict[str, str]:
+    by_node: dict[str, list[PodReport]] = defaultdict(list)
+    for report in answering:
+        if report.pod.node:
+            by_node[report.pod.node].append(report)
+    faulty: dict[str, str] = {}
+    for node, reports in sorted(by_node.items()):
+        if not all(r.status is not None and r.status.cut_off for r in reports):
+            continue
+        witnesses = [
+            r
+            for other, others in by_node.items()
+            if other != node
+            for r in others
+            if r.status is not None and r.status.reaches_cluster
+        ]
+        if witnesses:
+            faulty[node] = _fault_reason(node, reports, witnesses)
+    return faulty
+
+
+def _fault_reason(node: str, cut: Sequence[PodReport], witnesses: Sequence[PodReport]) -> str:
+    brokers = sorted({b for r in cut if r.status for b in r.status.failing_brokers})
+    elsewhere = sorted({r.pod.node or "" for r in witnesses})
+    broker_text = ", ".join(brokers[:5]) or "the brokers"
+    return (
+        f"{len(cut)} pod(s) on node {node} reach none of {broker_text} while "
+        f"{len(witnesses)} pod(s) on node(s) {', '.join(elsewhere[:5])} reach the cluster"
+    )
+
+
+def _finding(report: PodReport, faulty: Mapping[str, str]) -> PodFinding:
+    status = report.status
+    if report.pod.terminating or status is None:
+        return PodFinding(report.pod, None, error=report.error)
+    if report.pod.node in faulty:
+        return PodFinding(
+            report.pod,
+            Verdict.NODE_NETWORK_FAULT,
+            reported=status.verdict,
+            reasons=(faulty[report.pod.node or ""], *status.reasons),
+            since=status.since,
+        )
+    return PodFinding(report.pod, status.verdict, status.verdict, status.reasons, status.since)

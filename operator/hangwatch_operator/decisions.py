@@ -1,0 +1,297 @@
+"""Decisions: correlated findings + policy + history + time -> what to do, and what not.
+
+Fed by `correlation` (findings), `policies` (actions per verdict, safety limits) and
+`history`; the result goes to `actuation` (outcome `acted`) and to `reporting`
+(Events, status, metrics) — every decision, acted or not, carries its reason.
+
+For every watched pod whose effective verdict has actions, one decision per action;
+for every node at fault, one `cordonNode` if the policy asks for it; with
+`autoUncordon`, one `uncordonNode` per node this policy cordoned that has been quiet
+long enough. `alert` is never suppressed. A disruptive operation (restart,
+decommission, cordonNode) passes these limits in order, and the first one that
+holds is the reason it is suppressed:
+
+1. `driver_protected` — the pod is a Spark driver and `allowDriverDeletion` is false;
+2. `cluster_unreachable` — some pod cannot reach Kafka with no node to blame, or all
+   cannot (outage): restarts cannot help;
+3. `leader_election` — a pod reports leaderless partitions, or did so less than
+   `detection.electionGraceSeconds` ago;
+4. `storm` — more than `maxUnhealthyShare` of the watched pods (and at least
+   `STORM_MIN_PODS`) are unhealthy or unobservable: a shared cause, not a hang;
+5. `cooldown` — the same pod (or node) was acted on (or tried) within
+   `podCooldownSeconds`;
+6. `rate_limit` — `maxActionsPerApplicationPerHour` other pods of the pod's
+   application were restarted/decommissioned in the last hour (dry runs count, so a
+   dry run shows where the limit would bite);
+7. `max_concurrent` — `maxConcurrent` actions are already in progress (acted on and
+   the pod not yet gone) or planned in this round;
+8. `dry_run` — the policy (or the operator's `--dry-run`) says report only.
+
+Pods are considered longest-unhealthy first, so the limits spare the newest cases.
+Pure: `now` is passed in, nothing is read from the cluster or the clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from hangwatch.contracts import Verdict
+from hangwatch_operator.correlation import Findings, PodFinding
+from hangwatch_operator.history import (
+    DISRUPTIVE,
+    History,
+    Operation,
+    Outcome,
+    Suppression,
+)
+from hangwatch_operator.policies import Action, Policy, Role
+from hangwatch_operator.watched import WatchedPod
+
+_COUNTED = frozenset({Outcome.ACTED, Outcome.DRY_RUN})
+STORM_MIN_PODS = 2
+"""A single unhealthy pod is never a storm, so a one-executor job can still be healed."""
+RATE_WINDOW_SECONDS = 3600
+NAMES_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One operation on one pod or node, with how it ended and why."""
+
+    operation: Operation
+    verdict: Verdict
+    outcome: Outcome
+    pod: WatchedPod | None = None
+    node: str | None = None
+    suppression: Suppression | None = None
+    limit: str = ""
+    """The sentence naming the limit that suppressed it (or the dry run)."""
+    reasons: tuple[str, ...] = ()
+    """Why the verdict: the sidecar's reasons, or correlation's for node faults."""
+    note: str = ""
+    """Set by actuation: what happened (or the error)."""
+
+    @property
+    def target(self) -> str:
+        return self.pod.key if self.pod is not None else f"node/{self.node}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.target}#{self.operation}"
+
+    @property
+    def signature(self) -> tuple[str, ...]:
+        return (self.operation, self.verdict, self.outcome, self.suppression or "")
+
+
+@dataclass(frozen=True)
+class Gates:
+    """Policy-wide conditions that stop every disruptive operation (None: open)."""
+
+    cluster_unreachable: str | None = None
+    leader_election: str | None = None
+    storm: str | None = None
+
+    def first(self) -> tuple[Suppression, str] | None:
+        for reason, text in (
+            (Suppression.CLUSTER_UNREACHABLE, self.cluster_unreachable),
+            (Suppression.LEADER_ELECTION, self.leader_election),
+            (Suppression.STORM, self.storm),
+        ):
+            if text is not None:
+                return reason, text
+        return None
+
+
+@dataclass
+class _Tally:
+    """Budget used so far in this round."""
+
+    in_flight: int
+    planned: int = 0
+    per_application: Counter[str] = field(default_factory=Counter)
+
+
+def assess_gates(findings: Findings, policy: Policy, history: History, now: float) -> Gates:
+    """The policy-wide gates for this round."""
+    unreachable = findings.with_verdict(Verdict.CLUSTER_UNREACHABLE)
+    cluster = None
+    if findings.outage:
+        cluster = f"no broker answers from any of the {len(unreachable)} answering pod(s): outage"
+    elif unreachable:
+        cluster = f"{_names(unreachable)} cannot reach Kafka and no single node is at fault"
+    electing = findings.with_verdict(Verdict.LEADER_ELECTION)
+    grace = policy.detection.election_grace_seconds
+    election = None
+    if electing:
+        election = f"partitions are leaderless for {_names(electing)}"
+    elif history.last_election_ts is not None and now - history.last_election_ts < grace:
+        ago = now - history.last_election_ts
+        election = f"a leader election ended {ago:.0f} s ago (electionGraceSeconds {grace})"
+    watched = findings.watched
+    bad = sum(1 for f in watched if f.unhealthy or f.unobservable)
+    share = policy.safety.max_unhealthy_share
+    storm = None
+    if bad >= STORM_MIN_PODS and bad > share * len(watched):
+        storm = (
+            f"{bad} of {len(watched)} watched pods are unhealthy or unobservable, more than "
+            f"maxUnhealthyShare {share:g}: a shared cause, not a hang"
+        )
+    return Gates(cluster, election, storm)
+
+
+def decide(findings: Findings, policy: Policy, history: History, now: float) -> list[Decision]:
+    """Every decision of this round: node operations first, then pods, then uncordons."""
+    gates = assess_gates(findings, policy, history, now)
+    tally = _Tally(in_flight=_in_flight(findings, history))
+    decisions: list[Decision] = []
+    if Action.CORDON_NODE in policy.actions.by_verdict.get(Verdict.NODE_NETWORK_FAULT, ()):
+        for node, reason in sorted(findings.faulty_nodes.items()):
+            if node in history.cordoned or node in history.cordoned_elsewhere:
+                continue
+            draft = Decision(
+                Operation.CORDON_NODE,
+                Verdict.NODE_NETWORK_FAULT,
+                Outcome.ACTED,
+                node=node,
+                reasons=(reason,),
+            )
+            decisions.append(_limited(draft, policy, gates, history, tally, now))
+    for finding in sorted(_unhealthy(findings), key=lambda f: (f.since or now, f.pod.key)):
+        assert finding.verdict is not None
+        for action in policy.actions.by_verdict.get(finding.verdict, ()):
+            if action is Action.CORDON_NODE:
+                continue
+            draft = Decision(
+                Operation(action.value),
+                finding.verdict,
+                Outcome.ACTED,
+                pod=finding.pod,
+                node=finding.pod.node,
+                reasons=finding.reasons,
+            )
+            if action is not Action.ALERT:
+                draft = _limited(draft, policy, gates, history, tally, now)
+            decisions.append(draft)
+    decisions.extend(_uncordons(findings, policy, history, now))
+    return decisions
+
+
+def _unhealthy(findings: Findings) -> list[PodFinding]:
+    return [f for f in findings.watched if f.unhealthy]
+
+
+def _limited(
+    draft: Decision, policy: Policy, gates: Gates, history: History, tally: _Tally, now: float
+) -> Decision:
+    """The draft, suppressed by the first limit that holds, or counted against the budget."""
+    found = _limit(draft, policy, gates, history, tally, now)
+    if found is None:
+        tally.planned += 1
+        if draft.pod is not None and draft.pod.application_id and draft.operation in DISRUPTIVE:
+            tally.per_application[draft.pod.application_id] += 1
+        if not policy.safety.dry_run:
+            return draft
+        found = (Suppression.DRY_RUN, "safety.dryRun is true: reported, not done")
+    reason, text = found
+    outcome = Outcome.DRY_RUN if reason is Suppression.DRY_RUN else Outcome.SUPPRESSED
+    return dataclasses.replace(draft, outcome=outcome, suppression=reason, limit=text)
+
+
+def _limit(
+    draft: Decision, policy: Policy, gates: Gates, history: History, tally: _Tally, now: float
+) -> tuple[Suppression, str] | None:
+    safety = policy.safety
+    pod = draft.pod
+    if pod is not None and pod.role == Role.DRIVER and not safety.allow_driver_deletion:
+        return Suppression.DRIVER_PROTECTED, "drivers are protected (allowDriverDeletion is false)"
+    gate = gates.first()
+    if gate is not None:
+        return gate
+    cooldown = safety.pod_cooldown_seconds
+    last = next(
+        (
+            r
+            for r in history.recent(now, cooldown)
+            if r.target == draft.target and r.starts_cooldown
+        ),
+        None,
+    )
+    if last is not None:
+        return Suppression.COOLDOWN, (
+            f"{draft.target} was acted on {now - last.time:.0f} s ago "
+            f"(podCooldownSeconds {cooldown})"
+        )
+    app = pod.application_id if pod is not None else None
+    if app and draft.operation in DISRUPTIVE:
+        earlier = {
+            r.pod
+            for r in history.recent(now, RATE_WINDOW_SECONDS)
+            if r.application_id == app
+            and r.operation in DISRUPTIVE
+            and r.outcome in _COUNTED
+            and r.pod != draft.target
+        }
+        done = tally.per_application[app] + len(earlier)
+        cap = safety.max_actions_per_application_per_hour
+        if done >= cap:
+            return Suppression.RATE_LIMIT, (
+                f"application {app} had {done} action(s) in the last hour "
+                f"(maxActionsPerApplicationPerHour {cap})"
+            )
+    busy = tally.in_flight + tally.planned
+    if busy >= safety.max_concurrent:
+        return Suppression.MAX_CONCURRENT, (
+            f"{busy} action(s) already in progress (maxConcurrent {safety.max_concurrent})"
+        )
+    return None
+
+
+def _in_flight(findings: Findings, history: History) -> int:
+    """Disruptive actions taken whose pod still exists (terminating, or not yet deleted)."""
+    present = findings.present
+    targets = {
+        r.pod
+        for r in history.records
+        if r.operation in DISRUPTIVE and r.outcome is Outcome.ACTED and r.pod in present
+    }
+    return len(targets)
+
+
+def _uncordons(findings: Findings, policy: Policy, history: History, now: float) -> list[Decision]:
+    if not policy.actions.auto_uncordon or findings.outage:
+        return []
+    quiet_for = policy.actions.uncordon_healthy_for_seconds
+    out = []
+    for node, since in sorted(history.cordoned.items()):
+        if node in findings.faulty_nodes:
+            continue
+        last_fault = max(history.node_fault_ts.get(node, now), since or 0.0)
+        if now - last_fault < quiet_for:
+            continue
+        quiet = f"no network fault on node {node} for {now - last_fault:.0f} s"
+        decision = Decision(
+            Operation.UNCORDON_NODE,
+            Verdict.HEALTHY,
+            Outcome.ACTED,
+            node=node,
+            reasons=(f"{quiet} (healthyForSeconds {quiet_for})",),
+        )
+        if policy.safety.dry_run:
+            decision = dataclasses.replace(
+                decision,
+                outcome=Outcome.DRY_RUN,
+                suppression=Suppression.DRY_RUN,
+                limit="safety.dryRun is true: reported, not done",
+            )
+        out.append(decision)
+    return out
+
+
+def _names(findings: Sequence[PodFinding]) -> str:
+    names = [f.pod.name for f in findings[:NAMES_SHOWN]]
+    more = len(findings) - len(names)
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")

@@ -1,0 +1,144 @@
+"""kopf handlers for remediation: indexes of watched pods and cordons, a daemon per policy.
+
+Thin by design. `start_remediation` (startup) builds the shared `remediation.Runtime`
+(Kubernetes API client, HTTP session for the sidecars) and serves the operator's
+/metrics; `pods_by_policy` indexes every running pod the webhook labelled
+`hangwatch.dev/policy`; `hangwatch_cordons` indexes nodes hangwatch cordoned;
+`remediate_policy` is a daemon per ProducerHealthPolicy that runs
+`remediation.PolicyWatch.round` once per probe interval until the policy is deleted or
+this replica stops leading (kopf peering pauses every handler of a standby replica).
+Loaded together with `webhook` by `hangwatch operator` (`operator_cli`), or with
+`kopf run -m hangwatch_operator.webhook -m hangwatch_operator.handlers`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import kopf
+from prometheus_client import start_http_server
+
+from hangwatch_operator import operator_metrics
+from hangwatch_operator.injection import POLICY_LABEL
+from hangwatch_operator.kube_api import KubeApi
+from hangwatch_operator.policies import GROUP, PLURAL, VERSION
+from hangwatch_operator.remediation import PolicyWatch, Runtime
+from hangwatch_operator.settings import OperatorSettings, SettingsError
+from hangwatch_operator.watched import (
+    CORDONED_LABEL,
+    CordonedNode,
+    WatchedPod,
+    cordoned_node,
+    watched_pod,
+)
+from hangwatch_operator.webhook import SETTINGS_KEY
+
+RUNTIME_KEY = "hangwatch_remediation"
+"""Memo key of the `Started` remediation runtime."""
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Started:
+    """What startup created and cleanup must close."""
+
+    runtime: Runtime
+    metrics_server: Any | None
+
+
+def operator_settings(memo: kopf.Memo) -> OperatorSettings:
+    """Settings from the memo (set by `hangwatch operator` or tests), else the environment."""
+    try:
+        settings = memo.get(SETTINGS_KEY) or OperatorSettings.from_environ(os.environ)
+    except SettingsError as exc:  # a retry cannot fix the environment
+        raise kopf.PermanentError(f"invalid operator settings: {exc}") from exc
+    if not isinstance(settings, OperatorSettings):
+        raise kopf.PermanentError(f"memo[{SETTINGS_KEY!r}] must be OperatorSettings")
+    return settings
+
+
+@kopf.on.startup()
+async def start_remediation(memo: kopf.Memo, settings: kopf.OperatorSettings, **_: Any) -> None:
+    """Watch only labelled pods and nodes, connect to the API server, open the sidecar
+    HTTP session, serve /metrics."""
+    # Server-side selectors: the API server sends only injected pods and hangwatch's
+    # cordoned nodes, not every pod and node of the cluster (kopf's filters are local).
+    settings.watching.label_selectors["", "v1", "pods"] = POLICY_LABEL
+    settings.watching.label_selectors["", "v1", "nodes"] = CORDONED_LABEL
+    ours = operator_settings(memo)
+    api = await KubeApi.connect()
+    connector = aiohttp.TCPConnector(limit=ours.status_poll_concurrency * 4)
+    session = aiohttp.ClientSession(connector=connector)
+    server = None
+    if ours.metrics_port:
+        server, _thread = start_http_server(
+            ours.metrics_port,
+            addr=ours.metrics_listen_address,
+            registry=operator_metrics.REGISTRY,
+        )
+        log.info("Operator metrics on :%d/metrics.", ours.metrics_port)
+    memo[RUNTIME_KEY] = Started(Runtime(ours, api, session), server)
+
+
+@kopf.on.cleanup()
+async def stop_remediation(memo: kopf.Memo, **_: Any) -> None:
+    started = memo.get(RUNTIME_KEY)
+    if not isinstance(started, Started):
+        return
+    await started.runtime.session.close()
+    await started.runtime.api.close()
+    if started.metrics_server is not None:
+        started.metrics_server.shutdown()
+        started.metrics_server.server_close()
+
+
+@kopf.index("", "v1", "pods", labels={POLICY_LABEL: kopf.PRESENT})
+def pods_by_policy(body: kopf.Body, memo: kopf.Memo, **_: Any) -> dict[tuple[str, str], WatchedPod]:
+    """(namespace, policy) -> the pods it watches: running ones and ones being deleted."""
+    started = memo.get(RUNTIME_KEY)
+    port = started.runtime.settings.sidecar_port if isinstance(started, Started) else 9477
+    pod = watched_pod(body, port)
+    if not pod.running and not pod.terminating:
+        return {}
+    return {(pod.namespace, pod.policy): pod}
+
+
+@kopf.index("", "v1", "nodes", labels={CORDONED_LABEL: kopf.PRESENT})
+def hangwatch_cordons(body: kopf.Body, **_: Any) -> dict[str, CordonedNode]:
+    """Policy key -> the nodes it cordoned (from the node's annotations)."""
+    node = cordoned_node(body)
+    return {} if node is None else {node.policy_key: node}
+
+
+@kopf.daemon(GROUP, VERSION, PLURAL, id="remediation", cancellation_timeout=10.0, backoff=10.0)
+async def remediate_policy(
+    body: kopf.Body,
+    namespace: str | None,
+    name: str,
+    memo: kopf.Memo,
+    stopped: kopf.DaemonStopped,
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+    pods_by_policy: kopf.Index[tuple[str, str], WatchedPod] | None = None,
+    hangwatch_cordons: kopf.Index[str, CordonedNode] | None = None,
+    **_: Any,
+) -> None:
+    """Poll, decide, act and report for one policy until it is deleted or we stop leading."""
+    started = memo.get(RUNTIME_KEY)
+    if not isinstance(started, Started) or pods_by_policy is None or hangwatch_cordons is None:
+        raise kopf.TemporaryError("remediation runtime not started yet", delay=1)
+    watch = PolicyWatch(started.runtime, namespace or "", name, body.get("status"))
+    try:
+        while not stopped:
+            began = time.monotonic()
+            pods = list(pods_by_policy.get((watch.namespace, name), []))
+            cordons = [node for store in hangwatch_cordons.values() for node in store]
+            interval = await watch.round(body, pods, cordons, logger)
+            await stopped.wait(max(0.0, interval - (time.monotonic() - began)))
+    finally:
+        operator_metrics.forget_policy(watch.key)

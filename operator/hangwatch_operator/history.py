@@ -1,0 +1,230 @@
+"""What the operator remembers per policy: decisions made, what was reported, cordons.
+
+Fed after every round by `remediation` (`remember`), at start-up from the policy's
+own `status.recentActions` (`seed_history`, so a restarted or newly elected operator
+keeps cooldowns and rate limits), and from the node index (`with_cordons`). Read by
+`decisions` (cooldown, rate limit, in-flight actions, election grace, auto-uncordon)
+and by `newsworthy`, which keeps an unchanged decision from becoming an Event every
+poll. Also defines the decision vocabulary both share. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
+
+from hangwatch.contracts import Verdict
+from hangwatch_operator.watched import parse_time
+
+RECORDS_KEPT_SECONDS = 3600
+"""Records older than the rate-limit window are dropped (cooldowns are shorter or equal)."""
+RECORDS_KEPT_MAX = 2000
+"""Bound on remembered records per policy, whatever the churn."""
+
+
+class Operation(StrEnum):
+    """What a decision does: the policy's actions plus hangwatch's own uncordon."""
+
+    RESTART = "restart"
+    DECOMMISSION = "decommission"
+    CORDON_NODE = "cordonNode"
+    UNCORDON_NODE = "uncordonNode"
+    ALERT = "alert"
+
+
+DISRUPTIVE = frozenset({Operation.RESTART, Operation.DECOMMISSION})
+"""Operations that end an executor; rate limits and `maxConcurrent` count these."""
+NODE_OPERATIONS = frozenset({Operation.CORDON_NODE, Operation.UNCORDON_NODE})
+
+
+class Outcome(StrEnum):
+    """How a decision ended (the `outcome` label of `hangwatch_operator_decisions_total`)."""
+
+    ACTED = "acted"
+    DRY_RUN = "dry_run"
+    SUPPRESSED = "suppressed"
+    FAILED = "failed"
+
+
+class Suppression(StrEnum):
+    """The safety limit that stopped an action (`hangwatch_operator_suppressions_total`)."""
+
+    STORM = "storm"
+    RATE_LIMIT = "rate_limit"
+    COOLDOWN = "cooldown"
+    MAX_CONCURRENT = "max_concurrent"
+    CLUSTER_UNREACHABLE = "cluster_unreachable"
+    LEADER_ELECTION = "leader_election"
+    DRIVER_PROTECTED = "driver_protected"
+    DRY_RUN = "dry_run"
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    """One reported decision, as remembered (and as shown in `status.recentActions`)."""
+
+    time: float
+    operation: Operation
+    verdict: Verdict
+    outcome: Outcome
+    pod: str | None = None
+    """`namespace/name` of the pod acted on; None for node operations."""
+    node: str | None = None
+    application_id: str | None = None
+    suppression: Suppression | None = None
+    message: str = ""
+
+    @property
+    def target(self) -> str:
+        return self.pod if self.pod is not None else f"node/{self.node}"
+
+    @property
+    def starts_cooldown(self) -> bool:
+        """Something was done (or tried) to the target. A dry run starts no cooldown: had
+        it acted, the pod would be gone, so its repeats say "would restart" again."""
+        return self.outcome in {Outcome.ACTED, Outcome.FAILED}
+
+
+@dataclass(frozen=True)
+class Notice:
+    """The last time an unchanged decision (same signature) was reported."""
+
+    signature: tuple[str, ...]
+    time: float
+
+
+@dataclass(frozen=True)
+class History:
+    """Everything `decide` needs from the past of one policy."""
+
+    records: tuple[ActionRecord, ...] = ()
+    """Newest first."""
+    notified: Mapping[str, Notice] = field(default_factory=dict)
+    last_election_ts: float | None = None
+    node_fault_ts: Mapping[str, float] = field(default_factory=dict)
+    """Node -> the last time it was found at fault (or, after a restart, first seen cordoned)."""
+    cordoned: Mapping[str, float | None] = field(default_factory=dict)
+    """Nodes this policy cordoned (from their annotations) -> since when."""
+    cordoned_elsewhere: frozenset[str] = frozenset()
+    """Nodes another policy cordoned: never cordoned twice, never uncordoned from here."""
+
+    def recent(self, now: float, seconds: float) -> Iterable[ActionRecord]:
+        return (r for r in self.records if now - r.time < seconds)
+
+
+class Reportable(Protocol):
+    """Something that may become an Event: decisions and sidecar silences."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def signature(self) -> tuple[str, ...]: ...
+
+
+_R = TypeVar("_R", bound=Reportable)
+
+
+def newsworthy(
+    items: Sequence[_R], history: History, now: float, repeat_seconds: float
+) -> list[_R]:
+    """The items to report now: new or changed ones, and unchanged ones due for a repeat."""
+    out = []
+    for item in items:
+        seen = history.notified.get(item.key)
+        if seen is None or seen.signature != item.signature or now - seen.time >= repeat_seconds:
+            out.append(item)
+    return out
+
+
+def remember(
+    history: History,
+    *,
+    current: Sequence[Reportable],
+    reported: Sequence[Reportable],
+    records: Sequence[ActionRecord],
+    election_seen: bool,
+    faulty_nodes: Iterable[str],
+    now: float,
+) -> History:
+    """History after a round: new records first, notices only for what is still current."""
+    reported_keys = {item.key for item in reported}
+    notified = {
+        item.key: Notice(item.signature, now)
+        if item.key in reported_keys or item.key not in history.notified
+        else history.notified[item.key]
+        for item in current
+    }
+    kept = [r for r in (*records, *history.records) if now - r.time < RECORDS_KEPT_SECONDS]
+    faults = {**history.node_fault_ts, **dict.fromkeys(faulty_nodes, now)}
+    return dataclasses.replace(
+        history,
+        records=tuple(kept[:RECORDS_KEPT_MAX]),
+        notified=notified,
+        last_election_ts=now if election_seen else history.last_election_ts,
+        node_fault_ts={n: t for n, t in faults.items() if n in history.cordoned or t == now},
+    )
+
+
+def with_cordons(
+    history: History, ours: Mapping[str, float | None], others: Iterable[str], now: float
+) -> History:
+    """History updated with the cluster's current hangwatch cordons.
+
+    A node seen cordoned for the first time (e.g. after an operator restart) counts as
+    at fault now, so auto-uncordon waits a full `healthyForSeconds` from here.
+    """
+    faults = dict(history.node_fault_ts)
+    for node in ours:
+        faults.setdefault(node, now)
+    return dataclasses.replace(
+        history, cordoned=dict(ours), cordoned_elsewhere=frozenset(others), node_fault_ts=faults
+    )
+
+
+def seed_history(status: Mapping[str, Any] | None, namespace: str) -> History:
+    """History rebuilt from a policy's `status.recentActions` (newest first)."""
+    records = []
+    for raw in (status or {}).get("recentActions") or ():
+        record = _record_from_status(raw, namespace)
+        if record is not None:
+            records.append(record)
+    return History(records=tuple(records))
+
+
+def _record_from_status(raw: Any, namespace: str) -> ActionRecord | None:
+    if not isinstance(raw, Mapping):
+        return None
+    when = parse_time(raw.get("time"))
+    try:
+        operation = Operation(str(raw.get("action")))
+        verdict = Verdict(str(raw.get("verdict")))
+        outcome = Outcome(str(raw.get("decision") or _legacy_outcome(raw)))
+        suppression = Suppression(raw["suppressedBy"]) if raw.get("suppressedBy") else None
+    except ValueError:
+        return None
+    if when is None:
+        return None
+    return ActionRecord(
+        time=when,
+        operation=operation,
+        verdict=verdict,
+        outcome=outcome,
+        pod=f"{namespace}/{raw['pod']}" if raw.get("pod") else None,
+        node=raw.get("node") or None,
+        application_id=raw.get("applicationId") or None,
+        suppression=suppression,
+        message=str(raw.get("message") or ""),
+    )
+
+
+def _legacy_outcome(raw: Mapping[str, Any]) -> str:
+    """A record without `decision`: map the coarse `outcome` (done, skipped, failed)."""
+    if raw.get("outcome") == "done":
+        return Outcome.ACTED
+    if raw.get("outcome") == "failed":
+        return Outcome.FAILED
+    return Outcome.DRY_RUN if raw.get("dryRun") else Outcome.SUPPRESSED

@@ -1,0 +1,149 @@
+"""The few Kubernetes API calls remediation makes, on the official asyncio client.
+
+Used by `actuation` (delete pods, read and patch nodes), `remediation` (post Events,
+patch policy status) and built once by `handlers` at start-up, from the in-cluster
+service account or, outside a cluster, the kubeconfig (the same sources kopf logs in
+with). Responses are read as plain JSON, not as generated models, and every failure
+becomes `KubeApiError` with the HTTP status, so callers handle one exception type.
+Patches are JSON merge patches, which every API server and resource accepts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+from kubernetes.aio import client, config
+
+from hangwatch_operator.policies import GROUP, PLURAL, VERSION
+
+MERGE_PATCH = "application/merge-patch+json"
+REQUEST_TIMEOUT_SECONDS = 10.0
+"""Per API call. The API server answers in milliseconds; a 10 s wait means it is in
+trouble, and the next poll round retries anyway."""
+
+
+class KubeApiError(Exception):
+    """A Kubernetes API call failed; `status` is the HTTP status (0: no answer)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}" if status else message)
+        self.status = status
+
+
+class KubeApi:
+    """Async calls against one API server; `close()` when done."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self._client = api_client
+        self._core = client.CoreV1Api(api_client)
+        self._custom = client.CustomObjectsApi(api_client)
+
+    @classmethod
+    async def connect(cls, kubeconfig: str | None = None) -> KubeApi:
+        """Credentials from `kubeconfig` if given, else the pod's service account, else the
+        default kubeconfig (`KUBECONFIG`, ~/.kube/config)."""
+        configuration = client.Configuration()
+        if kubeconfig is not None:
+            await config.load_kube_config(
+                config_file=kubeconfig, client_configuration=configuration
+            )  # type: ignore[no-untyped-call]
+            return cls(client.ApiClient(configuration))
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except config.ConfigException:
+            await config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        return cls(client.ApiClient(configuration))
+
+    async def close(self) -> None:
+        await self._client.close()  # type: ignore[no-untyped-call]
+
+    async def delete_pod(
+        self, namespace: str, name: str, uid: str, grace_seconds: int | None
+    ) -> dict[str, Any]:
+        """Delete a pod, only if it is still the one with `uid` (not a namesake)."""
+        options = client.V1DeleteOptions(
+            grace_period_seconds=grace_seconds,
+            preconditions=client.V1Preconditions(uid=uid) if uid else None,
+        )
+        return await self._json(
+            self._core.delete_namespaced_pod_without_preload_content(
+                name, namespace, body=options, _request_timeout=REQUEST_TIMEOUT_SECONDS
+            )
+        )
+
+    async def get_node(self, name: str) -> dict[str, Any]:
+        return await self._json(
+            self._core.read_node_without_preload_content(
+                name, _request_timeout=REQUEST_TIMEOUT_SECONDS
+            )
+        )
+
+    async def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        return await self._json(
+            self._core.patch_node_without_preload_content(
+                name, patch, _content_type=MERGE_PATCH, _request_timeout=REQUEST_TIMEOUT_SECONDS
+            )
+        )
+
+    async def create_event(self, body: dict[str, Any]) -> dict[str, Any]:
+        namespace = body["metadata"]["namespace"]
+        return await self._json(
+            self._core.create_namespaced_event_without_preload_content(
+                namespace, _event_model(body), _request_timeout=REQUEST_TIMEOUT_SECONDS
+            )
+        )
+
+    async def patch_policy_status(
+        self, namespace: str, name: str, status: dict[str, Any]
+    ) -> dict[str, Any]:
+        return await self._json(
+            self._custom.patch_namespaced_custom_object_status_without_preload_content(
+                GROUP,
+                VERSION,
+                namespace,
+                PLURAL,
+                name,
+                {"status": status},
+                _content_type=MERGE_PATCH,
+                _request_timeout=REQUEST_TIMEOUT_SECONDS,
+            )
+        )
+
+    @staticmethod
+    async def _json(call: Any) -> dict[str, Any]:
+        try:
+            response: aiohttp.ClientResponse = await call
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise KubeApiError(0, f"no answer from the API server: {exc!r}") from exc
+        except client.ApiException as exc:
+            raise KubeApiError(exc.status or 0, str(exc.reason or exc)) from exc
+        try:
+            raw = await response.read()
+        finally:
+            response.release()
+        if response.status >= 400:
+            raise KubeApiError(response.status, _message(raw))
+        parsed = json.loads(raw) if raw else {}
+        return parsed if isinstance(parsed, dict) else {}
+
+
+def _event_model(body: dict[str, Any]) -> client.CoreV1Event:
+    try:
+        event = client.CoreV1Event.from_dict(body)
+    except ValueError as exc:  # pydantic's ValidationError: a field the model refuses
+        raise KubeApiError(0, f"an Event body the client refuses: {exc}") from exc
+    if event is None:
+        raise KubeApiError(0, "an empty Event body")
+    return event
+
+
+def _message(raw: bytes) -> str:
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return raw.decode(errors="replace")[:200]
+    if isinstance(parsed, dict) and parsed.get("message"):
+        return str(parsed["message"])
+    return raw.decode(errors="replace")[:200]

@@ -1,0 +1,280 @@
+"""Decisions and findings as Kubernetes sees them: Events, action records, policy status.
+
+Fed by `remediation` after each round with the decisions worth reporting
+(`history.newsworthy`), the sidecars that did not answer and the correlated
+findings. Builds core/v1 Event bodies (named `<object>.<suffix>` like client-go's
+recorder, reasons `Hangwatch*`), the `status.recentActions` entries and the whole
+`status` of a ProducerHealthPolicy (conditions keep their lastTransitionTime while
+unchanged). Pure: the caller passes `now` and writes the results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hangwatch_operator.correlation import Findings, PodFinding
+from hangwatch_operator.decisions import Decision, Gates
+from hangwatch_operator.history import ActionRecord, Operation, Outcome, Suppression
+from hangwatch_operator.policies import Policy
+from hangwatch_operator.watched import WatchedPod, format_time
+
+RECENT_ACTIONS_MAX = 20
+"""`status.recentActions` holds at most this many entries (the CRD's maxItems)."""
+EVENT_MESSAGE_MAX = 1024
+"""The API server truncates longer Event messages anyway; cut them ourselves, legibly."""
+REPORTING_COMPONENT = "hangwatch-operator"
+NODE_EVENT_NAMESPACE = "default"
+"""Where Events about cluster-scoped Nodes go, as kubelet and kubectl put them."""
+_ACTED_REASON = {
+    Operation.RESTART: "HangwatchRestart",
+    Operation.DECOMMISSION: "HangwatchDecommission",
+    Operation.CORDON_NODE: "HangwatchCordonNode",
+    Operation.UNCORDON_NODE: "HangwatchUncordonNode",
+    Operation.ALERT: "HangwatchAlert",
+}
+_GATE_REASON = {
+    Suppression.CLUSTER_UNREACHABLE: "ClusterUnreachable",
+    Suppression.LEADER_ELECTION: "LeaderElection",
+    Suppression.STORM: "Storm",
+}
+
+
+@dataclass(frozen=True)
+class SidecarSilence:
+    """A watched pod whose sidecar did not answer: reported, never acted on."""
+
+    finding: PodFinding
+
+    @property
+    def key(self) -> str:
+        return f"{self.finding.pod.key}#sidecar"
+
+    @property
+    def signature(self) -> tuple[str, ...]:
+        return ("sidecar_unreachable",)
+
+
+def event_reason(decision: Decision) -> tuple[str, str]:
+    """(type, reason) of the Event for a decision."""
+    if decision.outcome is Outcome.SUPPRESSED:
+        return "Warning", "HangwatchSuppressed"
+    if decision.outcome is Outcome.DRY_RUN:
+        return "Normal", "HangwatchDryRun"
+    if decision.outcome is Outcome.FAILED:
+        return "Warning", "HangwatchActionFailed"
+    kind = "Normal" if decision.operation is Operation.UNCORDON_NODE else "Warning"
+    return kind, _ACTED_REASON[decision.operation]
+
+
+def decision_message(decision: Decision, policy_key: str) -> str:
+    """One paragraph naming the verdict, what happened (or the limit) and the reasons."""
+    what = f"{decision.verdict}: {decision.operation}"
+    if decision.outcome is Outcome.SUPPRESSED:
+        what += f" suppressed by {decision.suppression}: {decision.limit}"
+    elif decision.outcome is Outcome.DRY_RUN:
+        what += f" not done, dry run ({decision.limit})"
+    elif decision.outcome is Outcome.FAILED:
+        what += f" failed: {decision.note}"
+    elif decision.note:
+        what += f" done: {decision.note}"
+    reasons = "; ".join(decision.reasons) or "none given"
+    return f"{what}. Reasons: {reasons}. Policy {policy_key}."
+
+
+def event_body(
+    involved: Mapping[str, str], *, kind: str, reason: str, message: str, now: float, suffix: str
+) -> dict[str, Any]:
+    """A core/v1 Event about `involved` (apiVersion, kind, name, namespace, uid)."""
+    namespace = involved.get("namespace") or NODE_EVENT_NAMESPACE
+    if len(message) > EVENT_MESSAGE_MAX:
+        message = message[: EVENT_MESSAGE_MAX - 3] + "..."
+    stamp = format_time(now)
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{involved['name']}.{suffix}", "namespace": namespace},
+        "involvedObject": {k: v for k, v in involved.items() if v},
+        "type": kind,
+        "reason": reason,
+        "message": message,
+        "count": 1,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "source": {"component": REPORTING_COMPONENT},
+        "reportingComponent": REPORTING_COMPONENT,
+    }
+
+
+def pod_reference(pod: WatchedPod) -> dict[str, str]:
+    """An Event's involvedObject for a pod."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": pod.name,
+        "namespace": pod.namespace,
+        "uid": pod.uid,
+    }
+
+
+def involved_object(decision: Decision) -> dict[str, str]:
+    """The pod a decision is about, or its node."""
+    if decision.pod is not None:
+        return pod_reference(decision.pod)
+    return {"apiVersion": "v1", "kind": "Node", "name": decision.node or ""}
+
+
+def silence_message(silence: SidecarSilence, policy_key: str) -> str:
+    return (
+        f"sidecar_unreachable: the hangwatch sidecar did not answer /status "
+        f"({silence.finding.error}); no verdict, so no action. Policy {policy_key}."
+    )
+
+
+def action_record(decision: Decision, message: str, now: float) -> ActionRecord:
+    pod = decision.pod
+    return ActionRecord(
+        time=now,
+        operation=decision.operation,
+        verdict=decision.verdict,
+        outcome=decision.outcome,
+        pod=pod.key if pod is not None else None,
+        node=decision.node,
+        application_id=pod.application_id if pod is not None else None,
+        suppression=decision.suppression,
+        message=message,
+    )
+
+
+def record_entry(record: ActionRecord) -> dict[str, Any]:
+    """A `status.recentActions` entry."""
+    target = record.pod.split("/", 1)[-1] if record.pod else record.node or ""
+    summary = f"{record.operation} {target} ({record.verdict})"
+    if record.outcome is Outcome.SUPPRESSED:
+        summary += f" suppressed: {record.suppression}"
+    elif record.outcome is Outcome.DRY_RUN:
+        summary += " [dry run]"
+    elif record.outcome is Outcome.FAILED:
+        summary += " failed"
+    coarse = {Outcome.ACTED: "done", Outcome.FAILED: "failed"}.get(record.outcome, "skipped")
+    entry: dict[str, Any] = {
+        "time": format_time(record.time),
+        "action": str(record.operation),
+        "verdict": str(record.verdict),
+        "pod": record.pod.split("/", 1)[-1] if record.pod else None,
+        "node": record.node,
+        "applicationId": record.application_id,
+        "dryRun": record.outcome is Outcome.DRY_RUN,
+        "outcome": coarse,
+        "decision": str(record.outcome),
+        "suppressedBy": str(record.suppression) if record.suppression else None,
+        "summary": summary[:256],
+        "message": record.message[:4096],
+    }
+    return {k: v for k, v in entry.items() if v is not None}
+
+
+def build_status(
+    *,
+    previous: Mapping[str, Any] | None,
+    findings: Findings,
+    gates: Gates,
+    policy: Policy,
+    records: Sequence[ActionRecord],
+    generation: int | None,
+    now: float,
+) -> dict[str, Any]:
+    """The policy's whole status after a round; `records` are this round's, newest first."""
+    previous = previous or {}
+    entries = [record_entry(r) for r in records]
+    recent = [*entries, *(previous.get("recentActions") or [])][:RECENT_ACTIONS_MAX]
+    acted = [
+        e for e, r in zip(entries, records, strict=True) if r.outcome is not Outcome.SUPPRESSED
+    ]
+    counts = findings.counts()
+    status: dict[str, Any] = {
+        "watched": len(findings.watched),
+        "unhealthy": sum(1 for f in findings.watched if f.unhealthy),
+        "verdictCounts": counts,
+        "conditions": merge_conditions(
+            previous.get("conditions"), _conditions(findings, gates, policy), now, generation
+        ),
+        "recentActions": recent,
+    }
+    if generation is not None:
+        status["observedGeneration"] = generation
+    last = acted[0] if acted else previous.get("lastAction")
+    if last:
+        status["lastAction"] = last
+    return status
+
+
+def invalid_status(
+    previous: Mapping[str, Any] | None, error: str, generation: int | None, now: float
+) -> dict[str, Any]:
+    """Status of a policy the operator cannot use: Ready=False, reason InvalidSpec."""
+    ready = _condition("Ready", False, "InvalidSpec", error)
+    conditions = merge_conditions((previous or {}).get("conditions"), [ready], now, generation)
+    status: dict[str, Any] = {"conditions": conditions}
+    if generation is not None:
+        status["observedGeneration"] = generation
+    return status
+
+
+def merge_conditions(
+    previous: Any, current: Sequence[dict[str, Any]], now: float, generation: int | None
+) -> list[dict[str, Any]]:
+    """`current` conditions, keeping lastTransitionTime where the status did not change."""
+    before = {c.get("type"): c for c in previous or () if isinstance(c, Mapping)}
+    merged = []
+    for condition in current:
+        old = before.get(condition["type"])
+        changed = old is None or old.get("status") != condition["status"]
+        stamp = format_time(now) if changed or old is None else old.get("lastTransitionTime")
+        entry = {**condition, "lastTransitionTime": stamp}
+        if generation is not None:
+            entry["observedGeneration"] = generation
+        merged.append(entry)
+    kept = [dict(c) for t, c in before.items() if t not in {m["type"] for m in merged}]
+    return [*merged, *kept][:16]
+
+
+def _conditions(findings: Findings, gates: Gates, policy: Policy) -> list[dict[str, Any]]:
+    watched = len(findings.watched)
+    silent = [f.pod.name for f in findings.watched if f.unobservable]
+    gate = gates.first()
+    if gate is not None:
+        suppressed = _condition("ActionsSuppressed", True, _GATE_REASON[gate[0]], gate[1])
+    elif policy.safety.dry_run:
+        suppressed = _condition("ActionsSuppressed", True, "DryRun", "safety.dryRun is true")
+    else:
+        suppressed = _condition(
+            "ActionsSuppressed", False, "ActionsAllowed", "no policy-wide limit"
+        )
+    faults = "; ".join(findings.faulty_nodes.values())
+    return [
+        _condition("Ready", True, "Polling", f"polling {watched} watched pod(s)"),
+        suppressed,
+        _condition(
+            "SidecarsReachable",
+            not silent,
+            "SidecarUnreachable" if silent else "AllAnswer",
+            f"no answer from {', '.join(silent[:10])}" if silent else "every sidecar answers",
+        ),
+        _condition(
+            "NodeNetworkFault",
+            bool(faults),
+            "NodeNetworkFault" if faults else "NoNodeFault",
+            faults or "no node is at fault",
+        ),
+    ]
+
+
+def _condition(kind: str, status: bool, reason: str, message: str) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "status": "True" if status else "False",
+        "reason": reason,
+        "message": message[:32768],
+    }

@@ -1,0 +1,78 @@
+"""Pull `/status` from every watched pod's sidecar, concurrently, each with a timeout.
+
+Fed by `remediation` with the pods a policy watches; feeds `correlation` with one
+`PodReport` per pod. Sidecars hold no Kubernetes credentials, so the operator comes
+to them: plain HTTP on the pod IP and the port named `hangwatch`. A sidecar that
+does not answer in time, refuses, answers with an error or with a document the
+operator cannot use yields a report with `error` set and no verdict: it is shown as
+`sidecar_unreachable`, never read as a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+
+import aiohttp
+
+from hangwatch_operator.sidecar_status import PodReport, StatusFormatError, parse_status
+from hangwatch_operator.watched import WatchedPod
+
+MAX_STATUS_BYTES = 1 << 20
+"""A /status larger than 1 MiB is not a sidecar's: refuse it rather than buffer it."""
+
+
+def status_url(pod: WatchedPod) -> str:
+    host = f"[{pod.ip}]" if pod.ip and ":" in pod.ip else pod.ip
+    return f"http://{host}:{pod.port}/status"
+
+
+async def poll_sidecars(
+    session: aiohttp.ClientSession,
+    pods: Sequence[WatchedPod],
+    *,
+    timeout_seconds: float,
+    concurrency: int,
+    stale_after_seconds: float,
+) -> list[PodReport]:
+    """One report per pod, in the order given; never raises for a single sidecar."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(pod: WatchedPod) -> PodReport:
+        async with gate:
+            return await poll_sidecar(session, pod, timeout_seconds, stale_after_seconds)
+
+    return list(await asyncio.gather(*(one(pod) for pod in pods)))
+
+
+async def poll_sidecar(
+    session: aiohttp.ClientSession,
+    pod: WatchedPod,
+    timeout_seconds: float,
+    stale_after_seconds: float,
+) -> PodReport:
+    """The report of one pod's sidecar."""
+    if not pod.pollable:
+        return PodReport(pod, error="pod has no IP or sidecar port yet")
+    timeout = aiohttp.ClientTimeout(total=timeout_seconds)
+    try:
+        async with session.get(status_url(pod), timeout=timeout) as response:
+            if response.status != 200:
+                return PodReport(pod, error=f"HTTP {response.status} from /status")
+            body = await response.content.read(MAX_STATUS_BYTES + 1)
+    except TimeoutError:
+        return PodReport(pod, error=f"no answer within {timeout_seconds:g} s")
+    except aiohttp.ClientConnectorError as exc:
+        return PodReport(pod, error=f"cannot connect: {exc.os_error.strerror or exc}")
+    except aiohttp.ClientError as exc:
+        return PodReport(pod, error=f"HTTP error: {exc}")
+    if len(body) > MAX_STATUS_BYTES:
+        return PodReport(pod, error="/status larger than 1 MiB")
+    try:
+        doc = json.loads(body)
+        report = parse_status(doc, now=time.time(), stale_after_seconds=stale_after_seconds)
+    except (ValueError, StatusFormatError) as exc:
+        return PodReport(pod, error=f"unusable /status: {exc}")
+    return PodReport(pod, status=report)

@@ -1,0 +1,146 @@
+"""What the operator knows about a watched pod and a node it cordoned, from their bodies.
+
+Fed by the kopf indexes in `handlers` (every pod carrying the `hangwatch.dev/policy`
+label the webhook sets, every node carrying hangwatch's cordon annotation). The
+values are small frozen records, so an index of thousands of executors stays cheap
+and the pure functions downstream (`correlation`, `decisions`) never see raw bodies.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hangwatch_operator.injection import POLICY_LABEL, PORT_NAME
+from hangwatch_operator.policies import SPARK_ROLE_LABEL
+
+APPLICATION_LABEL = "spark-app-selector"
+"""Set by Spark on every pod of an application: the application id (`spark-...`)."""
+EXECUTOR_ID_LABEL = "spark-exec-id"
+CORDONED_LABEL = "hangwatch.dev/cordoned"
+"""Label (`"true"`) on a node hangwatch cordoned, so the operator can watch just those
+nodes with a server-side label selector (a big cluster's nodes are heavy objects)."""
+CORDONED_BY_ANNOTATION = "hangwatch.dev/cordoned-by"
+"""On a node hangwatch cordoned: `<namespace>/<policy>`. Only such nodes are uncordoned."""
+CORDONED_AT_ANNOTATION = "hangwatch.dev/cordoned-at"
+"""On a node hangwatch cordoned: when (RFC 3339, UTC)."""
+NETWORK_FAULT_TAINT = {
+    "key": "hangwatch.dev/network-fault",
+    "value": "true",
+    "effect": "NoSchedule",
+}
+"""Keeps replacement executors off a node whose pods cannot reach Kafka."""
+DECOMMISSION_MARKER = "decom"
+"""Part of the preStop command that marks Spark's decommission script
+(`spark.kubernetes.decommission.script`, default `/opt/decom.sh`)."""
+
+
+@dataclass(frozen=True)
+class WatchedPod:
+    """One pod the operator polls: identity, placement and where its sidecar listens."""
+
+    namespace: str
+    name: str
+    uid: str
+    policy: str
+    role: str
+    node: str | None = None
+    ip: str | None = None
+    port: int | None = None
+    application_id: str | None = None
+    executor_id: str | None = None
+    running: bool = True
+    terminating: bool = False
+    decommission_hook: bool = False
+    """The Spark container has a preStop exec hook (Spark adds /opt/decom.sh when
+    `spark.decommission.enabled=true`): deleting the pod decommissions the executor."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def pollable(self) -> bool:
+        """Running, not being deleted, and its sidecar has an address."""
+        return self.running and not self.terminating and bool(self.ip) and self.port is not None
+
+
+@dataclass(frozen=True)
+class CordonedNode:
+    """A node hangwatch cordoned: which policy did it and when (unix seconds)."""
+
+    name: str
+    policy_key: str
+    since: float | None
+
+
+def watched_pod(body: Mapping[str, Any], default_port: int) -> WatchedPod:
+    """A `WatchedPod` from a pod body; the sidecar port is the container port named
+    `hangwatch` (the webhook adds it), else `default_port`."""
+    meta = body.get("metadata") or {}
+    spec = body.get("spec") or {}
+    status = body.get("status") or {}
+    labels: Mapping[str, str] = meta.get("labels") or {}
+    containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
+    return WatchedPod(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        uid=str(meta.get("uid") or ""),
+        policy=labels.get(POLICY_LABEL, ""),
+        role=labels.get(SPARK_ROLE_LABEL, ""),
+        node=spec.get("nodeName") or None,
+        ip=status.get("podIP") or None,
+        port=_sidecar_port(containers, default_port),
+        application_id=labels.get(APPLICATION_LABEL),
+        executor_id=labels.get(EXECUTOR_ID_LABEL),
+        running=status.get("phase") == "Running",
+        terminating=bool(meta.get("deletionTimestamp")),
+        decommission_hook=any(_has_decommission_hook(c) for c in spec.get("containers") or ()),
+    )
+
+
+def cordoned_node(body: Mapping[str, Any]) -> CordonedNode | None:
+    """The node's hangwatch cordon, or None if hangwatch did not cordon it."""
+    meta = body.get("metadata") or {}
+    annotations: Mapping[str, str] = meta.get("annotations") or {}
+    owner = annotations.get(CORDONED_BY_ANNOTATION)
+    if not owner:
+        return None
+    return CordonedNode(
+        str(meta.get("name") or ""), owner, parse_time(annotations.get(CORDONED_AT_ANNOTATION))
+    )
+
+
+def format_time(unix_seconds: float) -> str:
+    """RFC 3339 in UTC with a `Z`, as Kubernetes writes times."""
+    moment = datetime.datetime.fromtimestamp(unix_seconds, datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: object) -> float | None:
+    """Unix seconds from an RFC 3339 time, or None when absent or malformed."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()
+
+
+def _sidecar_port(containers: list[Mapping[str, Any]], default_port: int) -> int:
+    for container in containers:
+        for port in container.get("ports") or ():
+            if port.get("name") == PORT_NAME and isinstance(port.get("containerPort"), int):
+                return int(port["containerPort"])
+    return default_port
+
+
+def _has_decommission_hook(container: Mapping[str, Any]) -> bool:
+    pre_stop = ((container.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {}
+    command = pre_stop.get("command") or []
+    return bool(command) and any(DECOMMISSION_MARKER in str(part) for part in command)

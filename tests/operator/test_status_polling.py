@@ -1,0 +1,166 @@
+"""Polling real sidecar status servers over HTTP: answers, silence, garbage, staleness.
+
+Covers `status_polling.poll_sidecars` against the sidecar's own HTTP server
+(`hangwatch_sidecar.server.StatusServer` serving a real `SidecarState`): the verdict,
+reasons, start and per-broker reachability arrive intact (the /status contract as
+the sidecar writes it); a refused port, a socket that accepts and never answers
+(timeout, while the other sidecars' answers are not held up), an HTTP error, a
+non-JSON or wrong-schema body, an unknown verdict and a wedged sidecar (evaluation
+too old) each become a report with an error and no verdict; a pod without an IP is
+not dialled at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+
+import aiohttp
+import pytest
+
+from hangwatch.contracts import Verdict
+from hangwatch_operator.sidecar_status import PodReport
+from hangwatch_operator.status_polling import poll_sidecars
+from hangwatch_operator.watched import WatchedPod
+from tests.operator.remediation_cluster import BROKERS, FakeSidecar, free_port
+
+
+def _pod(port: int | None, ip: str | None = "127.0.0.1", name: str = "e1") -> WatchedPod:
+    return WatchedPod("jobs", name, f"uid-{name}", "writers", "executor", "node-a", ip, port)
+
+
+def _poll(pods: list[WatchedPod], timeout: float = 1.0) -> list[PodReport]:
+    async def run() -> list[PodReport]:
+        async with aiohttp.ClientSession() as session:
+            return await poll_sidecars(
+                session, pods, timeout_seconds=timeout, concurrency=8, stale_after_seconds=60
+            )
+
+    return asyncio.run(run())
+
+
+class _Canned(BaseHTTPRequestHandler):
+    replies: ClassVar[dict[str, tuple[int, bytes]]] = {}
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        code, body = self.replies[str(self.server.server_address[1])]
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def canned() -> Iterator[Any]:
+    servers: list[ThreadingHTTPServer] = []
+
+    def serve(code: int, body: bytes) -> int:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _Canned)
+        port = server.server_address[1]
+        _Canned.replies[str(port)] = (code, body)
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+        servers.append(server)
+        return int(port)
+
+    yield serve
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_real_sidecar_status_arrives_intact() -> None:
+    sidecar = FakeSidecar().start()
+    try:
+        sidecar.set(
+            Verdict.PRODUCER_HUNG, reasons=("producer 7 has 120 pending, none delivered for 75 s",)
+        )
+        (report,) = _poll([_pod(sidecar.port)])
+    finally:
+        sidecar.close()
+    assert report.error is None and report.status is not None
+    status = report.status
+    assert status.verdict is Verdict.PRODUCER_HUNG
+    assert status.reasons == ("producer 7 has 120 pending, none delivered for 75 s",)
+    assert status.since == pytest.approx(sidecar.since)
+    assert [b.address for b in status.brokers] == list(BROKERS)
+    assert status.reaches_cluster and not status.cut_off
+
+
+def test_blackholed_brokers_arrive_as_timeouts() -> None:
+    sidecar = FakeSidecar().start()
+    try:
+        sidecar.set(Verdict.CLUSTER_UNREACHABLE, reachable=False)
+        (report,) = _poll([_pod(sidecar.port)])
+    finally:
+        sidecar.close()
+    assert report.status is not None and report.status.cut_off
+    assert report.status.failing_brokers == BROKERS
+    assert {b.reachability for b in report.status.brokers} == {"timeout"}
+
+
+def test_a_silent_sidecar_times_out_without_holding_up_the_others() -> None:
+    answering = FakeSidecar().start()
+    with socket.socket() as mute:  # accepts connections (kernel backlog), never answers
+        mute.bind(("127.0.0.1", 0))
+        mute.listen(8)
+        started = time.monotonic()
+        try:
+            silent, fine = _poll(
+                [_pod(mute.getsockname()[1]), _pod(answering.port, name="e2")], 0.4
+            )
+        finally:
+            answering.close()
+        elapsed = time.monotonic() - started
+    assert silent.status is None and silent.error == "no answer within 0.4 s"
+    assert fine.status is not None and fine.status.verdict is Verdict.HEALTHY
+    assert elapsed < 1.5
+
+
+def test_a_refused_port_and_a_pod_without_ip() -> None:
+    refused, no_ip = _poll([_pod(free_port()), _pod(9477, ip=None)])
+    assert refused.status is None and refused.error is not None
+    assert refused.error.startswith("cannot connect")
+    assert no_ip.error == "pod has no IP or sidecar port yet"
+
+
+@pytest.mark.parametrize(
+    ("code", "body", "error"),
+    [
+        (503, b"busy", "HTTP 503 from /status"),
+        (200, b"<html>", "unusable /status"),
+        (
+            200,
+            json.dumps({"schema": 2, "verdict": "healthy"}).encode(),
+            "unsupported /status schema 2",
+        ),
+        (
+            200,
+            json.dumps({"schema": 1, "verdict": "exploded"}).encode(),
+            "unknown verdict 'exploded'",
+        ),
+        (
+            200,
+            json.dumps(
+                {"schema": 1, "verdict": "healthy", "sidecar": {"evaluated_ts": 1000}}
+            ).encode(),
+            "last evaluation is",
+        ),
+        (200, json.dumps({"schema": 1, "verdict": "healthy", "brokers": [{}]}).encode(), "address"),
+    ],
+    ids=["http-error", "not-json", "wrong-schema", "unknown-verdict", "wedged", "bad-broker"],
+)
+def test_answers_the_operator_cannot_use_are_reported_not_read_as_verdicts(
+    canned: Any, code: int, body: bytes, error: str
+) -> None:
+    (report,) = _poll([_pod(canned(code, body))])
+    assert report.status is None and report.error is not None
+    assert error in report.error
