@@ -168,7 +168,8 @@ SCENARIOS: dict[str, Scenario] = {
             "user code blocks the producer's I/O (poll) thread",
             _s4,
             Verdict.PRODUCER_HUNG,
-            lambda t: t.heartbeat_seconds + 2 * t.probe_interval_seconds + 1.0,
+            # heartbeat threshold + one round + the age of the last heartbeat (stats)
+            lambda t: t.heartbeat_seconds + t.probe_interval_seconds + STATS_SECONDS,
             restart_helps=True,
         ),
         Scenario(
