@@ -49,7 +49,8 @@ class SidecarSettings:
         ),
     )
     port: int = field(
-        default=DEFAULT_PORT, metadata=_doc("HTTP port for /metrics, /status and /healthz (0: any free port, logged).")
+        default=DEFAULT_PORT,
+        metadata=_doc("HTTP port for /metrics, /status and /healthz (0: any free port, logged)."),
     )
     probe_interval_seconds: float = field(
         default=5.0,

@@ -6,9 +6,9 @@ get/list/watch/delete, events create, ClusterKopfPeering get/list/watch/patch, a
 nodes list/watch only (the index of cordoned nodes), nothing on secrets, webhook
 configurations or with wildcards; node cordoning adds nodes get/patch only, and with
 named namespaces a Role in `default` to create node Events; peering off drops the
-peering rule; watching named namespaces moves the workload rules into a Role per namespace (with KopfPeering there) and leaves
-the ClusterRole with kopf's discovery only; every binding names the operator's
-ServiceAccount.
+peering rule; watching named namespaces moves the workload rules into a Role per
+namespace (with KopfPeering there) and leaves the ClusterRole with kopf's discovery
+only; every binding names the operator's ServiceAccount.
 """
 
 from __future__ import annotations
