@@ -234,20 +234,23 @@ class SidecarLoop:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+_PROBLEM_KINDS = {
+    "not valid JSON": "invalid_json",
+    "not a JSON object": "not_an_object",
+    "larger than": "too_large",
+    "schema": "unsupported_schema",
+    "kind": "foreign_file",
+    "lacks": "missing_fields",
+    "unreadable": "unreadable",
+    "does not exist": "no_directory",
+    "beyond the limit": "too_many_producers",
+}
+"""Bounded `reason` label values of hangwatch_telemetry_problems_total."""
+
+
 def _problem_kind(problem: str | None) -> str:
-    text = problem or "unusable"
-    for kind in (
-        "not valid JSON",
-        "larger than",
-        "schema",
-        "kind",
-        "lacks",
-        "unreadable",
-        "not a JSON object",
-    ):
-        if kind in text:
-            return kind.replace(" ", "_")
-    return "other"
+    text = problem or ""
+    return next((kind for phrase, kind in _PROBLEM_KINDS.items() if phrase in text), "other")
 
 
 def _unusable(key: str, alive: bool | None, problem: str) -> ProducerObservation:
