@@ -8,6 +8,10 @@ API shows the sidecar scraped with the PodMonitor's labels and no alert while he
 HangwatchProducerHung going to `firing` with the executor's labels, severity critical
 and its annotations rendered, and the alert gone (rule `inactive`) after recovery.
 
+A second test does the same end to end on the lab: a real `hangwatch sidecar` process
+watches a real producer (the wrapper) whose poll thread gets blocked (seed S4); the
+alert fires, and replacing the producer, as the operator's restart does, resolves it.
+
 Test-only override: to run in seconds, the copy of the rule file given to Prometheus
 has every group's `interval` set to 1s and HangwatchProducerHung's `for` set to 2s
 (the chart ships 30s and 2m); expressions, labels and annotations are the chart's.
@@ -17,6 +21,8 @@ Prometheus scrapes and evaluates every second and is stopped by its context mana
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -29,7 +35,7 @@ import yaml
 from hangwatch.contracts import Verdict
 from hangwatch_sidecar.server import StatusServer
 from hangwatch_sidecar.state import SidecarState
-from tests.chart.prometheus_server import PrometheusServer
+from tests.chart.prometheus_server import PrometheusServer, free_port
 from tests.chart.rendering import prometheus_rule_groups
 
 ALERT = "HangwatchProducerHung"
@@ -151,3 +157,87 @@ def test_producer_hung_fires_then_resolves(tmp_path: Path, sidecar: Sidecar) -> 
         sidecar.publish(Verdict.HEALTHY)
         wait_for(lambda: prom.alerts(ALERT) == [] or None, f"{ALERT} to resolve")
         assert _rule_state(prom) == "inactive"
+
+
+@pytest.fixture
+def lab_with_sidecar_process(tmp_path: Path) -> Iterator[tuple[str, Path, Any]]:
+    """A lab, and a real `hangwatch sidecar` process watching `tmp_path/telemetry`."""
+    from hangwatch_lab import Lab
+
+    telemetry = tmp_path / "telemetry"
+    telemetry.mkdir()
+    with Lab(brokers=3, topics={"events": 6}) as lab:
+        port = free_port()
+        sidecar = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "hangwatch",
+                "sidecar",
+                "--bootstrap",
+                lab.bootstrap,
+                "--topics",
+                "events",
+                "--port",
+                str(port),
+                "--telemetry-dir",
+                str(telemetry),
+                "--probe-interval-seconds",
+                "1",
+                "--stall-seconds",
+                "5",
+                "--heartbeat-seconds",
+                "4",
+                "--connect-timeout-ms",
+                "1000",
+                "--request-timeout-ms",
+                "1000",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            yield f"127.0.0.1:{port}", telemetry, lab
+        finally:
+            sidecar.terminate()
+            sidecar.wait(timeout=10)
+
+
+def test_real_sidecar_on_the_lab_fires_producer_hung_and_resolves(
+    tmp_path: Path, lab_with_sidecar_process: tuple[str, Path, Any]
+) -> None:
+    """S4 on the lab: a real producer's I/O thread blocks -> the real sidecar process says
+    producer_hung -> Prometheus fires HangwatchProducerHung; replacing the producer (what
+    the operator's restart does) resolves it."""
+    from hangwatch_demo.harness import start_workload, stop_workload
+    from hangwatch_demo.scenarios import Timing
+
+    target, telemetry, lab = lab_with_sidecar_process
+    wedge = tmp_path / "wedge"
+    rules = rules_with_test_timing(tmp_path)
+    producer = start_workload(lab.bootstrap, telemetry, wedge, Timing())
+    try:
+        with PrometheusServer(
+            tmp_path, rules, {"hangwatch-sidecar": [(target, POD_LABELS)]}
+        ) as prom:
+            wait_for(
+                lambda: _value(prom, 'hangwatch_verdict{verdict="healthy"} == 1'),
+                "the real sidecar to report healthy",
+                timeout_seconds=60,
+            )
+            assert prom.alerts(ALERT) == []
+            wedge.touch()  # user code now blocks the producer's poll thread
+            firing = wait_for(
+                lambda: [a for a in prom.alerts(ALERT) if a["state"] == "firing"],
+                f"{ALERT} to fire",
+                timeout_seconds=60,
+            )
+            assert firing[0]["labels"]["executor"] == POD_LABELS["executor"]
+            stop_workload(producer, grace_seconds=2)
+            wedge.unlink()
+            producer = start_workload(lab.bootstrap, telemetry, wedge, Timing())
+            wait_for(
+                lambda: prom.alerts(ALERT) == [] or None, f"{ALERT} to resolve", timeout_seconds=60
+            )
+    finally:
+        stop_workload(producer)
