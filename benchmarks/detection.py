@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -25,24 +24,14 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+from machine import describe
+
 from hangwatch_demo.harness import run_scenario, workload
 from hangwatch_demo.scenarios import SCENARIOS, TOPIC, Timing
 from hangwatch_lab import Lab
 
 ERROR_WAIT = 40.0
 """How long after the fault the producer's own first error is waited for ("never" beyond)."""
-
-
-def machine() -> str:
-    model = "unknown cpu"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} CPUs, {model}; Python {platform.python_version()}"
 
 
 def _fmt(values: list[float | None]) -> tuple[str, str]:
@@ -149,7 +138,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cost-seconds", type=float, default=60.0)
     args = parser.parse_args()
-    print(f"machine: {machine()}")
+    print(f"machine: {describe()}")
     detection(args.repeats)
     cost(args.cost_seconds)
     return 0

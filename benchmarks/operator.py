@@ -39,6 +39,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from machine import cpu_model
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the emulator and sidecar helpers live with the tests
 
@@ -75,17 +77,6 @@ def progress(text: str) -> None:
 
 def done(text: str) -> None:
     print(f"\r  {text}".ljust(78), file=sys.stderr, flush=True)
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def rss_mib(pid: int) -> float:

@@ -17,6 +17,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from machine import cpu_model
+
 from hangwatch_lab import Lab, netfilter
 from hangwatch_sidecar.metadata_probe import MetadataClient
 from hangwatch_sidecar.probe_settings import Endpoint, ProbeSettings, parse_bootstrap
@@ -56,17 +58,6 @@ def median_ms(
         times.append((time.perf_counter() - start) * 1000)
     print(f"\r  {label}: done ({runs} runs)".ljust(60), file=sys.stderr, flush=True)
     return statistics.median(times)
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def scenario(lab: Lab, label: str, runs: int) -> tuple[float, float]:

@@ -27,25 +27,15 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import confluent_kafka
+from machine import cpu_model
 
 from hangwatch_lab import Lab
 from hangwatch_pipeline import ProducerSettings, producer
 
 TOPIC = "bench"
 TARGET_RATIO = 0.97
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def run_once(
