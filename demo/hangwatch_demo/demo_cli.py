@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         args.keep.mkdir(parents=True, exist_ok=True)
     logs.configure("demo", level="WARNING")
     # Failed connects during the faults are the point of the demo, not news.
-    logging.getLogger("hangwatch_sidecar.probes.rdkafka").setLevel(logging.ERROR)
+    logging.getLogger("hangwatch_sidecar.probes.rdkafka").setLevel(logging.CRITICAL)
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt

@@ -164,7 +164,10 @@ def _watch(run: _Run, loop: SidecarLoop, operator: LocalOperator) -> None:
 
 
 def _recover(run: _Run) -> float | None:
-    """Heal the cluster if nothing was restarted; seconds from the fault to new deliveries."""
+    """Heal the cluster if nothing was restarted; seconds from the fault to new deliveries
+    (None for controls: events never stopped flowing)."""
+    if run.scenario.control:
+        return None
     if run.restarted_at is None:
         run.lab.restore()
         (run.work / "wedge").unlink(missing_ok=True)
