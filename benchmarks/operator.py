@@ -50,6 +50,7 @@ from hangwatch.contracts import Verdict  # noqa: E402
 from hangwatch_operator.certificates import generate_webhook_certificates  # noqa: E402
 from tests.operator.emulated_cluster import OperatorRun  # noqa: E402
 from tests.operator.remediation_cluster import (  # noqa: E402
+    FAST,
     PODS,
     POLICIES,
     FakeSidecar,
@@ -64,9 +65,6 @@ from tests.operator.spark_pods import admission_review, executor_pod  # noqa: E4
 
 WEBHOOK_P99_TARGET_MS = 10.0
 FLIP_INTERVAL_SECONDS = 2
-FAST = {
-    "probes": {"probeIntervalSeconds": 2, "connectTimeoutSeconds": 1, "requestTimeoutSeconds": 1}
-}
 PODS_PER_SIDECAR = 100
 WAIT_SECONDS = 120.0
 

@@ -45,6 +45,10 @@ from tests.operator.structural import apply_defaults, validation_errors, version
 POLICIES = "hangwatch.dev/v1alpha1/producerhealthpolicies"
 PODS = "v1/pods"
 NODES = "v1/nodes"
+FAST = {
+    "probes": {"probeIntervalSeconds": 2, "connectTimeoutSeconds": 1, "requestTimeoutSeconds": 1}
+}
+"""Policy spec override: poll every 2 s so tests and the benchmark see actions quickly."""
 EVENTS = "v1/events"
 BROKERS = ("kafka-0.kafka:9092", "kafka-1.kafka:9092", "kafka-2.kafka:9092")
 VERBS = {"list", "watch", "get", "create", "patch", "update", "delete"}

@@ -20,6 +20,7 @@ from typing import Any
 from hangwatch.contracts import Verdict
 from hangwatch_operator.certificates import generate_webhook_certificates
 from tests.operator.remediation_cluster import (
+    FAST,
     PODS,
     POLICIES,
     FakeSidecar,
@@ -32,10 +33,6 @@ from tests.operator.remediation_cluster import (
 )
 from tests.operator.spark_pods import admission_review, executor_pod
 from tests.operator.test_webhook_https import _post
-
-FAST = {
-    "probes": {"probeIntervalSeconds": 2, "connectTimeoutSeconds": 1, "requestTimeoutSeconds": 1}
-}
 
 
 def _hangwatch(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

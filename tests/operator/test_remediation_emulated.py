@@ -31,6 +31,7 @@ import pytest
 from hangwatch.contracts import Verdict
 from tests.operator.emulated_cluster import OperatorRun
 from tests.operator.remediation_cluster import (
+    FAST,
     NODES,
     PODS,
     POLICIES,
@@ -43,9 +44,6 @@ from tests.operator.remediation_cluster import (
     watched_executor,
 )
 
-FAST = {
-    "probes": {"probeIntervalSeconds": 2, "connectTimeoutSeconds": 1, "requestTimeoutSeconds": 1}
-}
 HUNG = Verdict.PRODUCER_HUNG
 OK = Verdict.HEALTHY
 
