@@ -1,0 +1,54 @@
+"""`hangwatch sidecar` rejects bad configuration with one line and exit 3, never a traceback.
+
+Covers: missing bootstrap; a non-numeric flag; a non-numeric environment variable;
+stall not longer than the probe interval; a port out of range; a malformed bootstrap
+entry; a malformed `-X`; and that a secret-looking `-X` value is never echoed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+CASES = {
+    "no bootstrap": ([], {}, "--bootstrap (HANGWATCH_BOOTSTRAP) is required"),
+    "bad float flag": (
+        ["--bootstrap", "x:1", "--probe-interval-seconds", "abc"],
+        {},
+        "invalid float value",
+    ),
+    "bad env": (
+        ["--bootstrap", "x:1"],
+        {"HANGWATCH_PORT": "abc"},
+        "HANGWATCH_PORT='abc' is not a valid int",
+    ),
+    "stall vs interval": (
+        ["--bootstrap", "x:1", "--stall-seconds", "1", "--probe-interval-seconds", "5"],
+        {},
+        "--stall-seconds must be longer than --probe-interval-seconds",
+    ),
+    "port": (["--bootstrap", "x:1", "--port", "70000"], {}, "--port must be 0..65535"),
+    "bootstrap entry": (["--bootstrap", "host:notaport"], {}, "port in bootstrap entry"),
+    "malformed -X": (["--bootstrap", "x:1", "-X", "hunter2"], {}, "malformed -X argument #1"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_configuration_is_one_line_exit_3(case: str) -> None:
+    args, env, message = CASES[case]
+    proc = subprocess.run(
+        [sys.executable, "-m", "hangwatch", "sidecar", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, **env},
+    )
+    assert proc.returncode == 3
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert "hunter2" not in proc.stderr
