@@ -28,6 +28,10 @@ def register(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     settings = from_args(args)
     logs.configure("sidecar")
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        # A failing broker is already in the verdict, /status and metrics; the probe
+        # client's own connection errors would repeat it every round (debug shows them).
+        logging.getLogger("hangwatch_sidecar.probes.rdkafka").setLevel(logging.CRITICAL)
     loop = SidecarLoop(settings)
     stale_after = (
         3 * settings.probe_interval_seconds
