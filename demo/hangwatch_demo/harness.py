@@ -11,7 +11,6 @@ first reported an error, for comparison. Everything is stopped on the way out.
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import subprocess
@@ -22,10 +21,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hangwatch.contracts import Verdict
 from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing
 from hangwatch_lab import Lab
+from hangwatch_sidecar import telemetry_reader
 from hangwatch_sidecar.loop import SidecarLoop
 from hangwatch_sidecar.settings import SidecarSettings
 from hangwatch_sidecar.state import SidecarState
@@ -132,15 +133,17 @@ def sidecar_settings(bootstrap: str, telemetry_dir: Path, timing: Timing) -> Sid
     ).validate()
 
 
+def telemetry_docs(telemetry_dir: Path) -> list[dict[str, Any]]:
+    """The usable telemetry documents in `telemetry_dir`, read as the sidecar reads them."""
+    reads, _problems = telemetry_reader.scan(telemetry_dir, max_bytes=262144, max_files=64)
+    return [r.doc for r in reads if r.doc is not None]
+
+
 def _producer_failed(telemetry_dir: Path) -> bool:
-    for path in telemetry_dir.glob("producer-*.json"):
-        try:
-            doc = json.loads(path.read_bytes())
-        except (OSError, ValueError):
-            continue
-        if doc.get("counters", {}).get("failed", 0) > 0 or doc.get("last_error"):
-            return True
-    return False
+    return any(
+        doc["counters"].get("failed", 0) > 0 or doc.get("last_error")
+        for doc in telemetry_docs(telemetry_dir)
+    )
 
 
 def _wait_producer_error(telemetry: Path, fault_at: float, limit_seconds: float) -> float | None:

@@ -36,6 +36,7 @@ from hangwatch_demo.harness import (
     sidecar_settings,
     start_workload,
     stop_workload,
+    telemetry_docs,
     until_baseline,
 )
 from hangwatch_demo.local_operator import LocalOperator, executor_pod
@@ -102,13 +103,7 @@ class _Run:
 
 
 def _delivered(telemetry: Path) -> int:
-    total = 0
-    for path in telemetry.glob("producer-*.json"):
-        try:
-            total += int(json.loads(path.read_bytes())["counters"]["delivered"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-    return total
+    return sum(int(doc["counters"].get("delivered", 0)) for doc in telemetry_docs(telemetry))
 
 
 def _restart(run: _Run, operator: LocalOperator, decision: Any, now: float) -> None:
