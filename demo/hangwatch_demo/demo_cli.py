@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import FrameType
@@ -23,6 +25,12 @@ from hangwatch.contracts import ExitCode
 from hangwatch.errors import UsageError
 from hangwatch_demo.runner import DemoRow, as_dict, run_demo_scenario
 from hangwatch_demo.scenarios import DEMO_ORDER, SCENARIOS, Timing
+from hangwatch_demo.spark_cluster import (
+    EXECUTORS,
+    MASTER,
+    LocalSparkCluster,
+    local_spark_cluster,
+)
 from hangwatch_lab import netfilter
 
 
@@ -44,21 +52,52 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
 def _table(rows: list[DemoRow]) -> str:
-    head = (
-        f"{'scenario':26} {'verdict':20} {'detect s':>8}  {'action':36} "
-        f"{'flowing again s':>15} {'events':>7} {'lost':>5} {'dupes':>6}  ok"
-    )
-    lines = [head, "-" * len(head)]
+    """The results as an aligned text table, then what went wrong in rows that failed."""
+    columns = [
+        ("scenario", [r.scenario for r in rows], "<"),
+        ("fault injected", [r.fault_short for r in rows], "<"),
+        ("verdict", [r.verdict for r in rows], "<"),
+        ("detect s", [_seconds(r.detect_seconds) for r in rows], ">"),
+        ("action (or why none)", [r.action for r in rows], "<"),
+        ("flowing again s", [_seconds(r.progress_again_seconds) for r in rows], ">"),
+        ("events", [str(r.events) for r in rows], ">"),
+        ("lost", [str(r.lost) for r in rows], ">"),
+        ("dupes", [str(r.duplicates) for r in rows], ">"),
+        ("ok", ["yes" if r.ok else "NO" for r in rows], "<"),
+    ]
+    widths = [max(len(head), *(len(v) for v in values)) for head, values, _ in columns]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            f"{cell:{align}{width}}"
+            for cell, width, (_, _, align) in zip(cells, widths, columns, strict=True)
+        ).rstrip()
+
+    lines = [line([head for head, _, _ in columns]), "-" * (sum(widths) + 2 * len(widths) - 2)]
+    lines += [line([values[i] for _, values, _ in columns]) for i in range(len(rows))]
     for r in rows:
-        detect = "-" if r.detect_seconds is None else f"{r.detect_seconds:.1f}"
-        again = "-" if r.progress_again_seconds is None else f"{r.progress_again_seconds:.1f}"
-        lines.append(
-            f"{r.scenario:26} {r.verdict:20} {detect:>8}  {r.action[:36]:36} "
-            f"{again:>15} {r.events:>7} {r.lost:>5} {r.duplicates:>6}  "
-            f"{'yes' if r.ok else 'NO'}"
-        )
+        if not r.ok:
+            why = r.problems or [f"expected {r.expected}; saw {r.verdict}; {r.action}"]
+            lines.append(f"{r.scenario}: NOT AS EXPECTED: {'; '.join(why)}")
     return "\n".join(lines)
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _keep_spark_logs(cluster: LocalSparkCluster, keep: Path) -> None:
+    """Copy the executors' work directories (logs, telemetry) and Spark's log under `keep`."""
+    target = keep / "spark"
+    shutil.copytree(cluster.work_root, target / "work", symlinks=True, dirs_exist_ok=True)
+    driver_log = cluster.root / "spark-driver.log"
+    if driver_log.exists():
+        shutil.copy2(driver_log, target / driver_log.name)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,15 +120,17 @@ def run(args: argparse.Namespace) -> int:
     timing = Timing()
     started = time.monotonic()
     rows: list[DemoRow] = []
-    for i, name in enumerate(names, start=1):
-        print(f"[{i}/{len(names)}] {name}: {SCENARIOS[name].fault}", file=sys.stderr, flush=True)
-        row = run_demo_scenario(
-            SCENARIOS[name],
-            timing,
-            lambda m: print(f"      {m}", file=sys.stderr, flush=True),
-            args.keep,
-        )
-        rows.append(row)
+    with tempfile.TemporaryDirectory(prefix="hangwatch-demo-spark-", dir=args.keep) as root:
+        _say(f"starting Spark ({MASTER}: {EXECUTORS} executor JVMs) for the reference pipeline")
+        with local_spark_cluster(Path(root), lambda m: _say(f"      {m}")) as cluster:
+            for i, name in enumerate(names, start=1):
+                _say(f"[{i}/{len(names)}] {name}: {SCENARIOS[name].fault}")
+                row = run_demo_scenario(
+                    SCENARIOS[name], timing, cluster, lambda m: _say(f"      {m}"), args.keep
+                )
+                rows.append(row)
+            if args.keep:
+                _keep_spark_logs(cluster, args.keep)
     elapsed = time.monotonic() - started
     if args.json:
         print(

@@ -72,7 +72,7 @@ def workload(
     try:
         yield proc
     finally:
-        stop_workload(proc)
+        stop_process(proc)
 
 
 def start_workload(
@@ -104,8 +104,9 @@ def start_workload(
     )
 
 
-def stop_workload(proc: subprocess.Popen[bytes], grace_seconds: float = 5.0) -> None:
-    """SIGTERM (the workload flushes and checkpoints), SIGKILL after the grace period."""
+def stop_process(proc: subprocess.Popen[bytes], grace_seconds: float = 5.0) -> None:
+    """SIGTERM (a workload flushes and checkpoints, a sidecar closes its server), SIGKILL
+    after the grace period."""
     if proc.poll() is None:
         proc.terminate()
     try:

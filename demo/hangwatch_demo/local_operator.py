@@ -1,25 +1,34 @@
-"""The operator's decision code, run locally against one sidecar's /status document.
+"""The operator's decision code, run locally against the demo executors' sidecars.
 
-The demo has no Kubernetes: each producer process stands for an executor pod. This
-module feeds the sidecar's `/status` JSON through exactly what the operator runs in a
-cluster — `sidecar_status.parse_status`, `correlation.correlate`, `decisions.decide`
-with a real `ProducerHealthPolicy` (parsed by `policies.parse_policy`) and the
-operator's `History` — and returns the decisions. The caller carries out `restart`
-by replacing the producer process, as Spark replaces a deleted executor pod.
+The demo has no Kubernetes: each Spark executor JVM stands for an executor pod and its
+sidecar process for the injected container. This module does what the operator does
+each round in a cluster — `status_polling.poll_sidecars` (HTTP `/status` of every
+sidecar), `correlation.correlate`, `decisions.decide` with a real
+`ProducerHealthPolicy` (parsed by `policies.parse_policy`) and the operator's
+`History` — and returns the decisions. The caller carries out `restart` by killing
+the executor JVM, as the operator deletes the pod and Spark replaces it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
+
+import aiohttp
 
 from hangwatch_operator.correlation import correlate
 from hangwatch_operator.decisions import Decision, decide
 from hangwatch_operator.history import ActionRecord, History, Outcome
 from hangwatch_operator.policies import Policy, parse_policy
-from hangwatch_operator.sidecar_status import PodReport, parse_status
+from hangwatch_operator.remediation import stale_after_seconds
+from hangwatch_operator.sidecar_status import PodReport
+from hangwatch_operator.status_polling import poll_sidecars
 from hangwatch_operator.watched import WatchedPod
+
+STATUS_TIMEOUT_SECONDS = 2.0
+"""The operator's default `status_timeout_seconds`."""
 
 DEMO_POLICY: dict[str, Any] = {
     "apiVersion": "hangwatch.dev/v1alpha1",
@@ -53,7 +62,10 @@ DEMO_POLICY: dict[str, Any] = {
         "safety": {
             "dryRun": False,
             "maxConcurrent": 1,
-            "maxUnhealthyShare": 0.5,
+            # Two executors: one hung executor is already half of them, and in S1 and
+            # S2 every producer is stuck. The storm limit is for larger applications
+            # (operator tests cover it); outage and election limits still apply.
+            "maxUnhealthyShare": 1.0,
             "maxActionsPerApplicationPerHour": 6,
             "podCooldownSeconds": 60,
             "allowDriverDeletion": False,
@@ -61,40 +73,38 @@ DEMO_POLICY: dict[str, Any] = {
     },
 }
 """The demo's policy: restart hung and stale producers, only alert otherwise (the
-policy schema refuses `restart` for cluster_unreachable and leader_election)."""
+policy schema refuses `restart` for cluster_unreachable and leader_election). One
+action at a time, 60 s cooldown per executor, at most 6 per application and hour."""
 
 
 def demo_policy() -> Policy:
     return parse_policy(DEMO_POLICY)
 
 
-def executor_pod(number: int) -> WatchedPod:
-    """The pod a local producer process stands for."""
-    return WatchedPod(
-        namespace="demo",
-        name=f"demo-exec-{number}",
-        uid=f"uid-{number}",
-        policy="demo",
-        role="executor",
-        node="local",
-        ip="127.0.0.1",
-        port=0,
-        application_id="demo-app",
-        executor_id=str(number),
-    )
-
-
 class LocalOperator:
-    """Decides on one executor's sidecar status, remembering what it did."""
+    """Polls the executors' sidecars and decides, remembering what it did."""
 
     def __init__(self, policy: Policy | None = None) -> None:
         self.policy = policy or demo_policy()
         self.history = History()
 
-    def decide(self, status: Mapping[str, Any], pod: WatchedPod, now: float) -> list[Decision]:
-        """The operator's decisions for this pod now (stale status counts as unreachable)."""
-        report = PodReport(pod=pod, status=parse_status(status, now=now, stale_after_seconds=30))
-        return decide(correlate([report]), self.policy, self.history, now)
+    def poll(self, pods: Sequence[WatchedPod]) -> list[PodReport]:
+        """Every pod's sidecar `/status`, as the operator polls it (errors in the report)."""
+        return asyncio.run(self._poll(pods))
+
+    async def _poll(self, pods: Sequence[WatchedPod]) -> list[PodReport]:
+        async with aiohttp.ClientSession() as session:
+            return await poll_sidecars(
+                session,
+                pods,
+                timeout_seconds=STATUS_TIMEOUT_SECONDS,
+                concurrency=8,
+                stale_after_seconds=stale_after_seconds(self.policy),
+            )
+
+    def decide(self, reports: Sequence[PodReport], now: float) -> list[Decision]:
+        """The operator's decisions for these pods now."""
+        return decide(correlate(reports), self.policy, self.history, now)
 
     def acted(self, decision: Decision, now: float) -> None:
         """Record that `decision` was carried out (starts its cooldown, counts for rates)."""

@@ -1,26 +1,29 @@
-"""`hangwatch demo`'s engine: replay a scenario, let the operator's code decide, heal, count.
+"""`hangwatch demo`'s engine: replay a scenario on the Spark pipeline, let the operator decide.
 
-For each scenario: a fresh lab and a producer process (the at-least-once workload,
-standing for one Spark executor), the sidecar's evaluation loop watching it, and the
-operator's decision code run locally on the sidecar's `/status` (see
-`local_operator`). After the fault, every sidecar round goes through the operator:
-`restart` replaces the producer process (SIGTERM, then SIGKILL after a grace period,
-as the kubelet does; a new process resumes from the acknowledged prefix, as Spark
-retries a lost executor's tasks). When nothing is to be restarted, the fault is
-healed after the watch period. The row records the verdict, time to detect, the
-action (or why none), time until events flowed again, and lost/duplicated events
-read back from the topic.
+For each scenario, on the demo's Spark application (`spark_cluster`): a fresh lab
+(three mock brokers), one `hangwatch sidecar` process per executor (`sidecars`), and
+one run of the reference pipeline (`hangwatch_pipeline.job.run_pipeline`, paced, at
+least once) writing to the lab. Once every sidecar reports the baseline verdict and
+every executor's producer delivers, the fault is injected; then, every probe
+interval, the operator's own code polls the sidecars' `/status` over HTTP, correlates
+and decides (`local_operator`). `restart` kills that executor's JVM (SIGTERM, SIGKILL
+after a grace period); Spark launches a replacement and runs the lost tasks again.
+When nothing was restarted the fault is healed after the watch period. The job then
+runs to its end and the topic is read back (`hangwatch_pipeline.verify`): every event
+of the run must be there (duplicates from retried tasks are allowed and counted).
 
-Emulation notes: the lab injects faults in the cluster, so two of them need help to
-behave like the client bugs they stand for: S1's refusals are cleared when the
-producer restarts (in the incident the sticky error lived in the client), and S4's
-wedge trigger is removed (the blocked code was in the old process).
+Emulation notes: the lab injects faults in the cluster, so one needs help to behave
+like the client bug it stands for: S1's refusals are cleared when the first executor
+is restarted (in the incident the sticky error lived in the client, so a new client
+was the cure). S4's trigger is a file in the wedged executor's own working directory,
+so its replacement starts clean by itself (see `spark_tasks`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import secrets
 import tempfile
 import time
 from collections.abc import Callable
@@ -29,27 +32,41 @@ from pathlib import Path
 from typing import Any
 
 from hangwatch.contracts import Verdict
-from hangwatch_demo import readback
-from hangwatch_demo.harness import (
-    dead_endpoints,
-    rounds,
-    sidecar_settings,
-    start_workload,
-    stop_workload,
-    telemetry_docs,
-    until_baseline,
-)
-from hangwatch_demo.local_operator import LocalOperator, executor_pod
+from hangwatch_demo import spark_tasks
+from hangwatch_demo.harness import dead_endpoints, sidecar_settings, telemetry_docs
+from hangwatch_demo.local_operator import LocalOperator
 from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing
-from hangwatch_demo.workload import read_checkpoint
+from hangwatch_demo.sidecars import SidecarFleet, wait_ready
+from hangwatch_demo.spark_cluster import LocalSparkCluster, PipelineJob
 from hangwatch_lab import Lab
+from hangwatch_operator.decisions import Decision
 from hangwatch_operator.history import Operation, Outcome
-from hangwatch_sidecar.loop import SidecarLoop
-from hangwatch_sidecar.state import status_document
+from hangwatch_operator.sidecar_status import PodReport
+from hangwatch_pipeline.run_options import RunOptions
+from hangwatch_pipeline.verify import verify
 
 log = logging.getLogger(__name__)
+
+RATE_PER_SECOND = 200.0
+"""Events per second the pipeline writes (split over the two executors' tasks)."""
+BASELINE_ALLOWANCE_SECONDS = 4.0
+"""Job time budgeted before the fault (tasks start, sidecars see them deliver)."""
+SETTLE_SECONDS = 3.0
+"""After the operator acted, how long the watch goes on (the next rounds' decisions)."""
+TAIL_SECONDS = 3.0
+"""Job time budgeted after the watch (events flowing again). The job is sized to end
+soon after the scenario: a stalled task keeps it running through the fault anyway."""
+CONTROL_WATCH_SECONDS = 10.0
+"""How long controls (healthy, S2's recovering election) are watched for wrong actions."""
+BASELINE_TIMEOUT_SECONDS = 45.0
 RESTART_GRACE_SECONDS = 2.0
 RECOVERY_TIMEOUT_SECONDS = 30.0
+JOB_END_TIMEOUT_SECONDS = 120.0
+SIDECAR_START_TIMEOUT_SECONDS = 20.0
+
+
+class ScenarioError(Exception):
+    """The scenario could not be played (reported in its row, the demo goes on)."""
 
 
 @dataclass
@@ -59,6 +76,7 @@ class DemoRow:
     scenario: str
     seed: str
     fault: str
+    fault_short: str
     expected: str
     verdict: str
     detect_seconds: float | None
@@ -68,8 +86,11 @@ class DemoRow:
     lost: int
     duplicates: int
     ok: bool
+    restarts: int = 0
+    task_retries: int = 0
     reasons: list[str] = field(default_factory=list)
     changes: list[tuple[float, str]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -77,160 +98,330 @@ class _Run:
     scenario: Scenario
     timing: Timing
     lab: Lab
-    work: Path
+    cluster: LocalSparkCluster
+    fleet: SidecarFleet
+    operator: LocalOperator
     progress: Callable[[str], None]
     dead: list[str] = field(default_factory=list)
-    """Dead bootstrap entries the producer is configured with (S1)."""
-    number: int = 1
-    proc: Any = None
+    """Dead bootstrap entries the producers are configured with (S1)."""
     fault_at: float = 0.0
-    action: str = "none"
-    restarted_at: float | None = None
+    fault_wall: float = 0.0
+    actions: list[str] = field(default_factory=list)
+    """Every distinct decision outcome, in order (alerts, suppressions, restarts)."""
+    restarted: list[tuple[str, str]] = field(default_factory=list)
+    """Executors restarted: (pod name, verdict)."""
+    resumed_wall: float | None = None
+    """Wall time of the restart or heal after which deliveries count as recovery."""
     detect: float | None = None
+    verdicts: dict[str, str] = field(default_factory=dict)
     changes: list[tuple[float, str]] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
-    @property
-    def telemetry(self) -> Path:
-        return self.work / "telemetry"
+    def say(self, message: str) -> None:
+        self.progress(f"{self.scenario.name}: {message}")
 
-    def start_producer(self) -> None:
-        self.proc = start_workload(self.bootstrap, self.telemetry, self.work / "wedge", self.timing)
-
-    @property
-    def bootstrap(self) -> str:
-        return ",".join([self.lab.bootstrap, *self.dead])
+    def poll(self) -> list[PodReport]:
+        self.fleet.sync(self.cluster.executors())
+        return self.operator.poll(self.fleet.pods())
 
 
-def _delivered(telemetry: Path) -> int:
-    return sum(int(doc["counters"].get("delivered", 0)) for doc in telemetry_docs(telemetry))
+def _telemetry(run: _Run) -> list[dict[str, Any]]:
+    """Producer telemetry of every executor of the application, live or gone."""
+    root = run.cluster.work_root / run.cluster.application_id
+    return [doc for d in sorted(root.glob("*/hangwatch-telemetry")) for doc in telemetry_docs(d)]
 
 
-def _restart(run: _Run, operator: LocalOperator, decision: Any, now: float) -> None:
-    run.progress(
-        f"{run.scenario.name}: operator restarts demo-exec-{run.number} "
-        f"({decision.verdict}): replacing the producer process"
+def _delivering_executors(run: _Run) -> set[str]:
+    found = set()
+    for executor in run.cluster.executors():
+        docs = telemetry_docs(executor.telemetry_dir)
+        if any(int(d["counters"].get("delivered", 0)) > 0 for d in docs):
+            found.add(executor.id)
+    return found
+
+
+def _until_baseline(run: _Run, job: PipelineJob) -> None:
+    baseline = run.scenario.baseline
+    deadline = time.monotonic() + BASELINE_TIMEOUT_SECONDS
+    while True:
+        reports = run.poll()
+        verdicts = {r.pod.name: r.status.verdict if r.status else None for r in reports}
+        delivering = _delivering_executors(run)
+        if (
+            run.fleet.ready()
+            and reports
+            and all(v is baseline for v in verdicts.values())
+            and all(r.pod.executor_id in delivering for r in reports)
+        ):
+            return
+        if not job.running or time.monotonic() > deadline:
+            raise ScenarioError(
+                f"no {baseline} baseline within {BASELINE_TIMEOUT_SECONDS:.0f} s "
+                f"(sidecars: {verdicts}; delivering executors: {sorted(delivering)}; "
+                f"job: {'running' if job.running else job.error or 'ended'})"
+            )
+        time.sleep(run.timing.probe_interval_seconds)
+
+
+def _note_verdicts(run: _Run, reports: list[PodReport], elapsed: float) -> None:
+    for report in reports:
+        verdict = str(report.status.verdict) if report.status else "sidecar_unreachable"
+        name = report.pod.name
+        if run.verdicts.get(name) != verdict:
+            first_seen = name not in run.verdicts
+            run.verdicts[name] = verdict
+            if first_seen and verdict == str(run.scenario.baseline):
+                continue
+            run.changes.append((round(elapsed, 2), f"{name} {verdict}"))
+            run.say(f"{elapsed:5.1f} s  {name} sidecar verdict {verdict}")
+            if report.status and report.status.reasons and verdict == str(run.scenario.expect):
+                run.reasons = list(report.status.reasons)
+
+
+def _restart(run: _Run, decision: Decision) -> None:
+    assert decision.pod is not None
+    executor = next((e for e in run.cluster.executors() if e.id == decision.pod.executor_id), None)
+    run.say(
+        f"operator restarts {decision.pod.name} ({decision.verdict}): "
+        f"killing executor JVM pid {executor.pid if executor else '-'}"
     )
-    stop_workload(run.proc, grace_seconds=RESTART_GRACE_SECONDS)
-    operator.acted(decision, time.time())
-    (run.work / "wedge").unlink(missing_ok=True)
-    if run.scenario.seed == "S1":
+    run.operator.acted(decision, time.time())
+    if executor is not None:
+        run.cluster.kill(executor, RESTART_GRACE_SECONDS)
+    if run.scenario.seed == "S1" and not run.restarted:
         run.lab.restore()
-    run.number += 1
-    run.restarted_at = now
-    run.action = f"restart ({decision.verdict})"
-    run.start_producer()
+    run.restarted.append((decision.pod.name, str(decision.verdict)))
+    run.resumed_wall = time.time()
+    run.actions.append(f"restart {decision.pod.name} ({decision.verdict})")
 
 
-def _operate(run: _Run, operator: LocalOperator, status: dict[str, Any], now: float) -> bool:
-    """Run the operator's decisions for this round; True once a restart happened."""
-    for decision in operator.decide(status, executor_pod(run.number), time.time()):
+def _operate(run: _Run, reports: list[PodReport]) -> None:
+    """Carry out this round's decisions: restarts happen, the rest is noted."""
+    for decision in run.operator.decide(reports, time.time()):
+        who = decision.pod.name if decision.pod else "-"
         if decision.operation is Operation.ALERT:
-            if run.action == "none":
-                run.action = f"alert only ({decision.verdict})"
+            note = f"alert {who} ({decision.verdict})"
+        elif decision.outcome is Outcome.ACTED and decision.operation is Operation.RESTART:
+            _restart(run, decision)
             continue
-        if decision.outcome is Outcome.ACTED and decision.operation is Operation.RESTART:
-            _restart(run, operator, decision, now)
-            return True
-        if decision.outcome is Outcome.SUPPRESSED:
-            run.action = f"{decision.operation} suppressed: {decision.suppression}"
-    return False
+        elif decision.outcome is Outcome.SUPPRESSED:
+            note = f"{decision.operation} {who} suppressed: {decision.suppression}"
+        else:
+            note = f"{decision.operation} {who} {decision.outcome}"
+        if note not in run.actions:
+            run.actions.append(note)
+            run.say(f"operator: {note}" + (f" - {decision.limit}" if decision.limit else ""))
 
 
-def _watch(run: _Run, loop: SidecarLoop, operator: LocalOperator) -> None:
+def _watch_seconds(scenario: Scenario, timing: Timing) -> float:
+    if scenario.control:
+        return min(scenario.bound(timing), CONTROL_WATCH_SECONDS)
+    return detect_bound(scenario, timing) + SETTLE_SECONDS
+
+
+def detect_bound(scenario: Scenario, timing: Timing) -> float:
+    """The scenario's detection bound, plus one operator poll (the sidecar is polled)."""
+    return scenario.bound(timing) + timing.probe_interval_seconds
+
+
+def _watch(run: _Run) -> None:
     s, t = run.scenario, run.timing
-    watch_for = s.bound(t) if s.control else s.bound(t) + 5.0
-    last = s.baseline
-    for state in rounds(loop, t.probe_interval_seconds):
-        now = time.monotonic()
-        elapsed = now - run.fault_at
-        if state.verdict is not last:
-            last = state.verdict
-            run.changes.append((round(elapsed, 2), str(last)))
-            run.progress(f"{s.name}: {elapsed:5.1f} s  sidecar verdict {last}")
-            if state.assessment:
-                run.reasons = list(state.assessment.pod.reasons)
-        if not s.control and run.detect is None and last is s.expect:
+    watch_for = _watch_seconds(s, t)
+    acted_at: float | None = None
+    while True:
+        round_start = time.monotonic()
+        reports = run.poll()
+        elapsed = round_start - run.fault_at
+        _note_verdicts(run, reports, elapsed)
+        seen = any(r.status and r.status.verdict is s.expect for r in reports)
+        if not s.control and run.detect is None and seen:
             run.detect = round(elapsed, 2)
-        if run.detect is not None and _operate(run, operator, status_document(state), now):
+        if run.detect is not None or s.control:
+            before = len(run.actions)
+            _operate(run, reports)
+            if len(run.actions) > before and acted_at is None:
+                acted_at = elapsed
+        hung = any(
+            r.status and r.status.verdict in {Verdict.PRODUCER_HUNG, Verdict.METADATA_STALE}
+            for r in reports
+        )
+        if elapsed > watch_for and not (run.restarted and hung):
             return
-        if elapsed > watch_for or (run.detect is not None and elapsed > run.detect + 3):
+        settled = acted_at is not None and elapsed > acted_at + SETTLE_SECONDS
+        if not s.control and settled and not hung:
             return
+        if elapsed > watch_for + RECOVERY_TIMEOUT_SECONDS:
+            return
+        time.sleep(max(0.0, round_start + t.probe_interval_seconds - time.monotonic()))
 
 
 def _recover(run: _Run) -> float | None:
-    """Heal the cluster if nothing was restarted; seconds from the fault to new deliveries
-    (None for controls: events never stopped flowing)."""
+    """Heal the cluster if nothing was restarted; seconds from the fault until a producer
+    delivered again after the restart or heal (None for controls: nothing stopped)."""
     if run.scenario.control:
         return None
-    if run.restarted_at is None:
+    if not run.restarted:
+        run.say("nothing restarted: healing the cluster")
         run.lab.restore()
-        (run.work / "wedge").unlink(missing_ok=True)
-    before = _delivered(run.telemetry)
+        for executor in run.cluster.executors():
+            (executor.work_dir / spark_tasks.WEDGE_FILE).unlink(missing_ok=True)
+        run.resumed_wall = time.time()
+    since = run.resumed_wall or run.fault_wall
     deadline = time.monotonic() + RECOVERY_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
-        if _delivered(run.telemetry) > before or (
-            run.restarted_at is not None and _delivered(run.telemetry) > 0
-        ):
-            return round(time.monotonic() - run.fault_at, 2)
+        run.fleet.sync(run.cluster.executors())
+        if any((doc.get("last_delivery_ts") or 0) > since for doc in _telemetry(run)):
+            again = time.time() - run.fault_wall
+            run.say(f"{again:5.1f} s  events flow again")
+            return round(again, 2)
         time.sleep(0.2)
+    run.problems.append(f"no delivery within {RECOVERY_TIMEOUT_SECONDS:.0f} s of recovery")
     return None
 
 
+def job_options(scenario: Scenario, timing: Timing, bootstrap: str) -> RunOptions:
+    """The pipeline run of a scenario: long enough to cover the baseline, watch and tail."""
+    seconds = BASELINE_ALLOWANCE_SECONDS + _watch_seconds(scenario, timing) + TAIL_SECONDS
+    producer_conf = {"message.timeout.ms": str(timing.producer_message_timeout_ms)}
+    if scenario.seed == "S4":
+        # Client debug lines are what reaches the wedgeable logger on the poll thread.
+        producer_conf["debug"] = "msg"
+    return RunOptions(
+        bootstrap=bootstrap,
+        topic=TOPIC,
+        events=int(RATE_PER_SECOND * seconds),
+        rate_per_second=RATE_PER_SECOND,
+        run_id=f"demo-{scenario.name}-{secrets.token_hex(2)}",
+        producer_conf=producer_conf,
+    )
+
+
 def run_demo_scenario(
-    scenario: Scenario, timing: Timing, progress: Callable[[str], None], keep: Path | None
+    scenario: Scenario,
+    timing: Timing,
+    cluster: LocalSparkCluster,
+    progress: Callable[[str], None],
+    keep: Path | None,
 ) -> DemoRow:
-    """Replay one scenario with the local operator; returns its table row."""
+    """Replay one scenario on the demo's Spark application; returns its table row."""
     work = Path(tempfile.mkdtemp(prefix=f"hangwatch-demo-{scenario.name}-", dir=keep))
     with Lab(brokers=3, topics={TOPIC: PARTITIONS}) as lab:
-        run = _Run(
-            scenario,
-            timing,
-            lab,
-            work,
-            progress,
-            dead=dead_endpoints(scenario.dead_bootstrap_entries),
-        )
-        run.telemetry.mkdir()
-        run.start_producer()
-        loop = SidecarLoop(sidecar_settings(run.bootstrap, run.telemetry, timing))
+        dead = dead_endpoints(scenario.dead_bootstrap_entries)
+        bootstrap = ",".join([lab.bootstrap, *dead])
+        settings = sidecar_settings(bootstrap, work, timing)
+        fleet = SidecarFleet(settings, work, cluster.application_id)
+        run = _Run(scenario, timing, lab, cluster, fleet, LocalOperator(), progress, dead)
+        options = job_options(scenario, timing, bootstrap)
+        job: PipelineJob | None = None
+        again: float | None = None
         try:
-            progress(f"{scenario.name}: producer running; waiting for the sidecar's baseline")
-            until_baseline(loop, timing.probe_interval_seconds, scenario.baseline)
-            progress(f"{scenario.name}: fault: {scenario.fault}")
-            run.fault_at = time.monotonic()
-            scenario.inject(Context(lab=lab, wedge_file=work / "wedge", dead_bootstrap=run.dead))
-            _watch(run, loop, LocalOperator())
-            again = _recover(run)
-            (work / "status.json").write_text(
-                json.dumps(status_document(loop.state()), indent=2, default=str)
-            )
+            job, again = _replay(run, options)
+        except ScenarioError as exc:
+            run.problems.append(str(exc))
         finally:
-            loop.close()
-            stop_workload(run.proc)
-        expected = read_checkpoint(work / "checkpoint-telemetry")
-        delivery = readback.check(readback.read_events(lab.bootstrap, TOPIC), expected)
-    ok = delivery.missing == 0 and (
-        not any(Verdict(v) in scenario.forbidden for _, v in run.changes)
-        if scenario.control
-        else run.detect is not None and run.detect <= scenario.bound(timing)
+            if job is not None and job.running:
+                job.cancel()
+            fleet.close()
+        summary = job.summary if job is not None else None
+        if summary is not None and summary.error:
+            run.problems.append(f"pipeline run failed: {summary.error}")
+        checked = verify(lab.bootstrap, TOPIC, options.events or 0, options.run_id, 30.0)
+        if not checked.complete:
+            run.problems.append("the topic could not be read back completely")
+        (work / "status.json").write_text(
+            json.dumps(
+                {"changes": run.changes, "actions": run.actions, "verify": checked.as_json()},
+                indent=2,
+                default=str,
+            )
+        )
+    return _row(run, checked.expected, checked.missing, checked.duplicates, again, summary)
+
+
+def _replay(run: _Run, options: RunOptions) -> tuple[PipelineJob | None, float | None]:
+    """Start the run, wait for the baseline, inject, watch and operate, recover.
+
+    Returns the job (possibly still running after a problem) and the recovery time."""
+    scenario, cluster = run.scenario, run.cluster
+    executors = cluster.executors()
+    if not wait_ready(run.fleet, executors, SIDECAR_START_TIMEOUT_SECONDS):
+        raise ScenarioError("the sidecars did not start (see sidecar-exec-*.log)")
+    job = cluster.run(options, spark_tasks.write_partition)
+    run.say(
+        f"pipeline run {options.run_id}: {options.events} events at "
+        f"{RATE_PER_SECOND:.0f}/s on executors {', '.join(e.id for e in executors)}; "
+        f"waiting for the baseline ({scenario.baseline})"
     )
+    try:
+        _until_baseline(run, job)
+    except ScenarioError as exc:
+        run.problems.append(str(exc))
+        return job, None
+    run.say(f"fault: {scenario.fault}")
+    run.fault_at, run.fault_wall = time.monotonic(), time.time()
+    wedge = executors[0].work_dir / spark_tasks.WEDGE_FILE
+    scenario.inject(Context(lab=run.lab, wedge_file=wedge, dead_bootstrap=run.dead))
+    _watch(run)
+    again = _recover(run)
+    run.say("waiting for the pipeline run to finish")
+    if not job.wait(JOB_END_TIMEOUT_SECONDS):
+        run.problems.append(f"the run did not finish in {JOB_END_TIMEOUT_SECONDS:.0f} s")
+    if job.error:
+        run.problems.append(f"pipeline run failed: {job.error}")
+    return job, again
+
+
+def _row(
+    run: _Run,
+    events: int,
+    lost: int,
+    duplicates: int,
+    again: float | None,
+    summary: Any,
+) -> DemoRow:
+    s = run.scenario
+    seen = [c.split(" ", 1)[1] for _, c in run.changes]
+    if s.control:
+        behaved = not ({str(v) for v in s.forbidden} & set(seen)) and not run.restarted
+        verdict = next((v for v in seen if v != str(s.baseline)), str(s.baseline))
+    else:
+        behaved = run.detect is not None and run.detect <= detect_bound(s, run.timing)
+        behaved = behaved and bool(run.restarted) == s.restart_helps
+        verdict = str(s.expect) if run.detect is not None else (seen[-1] if seen else "-")
+    action = _action_summary(run)
     return DemoRow(
-        scenario=scenario.name,
-        seed=scenario.seed,
-        fault=scenario.fault,
-        expected=str(scenario.expect),
-        verdict=run.changes[-1][1] if run.changes else str(scenario.baseline),
+        scenario=s.name,
+        seed=s.seed,
+        fault=s.fault,
+        fault_short=s.label or s.fault,
+        expected=str(s.expect),
+        verdict=verdict,
         detect_seconds=run.detect,
-        action=run.action,
+        action=action,
         progress_again_seconds=again,
-        events=delivery.expected,
-        lost=delivery.missing,
-        duplicates=delivery.duplicates,
-        ok=ok,
+        events=events,
+        lost=lost,
+        duplicates=duplicates,
+        ok=behaved and lost == 0 and not run.problems,
+        restarts=len(run.restarted),
+        task_retries=summary.failed_attempts if summary is not None else 0,
         reasons=run.reasons,
         changes=run.changes,
+        problems=run.problems,
     )
+
+
+def _action_summary(run: _Run) -> str:
+    """The table's action cell: restarts, else the first suppression, else alerts."""
+    if run.restarted:
+        verdicts = ", ".join(sorted({verdict for _, verdict in run.restarted}))
+        return f"restart {', '.join(name for name, _ in run.restarted)} ({verdicts})"
+    suppressed = [a for a in run.actions if " suppressed: " in a]
+    if suppressed:
+        return suppressed[0]
+    alerted = {a.rsplit(" (", 1)[1].rstrip(")") for a in run.actions if a.startswith("alert")}
+    return f"alert only ({', '.join(sorted(alerted))})" if alerted else "none"
 
 
 def as_dict(row: DemoRow) -> dict[str, Any]:

@@ -66,6 +66,8 @@ class Scenario:
     dead_bootstrap_entries: int = 0
     baseline: Verdict = Verdict.HEALTHY
     """The verdict before the fault (S1's dead bootstrap entries are already reported)."""
+    label: str = ""
+    """The fault in a few words (the demo's table)."""
 
 
 def _s0(ctx: Context) -> None:
@@ -121,6 +123,7 @@ SCENARIOS: dict[str, Scenario] = {
             _s0,
             Verdict.CLUSTER_UNREACHABLE,
             lambda t: 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000,
+            label="all 3 brokers blackholed",
         ),
         Scenario(
             "s1-stale-metadata",
@@ -133,6 +136,7 @@ SCENARIOS: dict[str, Scenario] = {
             restart_helps=True,
             dead_bootstrap_entries=2,
             baseline=Verdict.BROKER_DEGRADED,
+            label="every write: NOT_LEADER",
         ),
         Scenario(
             "s2-stuck-after-election",
@@ -143,6 +147,7 @@ SCENARIOS: dict[str, Scenario] = {
             # election + backlog drained before the wedge (a stats interval) + stall + 1 round
             lambda t: 1.6 + STATS_SECONDS + t.stall_seconds + t.probe_interval_seconds,
             restart_helps=True,
+            label="election, then batches unanswered",
         ),
         Scenario(
             "s2-election-recovers",
@@ -153,6 +158,7 @@ SCENARIOS: dict[str, Scenario] = {
             lambda t: 20.0,
             control=True,
             forbidden=frozenset({Verdict.PRODUCER_HUNG, Verdict.METADATA_STALE}),
+            label="1.5 s election",
         ),
         Scenario(
             "s3-one-dead-host",
@@ -161,6 +167,7 @@ SCENARIOS: dict[str, Scenario] = {
             _s3,
             Verdict.BROKER_DEGRADED,
             lambda t: 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000,
+            label="1 broker blackholed, 1 refusing",
         ),
         Scenario(
             "s4-blocked-io-thread",
@@ -171,6 +178,7 @@ SCENARIOS: dict[str, Scenario] = {
             # heartbeat threshold + one round + the age of the last heartbeat (stats)
             lambda t: t.heartbeat_seconds + t.probe_interval_seconds + STATS_SECONDS,
             restart_helps=True,
+            label="poll thread blocked by user code",
         ),
         Scenario(
             "full-outage",
@@ -179,6 +187,7 @@ SCENARIOS: dict[str, Scenario] = {
             _outage,
             Verdict.CLUSTER_UNREACHABLE,
             lambda t: 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000,
+            label="all 3 brokers down",
         ),
         Scenario(
             "healthy",
@@ -189,6 +198,7 @@ SCENARIOS: dict[str, Scenario] = {
             lambda t: 20.0,
             control=True,
             forbidden=frozenset(set(Verdict) - {Verdict.HEALTHY}),
+            label="none",
         ),
     )
 }

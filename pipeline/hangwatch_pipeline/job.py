@@ -22,11 +22,12 @@ import argparse
 import contextlib
 import functools
 import json
+import logging
 import math
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -94,6 +95,9 @@ class TaskPlan:
     topic: str
     producer_conf: dict[str, str]
     rate_per_task: float | None = None
+    client_logger: str | None = None
+    """Name of a Python logger given to the client (librdkafka's log lines become records
+    of it, emitted on the producer's poll thread); None leaves them on stderr."""
 
 
 @dataclass(frozen=True)
@@ -146,8 +150,11 @@ def write_partition(
     ctx = TaskContext.get()
     attempt = ctx.attemptNumber() if ctx is not None else 0
     pacer = Pacer(plan.rate_per_task) if plan.rate_per_task else None
+    conf: dict[str, Any] = dict(expand_environment(plan.producer_conf, os.environ))
+    if plan.client_logger is not None:
+        conf["logger"] = logging.getLogger(plan.client_logger)
     try:
-        with producer(expand_environment(plan.producer_conf, os.environ)) as p:
+        with producer(conf) as p:
             for event in events:
                 key, value = to_message(event)
                 p.send(plan.topic, value, key=key)
@@ -159,6 +166,11 @@ def write_partition(
         raise
     counters = p.counters()
     accumulators.record(counters.enqueued, counters.delivered, attempt)
+
+
+PartitionWriter = Callable[[TaskPlan, JobAccumulators, Iterable[dict[str, Any]]], None]
+"""What each task runs on its partition: `write_partition`, or a function wrapping it
+(it must be importable on the executors, i.e. defined in an installed module)."""
 
 
 def generated_event(run_id: str, seq: int) -> dict[str, Any]:
@@ -236,10 +248,14 @@ def task_counts(sc: SparkContext, group: str) -> TaskCounts:
 
 
 def run_pipeline(
-    spark: SparkSession, options: RunOptions, progress: IO[str] | None = None
+    spark: SparkSession,
+    options: RunOptions,
+    progress: IO[str] | None = None,
+    task: PartitionWriter = write_partition,
 ) -> Summary:
     """Run the job on `spark`; progress lines to `progress` (None: silent). A job that
-    fails (a task used up its attempts) is reported in the summary's `error`."""
+    fails (a task used up its attempts) is reported in the summary's `error`. `task`
+    writes each partition (`hangwatch demo` wraps `write_partition` to replay seed S4)."""
     sc = spark.sparkContext
     partitions = partition_count(options, sc.defaultParallelism)
     accumulators = JobAccumulators.create(sc)
@@ -270,7 +286,7 @@ def run_pipeline(
         try:
             rdd = events_rdd(sc, options, partitions)
             partitions = rdd.getNumPartitions()  # files: Spark's split decides
-            rdd.foreachPartition(functools.partial(write_partition, plan, accumulators))
+            rdd.foreachPartition(functools.partial(task, plan, accumulators))
         except (PySparkException, Py4JError) as exc:
             error = failure_reason(exc)
     duration = time.monotonic() - started

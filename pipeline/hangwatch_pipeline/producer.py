@@ -237,7 +237,9 @@ class HangwatchProducer:
     def _open_file(self, telemetry_dir: str | None) -> telemetry.TelemetryFile | None:
         if telemetry_dir is not None:
             name = f"{telemetry.FILE_PREFIX}{self._pid}-{self.number}{telemetry.FILE_SUFFIX}"
-            return telemetry.TelemetryFile(telemetry_dir, name)
+            # Relative: to this process's working directory now (a Spark standalone
+            # executor's own work directory), whatever the job does with its cwd later.
+            return telemetry.TelemetryFile(os.path.abspath(telemetry_dir), name)
         if self.settings.telemetry_enabled:
             telemetry.warn_once(
                 "telemetry:<unset>",

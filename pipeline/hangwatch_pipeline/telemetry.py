@@ -322,6 +322,9 @@ class TelemetryFile:
         """Replace the file with `data`; False (after one warning per process) on failure."""
         try:
             if self._lock_fd is None:
+                # The leaf directory is created (never its parents): a relative
+                # directory in each Spark standalone executor's own work directory.
+                self.directory.mkdir(exist_ok=True)
                 self._hold_lock()
             with open(self._tmp, "wb") as fh:
                 fh.write(data)

@@ -85,7 +85,8 @@ class ProducerObservation:
     answered_age_seconds: float | None = None
     """Time since brokers last answered the producer (responses received grew)."""
     awaiting_responses: int = 0
-    """Requests the producer has sent and still waits an answer for (all brokers)."""
+    """Requests the producer waits an answer for on brokers that answered nothing since its
+    previous telemetry document (waits on brokers that keep answering are not counted)."""
     metadata_age_seconds: float | None = None
     identity: Mapping[str, object] = field(default_factory=dict)
     problem: str | None = None

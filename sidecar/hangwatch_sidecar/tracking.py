@@ -29,6 +29,7 @@ class _Memory:
     failing_since: float | None
     responses: int = 0
     answered_at: float | None = None
+    broker_responses: dict[str, int] | None = None
 
 
 def _int(mapping: Mapping[str, Any], key: str) -> int:
@@ -56,14 +57,24 @@ def metadata_age_seconds(stats: Mapping[str, Any] | None) -> float | None:
     return max(ages) if ages else None
 
 
-def broker_totals(stats: Mapping[str, Any] | None) -> tuple[int, int]:
-    """(responses received, requests awaiting a response) summed over the producer's brokers."""
-    responses = waiting = 0
-    for broker in ((stats or {}).get("brokers") or {}).values():
-        if isinstance(broker, Mapping):
-            responses += _int(broker, "rx")
+def unanswered_waits(
+    stats: Mapping[str, Any] | None, previous: Mapping[str, int] | None
+) -> tuple[int, dict[str, int]]:
+    """(requests awaiting a response on brokers that answered nothing since `previous`,
+    responses received per broker now). A broker that keeps answering while requests
+    wait is busy, not wedged: a producer refused by answering brokers (S1) always has
+    some request in flight at the instant its statistics are taken, a wedged
+    connection (S2) has requests waiting and no response at all."""
+    waiting = 0
+    responses: dict[str, int] = {}
+    for name, broker in ((stats or {}).get("brokers") or {}).items():
+        if not isinstance(broker, Mapping):
+            continue
+        responses[str(name)] = rx = _int(broker, "rx")
+        answered = previous is not None and rx > previous.get(str(name), rx)
+        if not answered:
             waiting += _int(broker, "waitresp_cnt")
-    return responses, waiting
+    return waiting, responses
 
 
 def _when(ts: object, now: float, wall_now: float) -> float | None:
@@ -97,17 +108,22 @@ class ProducerTracker:
             _int(counters, "failed"),
         )
         pending = pending_of(counters)
-        responses, waiting = broker_totals(doc.get("stats"))
         memory = self._memory.get(key)
+        waiting, per_broker = unanswered_waits(
+            doc.get("stats"), memory.broker_responses if memory is not None else None
+        )
+        responses = sum(per_broker.values())
         if memory is None:
             memory = self._first_sight(doc, seq, delivered, failed, pending, now, wall_now)
             memory.responses = responses
+            memory.broker_responses = per_broker
             self._memory[key] = memory
         else:
             self._update(memory, doc, (seq, delivered, failed, pending), now, wall_now)
             if responses > memory.responses:
                 memory.answered_at = now
             memory.responses = responses
+            memory.broker_responses = per_broker
         identity = doc.get("identity") or {}
         return ProducerObservation(
             key=key,

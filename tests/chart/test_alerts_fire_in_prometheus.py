@@ -209,7 +209,7 @@ def test_real_sidecar_on_the_lab_fires_producer_hung_and_resolves(
     """S4 on the lab: a real producer's I/O thread blocks -> the real sidecar process says
     producer_hung -> Prometheus fires HangwatchProducerHung; replacing the producer (what
     the operator's restart does) resolves it."""
-    from hangwatch_demo.harness import start_workload, stop_workload
+    from hangwatch_demo.harness import start_workload, stop_process
     from hangwatch_demo.scenarios import Timing
 
     target, telemetry, lab = lab_with_sidecar_process
@@ -233,11 +233,11 @@ def test_real_sidecar_on_the_lab_fires_producer_hung_and_resolves(
                 timeout_seconds=60,
             )
             assert firing[0]["labels"]["executor"] == POD_LABELS["executor"]
-            stop_workload(producer, grace_seconds=2)
+            stop_process(producer, grace_seconds=2)
             wedge.unlink()
             producer = start_workload(lab.bootstrap, telemetry, wedge, Timing())
             wait_for(
                 lambda: prom.alerts(ALERT) == [] or None, f"{ALERT} to resolve", timeout_seconds=60
             )
     finally:
-        stop_workload(producer)
+        stop_process(producer)

@@ -1,8 +1,12 @@
 """A producer that cannot write telemetry keeps producing and says so exactly once.
 
 Covered, against the real lab:
-- the directory does not exist: every message is delivered, one warning is logged
-  for the directory, even across two producers in the same process;
+- the directory's parent does not exist (only the last component is ever created):
+  every message is delivered, one warning is logged for the directory, even across
+  two producers in the same process;
+- a missing last component is created, and a relative directory is taken from the
+  working directory when the producer opens (one directory per Spark standalone
+  executor), not when it later writes;
 - the path is a regular file, not a directory: the same;
 - the directory disappears while the producer runs: one warning, producing goes on,
   close does not fail;
@@ -53,7 +57,9 @@ def test_unusable_directory_one_warning_and_producing_continues(
     caplog: pytest.LogCaptureFixture,
     kind: str,
 ) -> None:
-    target = tmp_path / "not-there"
+    target = tmp_path / "not-there" / "telemetry"
+    if kind == "regular file":
+        target = tmp_path / "not-there"
     if kind == "regular file":
         target.write_text("in the way")
     monkeypatch.setenv("HANGWATCH_TELEMETRY_DIR", str(target))
@@ -64,6 +70,24 @@ def test_unusable_directory_one_warning_and_producing_continues(
     warning = next(r for r in caplog.records if r.name == "hangwatch_pipeline.telemetry")
     problem = warning.__dict__["problem"]
     assert problem == ("directory does not exist" if kind == "missing" else "not a directory")
+
+
+def test_relative_directory_is_created_in_the_working_directory_at_open(
+    lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    executor_dir = tmp_path / "work" / "app-1" / "0"
+    executor_dir.mkdir(parents=True)
+    monkeypatch.chdir(executor_dir)
+    monkeypatch.setenv("HANGWATCH_TELEMETRY_DIR", "hangwatch-telemetry")
+    with producer({"bootstrap.servers": lab.bootstrap}, FAST) as p:
+        monkeypatch.chdir(tmp_path)  # the job moving elsewhere changes nothing
+        assert p.telemetry_path == executor_dir / "hangwatch-telemetry" / p.telemetry_path.name
+        doc_where(p.telemetry_path, lambda d: d["stats"] is not None, 5)
+        for i in range(100):
+            p.send("t", f"value-{i}")
+    assert p.counters().delivered == 100
+    assert telemetry_warnings(caplog) == []
+    assert not (tmp_path / "hangwatch-telemetry").exists()
 
 
 def test_directory_removed_while_running(

@@ -132,6 +132,22 @@ def test_responses_and_awaited_requests_come_from_broker_statistics() -> None:
     first = tracker.observe("p", doc(1, stats=stats(4, 0)), True, 0.0, WALL)
     assert first.answered_age_seconds is None
     grown = tracker.observe("p", doc(2, stats=stats(9, 2)), True, 3.0, WALL + 3)
-    assert grown.answered_age_seconds == 0.0 and grown.awaiting_responses == 2
+    # b1 answered since the last document: its two waiting requests are in flight, not stuck
+    assert grown.answered_age_seconds == 0.0 and grown.awaiting_responses == 0
     still = tracker.observe("p", doc(3, stats=stats(9, 2)), True, 7.0, WALL + 7)
-    assert still.answered_age_seconds == 4.0
+    assert still.answered_age_seconds == 4.0 and still.awaiting_responses == 2
+
+
+def test_a_wedged_broker_counts_as_awaiting_while_others_answer() -> None:
+    def stats(b1: int, b2: int) -> dict[str, Any]:
+        return {
+            "brokers": {
+                "b1": {"rx": b1, "waitresp_cnt": 1},
+                "b2": {"rx": b2, "waitresp_cnt": 1},
+            }
+        }
+
+    tracker = ProducerTracker()
+    assert tracker.observe("p", doc(1, stats=stats(5, 5)), True, 0.0, WALL).awaiting_responses == 2
+    both = tracker.observe("p", doc(2, stats=stats(5, 8)), True, 1.0, WALL + 1)
+    assert both.answered_age_seconds == 0.0 and both.awaiting_responses == 1  # b1 is wedged

@@ -1,0 +1,273 @@
+"""The demo's Spark: a `local-cluster` application whose executors are separate JVMs.
+
+`LocalSparkCluster` starts one Spark application for the whole demo on the master
+`local-cluster[2,1,1024]` (a standalone master and two workers inside the driver JVM,
+each worker launching one executor JVM with its own Python workers), runs the
+reference pipeline's jobs on it (`hangwatch_pipeline.job.run_pipeline`, one job per
+scenario, in a background thread), lists the live executors and kills one the way the
+kubelet deletes a pod: SIGTERM, SIGKILL after a grace period. The standalone master
+then launches a replacement executor and the driver runs the lost tasks again — what
+Spark on Kubernetes does when the operator deletes an executor pod.
+
+Per-executor telemetry: executors get `HANGWATCH_TELEMETRY_DIR=hangwatch-telemetry`,
+a relative directory the producer wrapper resolves against the executor's working
+directory (`work/<app-id>/<executor-id>/`), so each executor has its own directory,
+like the volume an executor pod shares with its sidecar.
+
+Spark runs from a private SPARK_HOME (links to the installed pyspark's files) so the
+workers' `work/` directory (executor logs, telemetry, the S4 wedge trigger) is in the
+demo's temporary directory and goes away with it; Spark's own log goes to
+`spark-driver.log` there instead of the terminal.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyspark
+from pyspark.sql import SparkSession
+
+from hangwatch.errors import HangwatchError
+from hangwatch_pipeline import job
+from hangwatch_pipeline.run_options import RunOptions
+from hangwatch_pipeline.run_report import Summary
+
+log = logging.getLogger(__name__)
+
+EXECUTORS = 2
+MASTER = f"local-cluster[{EXECUTORS},1,1024]"
+TELEMETRY_SUBDIR = "hangwatch-telemetry"
+EXECUTOR_CLASS = b"org.apache.spark.executor.CoarseGrainedExecutorBackend"
+SPARK_CONF = {
+    # A task lost with a killed executor, or failed during an outage, is retried.
+    "spark.task.maxFailures": "8",
+    "spark.executor.memory": "512m",
+    "spark.python.worker.reuse": "true",
+}
+DRIVER_LOG4J = """\
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {path}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{HH:mm:ss.SSS}} %p %c{{1}}: %m%n
+"""
+
+
+class SparkStartError(HangwatchError):
+    """Spark could not start (no Java, not enough memory)."""
+
+
+@dataclass(frozen=True)
+class Executor:
+    """One live executor JVM of the demo's application."""
+
+    id: str
+    pid: int
+    work_dir: Path
+    cmdline: tuple[str, ...] = field(repr=False, default=())
+
+    @property
+    def telemetry_dir(self) -> Path:
+        return self.work_dir / TELEMETRY_SUBDIR
+
+    @property
+    def process_pattern(self) -> str:
+        """Text only this executor's command line holds (for `--exit-when-gone`)."""
+        args = list(self.cmdline)
+        marks = [args.index(a) for a in ("--executor-id", "--app-id") if a in args]
+        if len(marks) < 2:
+            return f"--executor-id {self.id} "
+        first, last = min(marks), max(marks)
+        return " ".join(args[first : last + 2])
+
+    def alive(self) -> bool:
+        try:
+            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        return state != "Z"
+
+
+def executors_of(
+    application_id: str, work_root: Path, proc: Path = Path("/proc")
+) -> list[Executor]:
+    """The application's live executor JVMs, by executor id (numerically)."""
+    found = []
+    needle = application_id.encode()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if EXECUTOR_CLASS not in raw or needle not in raw:
+            continue
+        args = tuple(a.decode(errors="replace") for a in raw.rstrip(b"\0").split(b"\0"))
+        if "--executor-id" not in args[:-1]:
+            continue
+        executor_id = args[args.index("--executor-id") + 1]
+        found.append(
+            Executor(
+                executor_id,
+                int(entry.name),
+                work_root / application_id / executor_id,
+                args,
+            )
+        )
+    return sorted(found, key=lambda e: int(e.id) if e.id.isdigit() else 0)
+
+
+def _private_spark_home(root: Path) -> Path:
+    """A SPARK_HOME of links to the installed pyspark, with its own `work/`."""
+    real = Path(pyspark.__file__).resolve().parent
+    home = root / "spark-home"
+    home.mkdir()
+    for item in real.iterdir():
+        if item.name != "work":
+            (home / item.name).symlink_to(item)
+    (home / "work").mkdir()
+    return home
+
+
+class PipelineJob:
+    """One run of the reference pipeline in a background thread."""
+
+    def __init__(self, spark: SparkSession, options: RunOptions, task: job.PartitionWriter) -> None:
+        self.options = options
+        self._spark = spark
+        self.summary: Summary | None = None
+        self.error: str | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(spark, task), name=f"pipeline-{options.run_id}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, spark: SparkSession, task: job.PartitionWriter) -> None:
+        try:
+            self.summary = job.run_pipeline(spark, self.options, None, task)
+        except Exception as exc:  # noqa: BLE001 - reported in the scenario's row
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def wait(self, timeout_seconds: float) -> bool:
+        """True once the job ended (successfully or not) within the timeout."""
+        self._thread.join(timeout_seconds)
+        return not self._thread.is_alive()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def cancel(self, wait_seconds: float = 10.0) -> None:
+        """Cancel the run's Spark jobs (its job group) and wait a little for the thread."""
+        self._spark.sparkContext.cancelJobGroup(self.options.run_id)
+        self.wait(wait_seconds)
+
+
+class LocalSparkCluster:
+    """The demo's Spark application (see the module docstring)."""
+
+    def __init__(self, root: Path, progress: Callable[[str], None] = lambda _: None) -> None:
+        self.root = root
+        self.progress = progress
+        self.spark: SparkSession | None = None
+        self.application_id = ""
+        self.work_root = root / "spark-home" / "work"
+        self._saved_env: dict[str, str | None] = {}
+
+    def start(self) -> None:
+        home = _private_spark_home(self.root)
+        driver_log4j = self.root / "log4j2-driver.properties"
+        driver_log4j.write_text(DRIVER_LOG4J.format(path=self.root / "spark-driver.log"))
+        for name, value in (("SPARK_HOME", str(home)), ("PYSPARK_PYTHON", sys.executable)):
+            self._saved_env[name] = os.environ.get(name)
+            os.environ[name] = value
+        options = RunOptions(
+            bootstrap="-",
+            topic="-",
+            events=None,
+            master=MASTER,
+            telemetry_dir=TELEMETRY_SUBDIR,
+            spark_conf={
+                **SPARK_CONF,
+                "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{driver_log4j}",
+            },
+            app_name="hangwatch-demo",
+            spark_log_level="ERROR",
+        )
+        started = time.monotonic()
+        try:
+            self.spark = job.spark_session(options)
+        except Exception as exc:  # noqa: BLE001 - py4j/pyspark raise many kinds
+            raise SparkStartError(f"cannot start Spark ({MASTER}): {exc}".splitlines()[0]) from None
+        job.quiet_task_failure_logs(self.spark)
+        self.application_id = self.spark.sparkContext.applicationId
+        deadline = time.monotonic() + 60
+        while len(self.executors()) < EXECUTORS and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.progress(
+            f"Spark {pyspark.__version__} {MASTER} up in {time.monotonic() - started:.0f} s: "
+            f"application {self.application_id}, executors "
+            + ", ".join(f"{e.id} (pid {e.pid})" for e in self.executors())
+        )
+
+    def executors(self) -> list[Executor]:
+        if not self.application_id:
+            return []
+        return executors_of(self.application_id, self.work_root)
+
+    def run(self, options: RunOptions, task: job.PartitionWriter) -> PipelineJob:
+        assert self.spark is not None, "start() first"
+        return PipelineJob(self.spark, options, task)
+
+    def kill(self, executor: Executor, grace_seconds: float) -> None:
+        """SIGTERM, then SIGKILL after `grace_seconds` (as the kubelet deletes a pod)."""
+        try:
+            os.kill(executor.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace_seconds
+        while executor.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if executor.alive():
+            try:
+                os.kill(executor.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                return
+
+    def close(self) -> None:
+        if self.spark is not None:
+            spark, self.spark = self.spark, None
+            try:
+                spark.sparkContext.cancelAllJobs()
+                spark.stop()
+            except Exception as exc:  # noqa: BLE001 - stopping must not hide the real error
+                log.warning("stopping Spark failed", extra={"error": str(exc)})
+        for name, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextmanager
+def local_spark_cluster(
+    root: Path, progress: Callable[[str], None] = lambda _: None
+) -> Iterator[LocalSparkCluster]:
+    cluster = LocalSparkCluster(root, progress)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.close()
