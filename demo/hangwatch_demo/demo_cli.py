@@ -1,10 +1,11 @@
 """`hangwatch demo`: replay the seed failures on a real local Kafka cluster and show the outcome.
 
-Thin: picks scenarios, runs each with `runner.run_demo_scenario` (progress on stderr),
-then prints the table (or `--json`). Exit 0 when every scenario behaved as expected
-(right verdict in time, no restart during an outage or election, 0 lost events),
-1 otherwise. Ctrl-C and SIGTERM stop cleanly: every lab removes its kernel rules and
-every producer process is stopped.
+Thin: picks scenarios, starts the demo's Spark application (`spark_cluster`), runs
+each scenario with `runner.run_demo_scenario` (progress on stderr), then prints the
+table (or `--json`). Exit 0 when every scenario behaved as expected (right verdict in
+time, restarts exactly where they help, none during an outage or election, 0 lost
+events), 1 otherwise. Ctrl-C and SIGTERM stop cleanly: Spark (driver, executor JVMs,
+Python workers), the sidecars and every lab (with its kernel rules) are stopped.
 """
 
 from __future__ import annotations
@@ -19,19 +20,17 @@ import tempfile
 import time
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from hangwatch import logs
 from hangwatch.contracts import ExitCode
 from hangwatch.errors import UsageError
-from hangwatch_demo.runner import DemoRow, as_dict, run_demo_scenario
 from hangwatch_demo.scenarios import DEMO_ORDER, SCENARIOS, Timing
-from hangwatch_demo.spark_cluster import (
-    EXECUTORS,
-    MASTER,
-    LocalSparkCluster,
-    local_spark_cluster,
-)
 from hangwatch_lab import netfilter
+
+if TYPE_CHECKING:
+    from hangwatch_demo.runner import DemoRow
+    from hangwatch_demo.spark_cluster import LocalSparkCluster
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -47,8 +46,8 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--keep",
         type=Path,
         metavar="DIR",
-        help="keep each scenario's work directory (telemetry, final sidecar "
-        "status, checkpoint) under DIR",
+        help="keep each scenario's work directory (sidecar logs, decisions, read-back) and "
+        "Spark's (executor logs, producer telemetry) under DIR",
     )
 
 
@@ -107,6 +106,19 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown scenario {unknown[0]!r} (choose from {', '.join(DEMO_ORDER)})")
     if (reason := netfilter.available()) is not None:
         raise UsageError(f"the demo injects kernel faults: {reason}")
+    try:
+        # pyspark and aiohttp only when the demo runs (help and usage errors need neither)
+        from hangwatch_demo.runner import as_dict, run_demo_scenario  # noqa: PLC0415
+        from hangwatch_demo.spark_cluster import (  # noqa: PLC0415
+            EXECUTORS,
+            MASTER,
+            local_spark_cluster,
+        )
+    except ModuleNotFoundError as exc:
+        raise UsageError(
+            f"the demo needs pyspark and aiohttp ({exc.name} not found): "
+            "pip install 'hangwatch[demo]' (make demo installs everything)"
+        ) from None
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
     logs.configure("demo", level="WARNING")

@@ -21,8 +21,7 @@ import aiohttp
 from hangwatch_operator.correlation import correlate
 from hangwatch_operator.decisions import Decision, decide
 from hangwatch_operator.history import ActionRecord, History, Outcome
-from hangwatch_operator.policies import Policy, parse_policy
-from hangwatch_operator.remediation import stale_after_seconds
+from hangwatch_operator.policies import Policy, parse_policy, stale_after_seconds
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_operator.status_polling import poll_sidecars
 from hangwatch_operator.watched import WatchedPod

@@ -221,8 +221,11 @@ def _watch_seconds(scenario: Scenario, timing: Timing) -> float:
 
 
 def detect_bound(scenario: Scenario, timing: Timing) -> float:
-    """The scenario's detection bound, plus one operator poll (the sidecar is polled)."""
-    return scenario.bound(timing) + timing.probe_interval_seconds
+    """The scenario's detection bound (`Scenario.bound`, for a verdict taken in the
+    sidecar's own round) plus two probe intervals: the sidecar is a separate process
+    whose rounds run on their own phase, and the operator sees a verdict at its next
+    poll of `/status`."""
+    return scenario.bound(timing) + 2 * timing.probe_interval_seconds
 
 
 def _watch(run: _Run) -> None:
@@ -347,7 +350,7 @@ def _replay(run: _Run, options: RunOptions) -> tuple[PipelineJob | None, float |
     executors = cluster.executors()
     if not wait_ready(run.fleet, executors, SIDECAR_START_TIMEOUT_SECONDS):
         raise ScenarioError("the sidecars did not start (see sidecar-exec-*.log)")
-    job = cluster.run(options, spark_tasks.write_partition)
+    job = cluster.run(options, spark_tasks.write_partition, run.say)
     run.say(
         f"pipeline run {options.run_id}: {options.events} events at "
         f"{RATE_PER_SECOND:.0f}/s on executors {', '.join(e.id for e in executors)}; "

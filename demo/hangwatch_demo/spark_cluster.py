@@ -22,6 +22,7 @@ demo's temporary directory and goes away with it; Spark's own log goes to
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import signal
@@ -141,14 +142,37 @@ def _private_spark_home(root: Path) -> Path:
     return home
 
 
+class LineStream(io.StringIO):
+    """A text stream that hands every complete line to `say` (the pipeline's progress)."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        super().__init__()
+        self._say = say
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        *lines, self._partial = (self._partial + text).split("\n")
+        for line in lines:
+            if line.strip():
+                self._say(line)
+        return len(text)
+
+
 class PipelineJob:
     """One run of the reference pipeline in a background thread."""
 
-    def __init__(self, spark: SparkSession, options: RunOptions, task: job.PartitionWriter) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        options: RunOptions,
+        task: job.PartitionWriter,
+        progress: Callable[[str], None] = lambda _: None,
+    ) -> None:
         self.options = options
         self._spark = spark
         self.summary: Summary | None = None
         self.error: str | None = None
+        self._stream = LineStream(progress)
         self._thread = threading.Thread(
             target=self._run, args=(spark, task), name=f"pipeline-{options.run_id}", daemon=True
         )
@@ -156,7 +180,7 @@ class PipelineJob:
 
     def _run(self, spark: SparkSession, task: job.PartitionWriter) -> None:
         try:
-            self.summary = job.run_pipeline(spark, self.options, None, task)
+            self.summary = job.run_pipeline(spark, self.options, self._stream, task)
         except Exception as exc:  # noqa: BLE001 - reported in the scenario's row
             self.error = f"{type(exc).__name__}: {exc}"
 
@@ -227,9 +251,15 @@ class LocalSparkCluster:
             return []
         return executors_of(self.application_id, self.work_root)
 
-    def run(self, options: RunOptions, task: job.PartitionWriter) -> PipelineJob:
+    def run(
+        self,
+        options: RunOptions,
+        task: job.PartitionWriter,
+        progress: Callable[[str], None] = lambda _: None,
+    ) -> PipelineJob:
+        """Start `options`' pipeline run; its progress lines go to `progress`."""
         assert self.spark is not None, "start() first"
-        return PipelineJob(self.spark, options, task)
+        return PipelineJob(self.spark, options, task, progress)
 
     def kill(self, executor: Executor, grace_seconds: float) -> None:
         """SIGTERM, then SIGKILL after `grace_seconds` (as the kubelet deletes a pod)."""

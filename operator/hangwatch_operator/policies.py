@@ -408,3 +408,13 @@ def _sidecar(raw: Mapping[str, Any]) -> SidecarSpec:
         requests=requests,
         limits=limits,
     )
+
+
+def stale_after_seconds(policy: Policy) -> float:
+    """A /status older than three probe rounds plus their timeouts comes from a wedged loop."""
+    probes = policy.probes
+    return (
+        3.0 * probes.probe_interval_seconds
+        + probes.connect_timeout_seconds
+        + (probes.request_timeout_seconds)
+    )

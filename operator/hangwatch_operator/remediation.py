@@ -37,7 +37,12 @@ from hangwatch_operator.history import (
     with_cordons,
 )
 from hangwatch_operator.kube_api import KubeApi, KubeApiError
-from hangwatch_operator.policies import InvalidPolicyError, Policy, parse_policy
+from hangwatch_operator.policies import (
+    InvalidPolicyError,
+    Policy,
+    parse_policy,
+    stale_after_seconds,
+)
 from hangwatch_operator.reporting import (
     SidecarSilence,
     action_record,
@@ -76,16 +81,6 @@ def effective_policy(policy: Policy, settings: OperatorSettings) -> Policy:
     if not settings.dry_run or policy.safety.dry_run:
         return policy
     return dataclasses.replace(policy, safety=dataclasses.replace(policy.safety, dry_run=True))
-
-
-def stale_after_seconds(policy: Policy) -> float:
-    """A /status older than three probe rounds plus their timeouts comes from a wedged loop."""
-    probes = policy.probes
-    return (
-        3.0 * probes.probe_interval_seconds
-        + probes.connect_timeout_seconds
-        + (probes.request_timeout_seconds)
-    )
 
 
 class PolicyWatch:
