@@ -392,7 +392,7 @@ def _row(
         behaved = run.detect is not None and run.detect <= detect_bound(s, run.timing)
         behaved = behaved and bool(run.restarted) == s.restart_helps
         verdict = str(s.expect) if run.detect is not None else (seen[-1] if seen else "-")
-    action = _action_summary(run)
+    action = action_summary(run.actions, run.restarted)
     return DemoRow(
         scenario=s.name,
         seed=s.seed,
@@ -415,15 +415,15 @@ def _row(
     )
 
 
-def _action_summary(run: _Run) -> str:
+def action_summary(actions: list[str], restarted: list[tuple[str, str]]) -> str:
     """The table's action cell: restarts, else the first suppression, else alerts."""
-    if run.restarted:
-        verdicts = ", ".join(sorted({verdict for _, verdict in run.restarted}))
-        return f"restart {', '.join(name for name, _ in run.restarted)} ({verdicts})"
-    suppressed = [a for a in run.actions if " suppressed: " in a]
+    if restarted:
+        verdicts = ", ".join(sorted({verdict for _, verdict in restarted}))
+        return f"restart {', '.join(name for name, _ in restarted)} ({verdicts})"
+    suppressed = [a for a in actions if " suppressed: " in a]
     if suppressed:
         return suppressed[0]
-    alerted = {a.rsplit(" (", 1)[1].rstrip(")") for a in run.actions if a.startswith("alert")}
+    alerted = {a.rsplit(" (", 1)[1].rstrip(")") for a in actions if a.startswith("alert")}
     return f"alert only ({', '.join(sorted(alerted))})" if alerted else "none"
 
 

@@ -1,0 +1,130 @@
+"""The demo's pieces that need no cluster: how it finds executors, talks to sidecars, sizes runs.
+
+Covers: executors are found by their JVM command line (only the demo application's,
+numbered by executor id, work directory under the worker's `work/<app>/<id>`), and
+each gets a `--exit-when-gone` pattern only its own command line holds; the sidecar
+command line carries every setting (parsed back by the sidecar's own parser to the
+same settings); a sidecar's port is read from its "sidecar started" log line (and
+not before); pipeline progress reaches the demo line by line; each scenario's run is
+long enough for its watch, and only S4's producers log client debug lines; the
+table's action cell names restarts, else a suppression, else alerts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from hangwatch_demo.runner import (
+    CONTROL_WATCH_SECONDS,
+    RATE_PER_SECOND,
+    action_summary,
+    job_options,
+)
+from hangwatch_demo.scenarios import SCENARIOS, Timing
+from hangwatch_demo.sidecars import announced_port, sidecar_argv
+from hangwatch_demo.spark_cluster import LineStream, executors_of
+from hangwatch_sidecar.settings import SidecarSettings, add_arguments, from_args
+
+APP = "app-20261122053206-0000"
+
+
+def _fake_proc(root: Path, pid: int, args: list[str]) -> None:
+    (root / str(pid)).mkdir(parents=True)
+    (root / str(pid) / "cmdline").write_bytes(b"\0".join(a.encode() for a in args) + b"\0")
+
+
+def _executor_args(executor_id: str, app: str = APP) -> list[str]:
+    return [
+        "/usr/lib/jvm/java-17/bin/java", "-cp", "/x/jars/*", "-Xmx512M",
+        "org.apache.spark.executor.CoarseGrainedExecutorBackend",
+        "--driver-url", "spark://CoarseGrainedScheduler@192.0.2.2:37175",
+        "--executor-id", executor_id, "--hostname", "192.0.2.2", "--cores", "1",
+        "--app-id", app, "--worker-url", "spark://Worker@192.0.2.2:46688",
+    ]  # fmt: skip
+
+
+def test_executors_are_found_by_command_line_for_this_application_only(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
+    _fake_proc(proc, 300, _executor_args("10"))
+    _fake_proc(proc, 200, _executor_args("2"))
+    _fake_proc(proc, 100, _executor_args("1", app="app-other-0001"))
+    _fake_proc(proc, 400, ["python3", "-m", "pyspark.daemon"])
+    (proc / "self").mkdir()
+    found = executors_of(APP, tmp_path / "work", proc)
+    assert [(e.id, e.pid) for e in found] == [("2", 200), ("10", 300)]
+    assert found[0].work_dir == tmp_path / "work" / APP / "2"
+    assert found[0].telemetry_dir == tmp_path / "work" / APP / "2" / "hangwatch-telemetry"
+    pattern = found[0].process_pattern
+    joined = [" ".join(_executor_args(i)) for i in ("2", "10", "20")]
+    assert pattern in joined[0] and pattern not in joined[1] and pattern not in joined[2]
+
+
+def test_sidecar_command_line_carries_every_setting() -> None:
+    settings = SidecarSettings(
+        bootstrap="127.0.0.1:9092,127.0.0.1:9093",
+        topics="events",
+        port=0,
+        telemetry_dir="/tmp/work/app/0/hangwatch-telemetry",
+        probe_interval_seconds=1.0,
+        stall_seconds=5.0,
+        heartbeat_seconds=4.0,
+        exit_when_gone="--executor-id 0 --hostname 192.0.2.2 --cores 1 --app-id app-1",
+    ).validate()
+    argv = sidecar_argv(settings)
+    assert argv[1:4] == ["-m", "hangwatch", "sidecar"]
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert from_args(parser.parse_args(argv[4:]), environ={}) == settings
+
+
+def test_port_is_read_from_the_started_line(tmp_path: Path) -> None:
+    log = tmp_path / "sidecar-exec-0.log"
+    assert announced_port(log) is None  # not written yet
+    log.write_text('{"msg":"probing"}\nnot json\n')
+    assert announced_port(log) is None
+    with log.open("a") as fh:
+        fh.write(json.dumps({"msg": "sidecar started", "port": 41234}) + "\n")
+    assert announced_port(log) == 41234
+
+
+def test_pipeline_progress_arrives_line_by_line() -> None:
+    lines: list[str] = []
+    stream = LineStream(lines.append)
+    print("[pipeline 5.0 s] tasks 0/8", file=stream, flush=True)
+    stream.write("[pipeline 10")
+    assert lines == ["[pipeline 5.0 s] tasks 0/8"]
+    stream.write(".0 s] tasks 2/8\n\n")
+    assert lines == ["[pipeline 5.0 s] tasks 0/8", "[pipeline 10.0 s] tasks 2/8"]
+
+
+def test_each_run_outlasts_its_scenario_and_only_s4_logs_client_debug_lines() -> None:
+    timing = Timing()
+    for scenario in SCENARIOS.values():
+        options = job_options(scenario, timing, "127.0.0.1:9092")
+        seconds = (options.events or 0) / RATE_PER_SECOND
+        watched = (
+            min(scenario.bound(timing), CONTROL_WATCH_SECONDS)
+            if scenario.control
+            else scenario.bound(timing)
+        )
+        assert seconds > watched + 4, scenario.name
+        assert options.rate_per_second == RATE_PER_SECOND
+        assert ("debug" in options.producer_conf) == (scenario.seed == "S4"), scenario.name
+        assert options.producer_conf["message.timeout.ms"] == "10000"
+    runs = {job_options(SCENARIOS["healthy"], timing, "b:1").run_id for _ in range(3)}
+    assert len(runs) == 3, "every run has its own id (read back separately)"
+
+
+def test_action_cell_names_restarts_then_suppressions_then_alerts() -> None:
+    cell = action_summary
+    assert cell([], []) == "none"
+    assert (
+        cell(["alert exec-0 (cluster_unreachable)", "alert exec-1 (cluster_unreachable)"], [])
+        == "alert only (cluster_unreachable)"
+    )
+    suppressed = "restart exec-1 suppressed: cooldown"
+    assert cell(["alert exec-1 (producer_hung)", suppressed], []) == suppressed
+    both = [("exec-0", "metadata_stale"), ("exec-1", "metadata_stale")]
+    assert cell([suppressed], both) == "restart exec-0, exec-1 (metadata_stale)"
