@@ -26,7 +26,7 @@ from pathlib import Path
 
 from machine import describe
 
-from hangwatch_demo.harness import run_scenario, workload
+from hangwatch_demo.harness import run_scenario, stop_process, workload
 from hangwatch_demo.scenarios import SCENARIOS, TOPIC, Timing
 from hangwatch_lab import Lab
 
@@ -119,7 +119,7 @@ def cost(seconds: float, producers: int = 8) -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        stack.callback(lambda: (sidecar.terminate(), sidecar.wait(10)))
+        stack.callback(stop_process, sidecar, 10)
         time.sleep(5)  # start-up (imports, first rounds) is not steady state
         cpu0, t0 = _cpu_seconds(sidecar.pid), time.monotonic()
         while time.monotonic() - t0 < seconds:

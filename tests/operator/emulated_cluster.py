@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import kmock
 
@@ -47,7 +47,7 @@ class EmulatedCluster:
         self._emulator: kmock.KubernetesEmulator | None = None
         self.url = ""
 
-    def __enter__(self) -> EmulatedCluster:
+    def __enter__(self) -> Self:
         self._thread.start()
         if not self._ready.wait(WAIT_SECONDS):
             raise RuntimeError("the Kubernetes emulator did not start")
