@@ -24,6 +24,8 @@ class BrokerObservation:
     address: str
     reachability: Reachability
     node_id: int | None = None
+    """The broker's id in the metadata; for an address no longer advertised, the id it
+    last had (None if it never was a broker)."""
     in_bootstrap: bool = True
     advertised: bool = True
     latency_ms: float | None = None

@@ -70,6 +70,8 @@ class SidecarLoop:
         self.tracker = ProducerTracker()
         self.debouncer = Debouncer(hold=settings.hysteresis_intervals)
         self.metadata: ClusterMetadata | None = None
+        self.known_nodes: dict[Endpoint, int] = {}
+        """Every address the metadata ever advertised, with its node id (for naming)."""
         self.metadata_error: str | None = None
         self.metadata_at: float | None = None
         self.metadata_ts: float | None = None
@@ -116,6 +118,7 @@ class SidecarLoop:
         self.metadata_at = now
         if result.metadata is not None:
             self.metadata, self.metadata_ts = result.metadata, self.wall()
+            self.known_nodes.update({b.endpoint: b.id for b in result.metadata.brokers})
         else:
             self.metadata = None
         self.metadata_error = result.error or None
@@ -169,7 +172,9 @@ class SidecarLoop:
             if p.reachability is not Reachability.OK:
                 self.probe_errors[str(p.reachability)] += 1
         now = self.clock()
-        cluster = observe_cluster(now, self.bootstrap, probes, self.metadata, self.metadata_error)
+        cluster = observe_cluster(
+            now, self.bootstrap, probes, self.metadata, self.metadata_error, self.known_nodes
+        )
         if cluster.leaderless_for(frozenset()):
             self.leaderless_since = self.leaderless_since or now
         else:

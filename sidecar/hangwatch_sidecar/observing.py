@@ -8,7 +8,7 @@ NOT_LEADER; topics count as leaderless when the topic itself reports such an err
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation, TopicPartition
 from hangwatch_sidecar.metadata_probe import ClusterMetadata
@@ -33,15 +33,21 @@ def observe_cluster(
     probes: Sequence[EndpointProbe],
     metadata: ClusterMetadata | None,
     metadata_error: str | None = None,
+    known_nodes: Mapping[Endpoint, int] | None = None,
 ) -> ClusterObservation:
-    """One round's observation from endpoint probes and the latest metadata."""
+    """One round's observation from endpoint probes and the latest metadata.
+
+    `known_nodes`: every address metadata ever advertised, with its node id. A broker
+    that went down drops out of the metadata (as in Kafka) but keeps its name: its
+    observation is not advertised, yet carries the node id it last had."""
     node_of = {b.endpoint: b.id for b in metadata.brokers} if metadata else {}
+    former = known_nodes or {}
     boot = set(bootstrap)
     brokers = tuple(
         BrokerObservation(
             address=str(p.endpoint),
             reachability=p.reachability,
-            node_id=node_of.get(p.endpoint),
+            node_id=node_of.get(p.endpoint, former.get(p.endpoint)),
             in_bootstrap=p.endpoint in boot,
             advertised=p.endpoint in node_of if metadata else True,
             latency_ms=_latency_ms(p),

@@ -305,8 +305,13 @@ def evaluate(
 
 
 def _broker_reason(broker: Any) -> str:
-    where = "bootstrap entry" if broker.in_bootstrap and not broker.advertised else "broker"
+    if broker.advertised or broker.node_id is not None:
+        where = "broker"
+    else:
+        where = "bootstrap entry" if broker.in_bootstrap else "broker"
     node = f" (node {broker.node_id})" if broker.node_id is not None else ""
+    if broker.node_id is not None and not broker.advertised:
+        node = f" (node {broker.node_id}, gone from the cluster's metadata)"
     detail = f": {broker.detail}" if broker.detail else ""
     return f"{where} {broker.address}{node} is {broker.reachability}{detail}"
 

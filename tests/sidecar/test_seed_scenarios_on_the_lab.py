@@ -13,7 +13,7 @@ timing: 1 s probe interval, 1 s connect timeout, stall 5 s, heartbeat 4 s):
   producer_hung within stall + 1 interval of its last delivery;
 - S2 control: a 1.5 s election the producer recovers from -> never producer_hung;
 - S3 one broker blackholed, one refusing -> broker_degraded naming `timeout` and
-  `refused`;
+  `refused`, the refusing broker by its node id although it left the metadata;
 - S4 user code blocks the producer's poll thread -> heartbeat stops ->
   producer_hung within heartbeat + 1 interval;
 - control: a healthy producer under load for 5 minutes -> only healthy.
@@ -52,6 +52,10 @@ def test_s3_names_the_blackholed_and_the_refused_broker(kernel_faults: None) -> 
     result = run_scenario(SCENARIOS["s3-one-dead-host"])
     text = " ".join(result.reasons)
     assert "is timeout" in text and "is refused" in text, result.reasons
+    # the refusing broker dropped out of the metadata, as a down Kafka broker does,
+    # but it is still named as the broker it was
+    assert "(node 2, gone from the cluster's metadata) is refused" in text, result.reasons
+    assert "bootstrap entry" not in text, result.reasons
 
 
 def test_s2_control_election_never_becomes_producer_hung() -> None:

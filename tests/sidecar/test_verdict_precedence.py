@@ -10,7 +10,8 @@ producer_hung, but not when liveness is unknown or the process exited; a stalled
 producer while a broker times out -> broker_degraded, never producer_hung; S1 sends
 failing while the cluster is healthy, or leader disagreement with old metadata ->
 metadata_stale; S3 one blackholed and one refused broker -> broker_degraded naming
-`timeout` and `refused`; no telemetry -> unknown with a reason; healthy otherwise.
+`timeout` and `refused`; a broker gone from the metadata is named by its last node
+id, a never-advertised address as a bootstrap entry; no telemetry -> unknown with a reason; healthy otherwise.
 """
 
 from __future__ import annotations
@@ -182,6 +183,24 @@ def test_s1_dead_bootstrap_entries_do_not_excuse_a_failing_producer() -> None:
     healthy = evaluate(with_dead, [producer()], thresholds=T, now=100)
     assert healthy.pod.verdict is V.BROKER_DEGRADED
     assert healthy.pod.reasons == ("bootstrap entry 10.0.0.9:9092 is refused",)
+
+
+def test_a_broker_gone_from_metadata_keeps_its_name() -> None:
+    base = cluster()
+    gone = BrokerObservation(
+        address="10.0.0.2:9092",
+        reachability=R.REFUSED,
+        node_id=2,
+        in_bootstrap=True,
+        advertised=False,
+    )
+    result = evaluate(
+        replace(base, brokers=(*base.brokers, gone)), [producer()], thresholds=T, now=100
+    )
+    assert result.pod.verdict is V.BROKER_DEGRADED
+    assert result.pod.reasons == (
+        "broker 10.0.0.2:9092 (node 2, gone from the cluster's metadata) is refused",
+    )
 
 
 def test_s1_stuck_but_answered_is_metadata_stale_not_hung() -> None:
