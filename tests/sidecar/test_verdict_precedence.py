@@ -11,7 +11,8 @@ producer while a broker times out -> broker_degraded, never producer_hung; S1 se
 failing while the cluster is healthy, or leader disagreement with old metadata ->
 metadata_stale; S3 one blackholed and one refused broker -> broker_degraded naming
 `timeout` and `refused`; a broker gone from the metadata is named by its last node
-id, a never-advertised address as a bootstrap entry; no telemetry -> unknown with a reason; healthy otherwise.
+id, a never-advertised address as a bootstrap entry; no telemetry -> unknown with a
+reason; healthy otherwise.
 """
 
 from __future__ import annotations
