@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -75,6 +76,8 @@ def test_cli_on_local_cluster_then_verify(spark_lab: Lab, tmp_path: Path) -> Non
     assert docs, "no telemetry from the executors' tasks"
     assert {d["identity"]["application_id"] for d in docs} == {summary["application_id"]}
     wait_for(lambda: not executor_jvms(summary["application_id"]), 30, "executor JVMs to exit")
+    # Standalone workers keep each executor's logs in $SPARK_HOME/work/<app>: remove ours.
+    shutil.rmtree(SPARK_SUBMIT.parents[1] / "work" / summary["application_id"], ignore_errors=True)
 
     verified = _hangwatch(
         "verify", "--bootstrap", spark_lab.bootstrap, "--topic", "cli", "--expect", "20000",
