@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 import time
@@ -91,12 +92,22 @@ class SidecarFleet:
             exit_when_gone=executor.process_pattern,
         )
         log_path = self.work / f"sidecar-exec-{executor.id}.log"
+        pod = executor_pod(executor, None, self.application_id)
+        # What the webhook sets in a pod: every log line and /status name the executor.
+        env = dict(
+            os.environ,
+            HANGWATCH_POD_NAME=pod.name,
+            HANGWATCH_POD_NAMESPACE=pod.namespace,
+            HANGWATCH_NODE_NAME=pod.node or "local",
+            HANGWATCH_EXECUTOR_ID=executor.id,
+        )
         with log_path.open("ab") as log_file:
             proc = subprocess.Popen(
                 sidecar_argv(settings),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log_file,
+                env=env,
             )
         return Sidecar(executor, proc, log_path)
 

@@ -6,7 +6,8 @@ executor's I/O thread blocked -> that executor's sidecar says producer_hung -> t
 operator's code restarts exactly that executor: its JVM is killed, Spark replaces it
 and retries the lost task -> events flow again, with duplicates from the retry) and a
 full outage (every executor cluster_unreachable -> no restart, alert only), with 0
-lost events in both and exit code 0; nothing the demo started (Spark JVMs, Python
+lost events in both and exit code 0; every sidecar log line names its executor pod
+(`--keep`); nothing the demo started (Spark JVMs, Python
 workers, sidecars, mock cluster) outlives it; an unknown scenario is a one-line usage
 error (exit 3); no kernel rule is left behind.
 """
@@ -33,8 +34,13 @@ def _demo(*args: str) -> tuple[subprocess.CompletedProcess[str], int]:
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), proc.pid
 
 
-def test_subset_reaches_expected_verdicts_and_actions_without_loss(kernel_faults: None) -> None:
-    proc, pid = _demo("--scenario", "s4-blocked-io-thread", "--scenario", "full-outage", "--json")
+def test_subset_reaches_expected_verdicts_and_actions_without_loss(
+    kernel_faults: None, tmp_path: Path
+) -> None:
+    proc, pid = _demo(
+        "--scenario", "s4-blocked-io-thread", "--scenario", "full-outage", "--json",
+        "--keep", str(tmp_path),
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = {r["scenario"]: r for r in json.loads(proc.stdout)["scenarios"]}
     s4, outage = rows["s4-blocked-io-thread"], rows["full-outage"]
@@ -48,8 +54,23 @@ def test_subset_reaches_expected_verdicts_and_actions_without_loss(kernel_faults
     for row in rows.values():
         assert row["lost"] == 0 and row["events"] > 100 and row["ok"], row
     assert "[1/2] s4-blocked-io-thread" in proc.stderr
+    _sidecar_logs_name_their_executor(tmp_path)
     assert netfilter.list_chains(pid) == [], "the demo left kernel rules behind"
     assert not _processes_mentioning("hangwatch-demo-spark-"), "Spark processes left behind"
+
+
+def _sidecar_logs_name_their_executor(kept: Path) -> None:
+    """Every line of every sidecar's kept log carries the pod and executor it watches."""
+    logs = sorted(kept.glob("hangwatch-demo-*/sidecar-exec-*.log"))
+    assert len(logs) >= 4, "two executors per scenario, one replaced in S4"
+    for log in logs:
+        executor = log.stem.removeprefix("sidecar-exec-")
+        records = [json.loads(line) for line in log.read_text().splitlines() if line]
+        assert records, log
+        assert all(
+            (r.get("pod"), r.get("executor")) == (f"exec-{executor}", executor) for r in records
+        ), log
+    assert list(kept.glob("spark/work/app-*/*/stderr")), "executor logs are kept"
 
 
 def _processes_mentioning(text: str) -> list[str]:
