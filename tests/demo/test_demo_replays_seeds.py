@@ -7,9 +7,9 @@ operator's code restarts exactly that executor: its JVM is killed, Spark replace
 and retries the lost task -> events flow again, with duplicates from the retry) and a
 full outage (every executor cluster_unreachable -> no restart, alert only), with 0
 lost events in both and exit code 0; every sidecar log line names its executor pod
-(`--keep`); nothing the demo started (Spark JVMs, Python
-workers, sidecars, mock cluster) outlives it; an unknown scenario is a one-line usage
-error (exit 3); no kernel rule is left behind.
+(`--keep`); nothing the demo started (Spark JVMs, Python workers, sidecars, mock
+cluster) outlives it; an unknown scenario is a one-line usage error (exit 3); no
+kernel rule is left behind.
 """
 
 from __future__ import annotations
