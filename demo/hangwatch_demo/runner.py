@@ -37,7 +37,7 @@ from hangwatch_demo.harness import dead_endpoints, sidecar_settings, telemetry_d
 from hangwatch_demo.local_operator import LocalOperator
 from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing
 from hangwatch_demo.sidecars import SidecarFleet, wait_ready
-from hangwatch_demo.spark_cluster import LocalSparkCluster, PipelineJob
+from hangwatch_demo.spark_cluster import TELEMETRY_SUBDIR, LocalSparkCluster, PipelineJob
 from hangwatch_lab import Lab
 from hangwatch_operator.decisions import Decision
 from hangwatch_operator.history import Operation, Outcome
@@ -129,7 +129,8 @@ class _Run:
 def _telemetry(run: _Run) -> list[dict[str, Any]]:
     """Producer telemetry of every executor of the application, live or gone."""
     root = run.cluster.work_root / run.cluster.application_id
-    return [doc for d in sorted(root.glob("*/hangwatch-telemetry")) for doc in telemetry_docs(d)]
+    dirs = sorted(root.glob(f"*/{TELEMETRY_SUBDIR}"))
+    return [doc for d in dirs for doc in telemetry_docs(d)]
 
 
 def _delivering_executors(run: _Run) -> set[str]:

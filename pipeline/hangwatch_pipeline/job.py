@@ -150,7 +150,7 @@ def write_partition(
     ctx = TaskContext.get()
     attempt = ctx.attemptNumber() if ctx is not None else 0
     pacer = Pacer(plan.rate_per_task) if plan.rate_per_task else None
-    conf: dict[str, Any] = dict(expand_environment(plan.producer_conf, os.environ))
+    conf: dict[str, Any] = expand_environment(plan.producer_conf, os.environ)
     if plan.client_logger is not None:
         conf["logger"] = logging.getLogger(plan.client_logger)
     try:

@@ -12,7 +12,7 @@ timestamps, so a restarted sidecar still sees an old hang.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hangwatch_sidecar.evidence import ProducerObservation, TopicPartition
@@ -27,9 +27,9 @@ class _Memory:
     failed: int
     pending_since: float | None
     failing_since: float | None
-    responses: int = 0
     answered_at: float | None = None
-    broker_responses: dict[str, int] | None = None
+    broker_responses: dict[str, int] = field(default_factory=dict)
+    """Responses received per broker, as of the previous document."""
 
 
 def _int(mapping: Mapping[str, Any], key: str) -> int:
@@ -112,18 +112,14 @@ class ProducerTracker:
         waiting, per_broker = unanswered_waits(
             doc.get("stats"), memory.broker_responses if memory is not None else None
         )
-        responses = sum(per_broker.values())
         if memory is None:
             memory = self._first_sight(doc, seq, delivered, failed, pending, now, wall_now)
-            memory.responses = responses
-            memory.broker_responses = per_broker
             self._memory[key] = memory
         else:
             self._update(memory, doc, (seq, delivered, failed, pending), now, wall_now)
-            if responses > memory.responses:
+            if sum(per_broker.values()) > sum(memory.broker_responses.values()):
                 memory.answered_at = now
-            memory.responses = responses
-            memory.broker_responses = per_broker
+        memory.broker_responses = per_broker
         identity = doc.get("identity") or {}
         return ProducerObservation(
             key=key,

@@ -305,10 +305,8 @@ def evaluate(
 
 
 def _broker_reason(broker: Any) -> str:
-    if broker.advertised or broker.node_id is not None:
-        where = "broker"
-    else:
-        where = "bootstrap entry" if broker.in_bootstrap else "broker"
+    never_a_broker = broker.node_id is None and not broker.advertised
+    where = "bootstrap entry" if broker.in_bootstrap and never_a_broker else "broker"
     node = f" (node {broker.node_id})" if broker.node_id is not None else ""
     if broker.node_id is not None and not broker.advertised:
         node = f" (node {broker.node_id}, gone from the cluster's metadata)"
