@@ -5,8 +5,9 @@ sidecar process for the injected container. This module does what the operator d
 each round in a cluster — `status_polling.poll_sidecars` (HTTP `/status` of every
 sidecar), `correlation.correlate`, `decisions.decide` with a real
 `ProducerHealthPolicy` (parsed by `policies.parse_policy`) and the operator's
-`History` — and returns the decisions. The caller carries out `restart` by killing
-the executor JVM, as the operator deletes the pod and Spark replaces it.
+`History`, kept with `history.remember` and `reporting.action_record` — and returns
+the decisions. The caller carries out `restart` by killing the executor JVM, as the
+operator deletes the pod and Spark replaces it.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from typing import Any
 
 import aiohttp
 
+from hangwatch.contracts import Verdict
 from hangwatch_operator.correlation import correlate
 from hangwatch_operator.decisions import Decision, decide
-from hangwatch_operator.history import ActionRecord, History, Outcome
+from hangwatch_operator.history import History, remember
 from hangwatch_operator.policies import Policy, parse_policy, stale_after_seconds
+from hangwatch_operator.reporting import action_record, decision_message
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_operator.status_polling import poll_sidecars
 from hangwatch_operator.watched import WatchedPod
@@ -76,6 +79,10 @@ policy schema refuses `restart` for cluster_unreachable and leader_election). On
 action at a time, 60 s cooldown per executor, at most 6 per application and hour."""
 
 
+POLICY_KEY = "demo/demo"
+"""`namespace/name` of the demo policy (as the operator names a policy in messages)."""
+
+
 def demo_policy() -> Policy:
     return parse_policy(DEMO_POLICY)
 
@@ -102,17 +109,22 @@ class LocalOperator:
             )
 
     def decide(self, reports: Sequence[PodReport], now: float) -> list[Decision]:
-        """The operator's decisions for these pods now."""
-        return decide(correlate(reports), self.policy, self.history, now)
+        """The operator's decisions for these pods now; like the operator's round, it then
+        remembers elections and node faults seen (the election grace counts from them)."""
+        findings = correlate(reports)
+        decisions = decide(findings, self.policy, self.history, now)
+        self.history = remember(
+            self.history,
+            current=decisions,
+            reported=[],
+            records=[],
+            election_seen=bool(findings.with_verdict(Verdict.LEADER_ELECTION)),
+            faulty_nodes=findings.faulty_nodes,
+            now=now,
+        )
+        return decisions
 
     def acted(self, decision: Decision, now: float) -> None:
         """Record that `decision` was carried out (starts its cooldown, counts for rates)."""
-        record = ActionRecord(
-            time=now,
-            operation=decision.operation,
-            verdict=decision.verdict,
-            outcome=Outcome.ACTED,
-            pod=decision.pod.key if decision.pod else None,
-            application_id=decision.pod.application_id if decision.pod else None,
-        )
+        record = action_record(decision, decision_message(decision, POLICY_KEY), now)
         self.history = dataclasses.replace(self.history, records=(record, *self.history.records))
