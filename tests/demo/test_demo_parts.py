@@ -7,7 +7,8 @@ command line carries every setting (parsed back by the sidecar's own parser to t
 same settings); a sidecar's port is read from its "sidecar started" log line (and
 not before); pipeline progress reaches the demo line by line; each scenario's run is
 long enough for its watch, and only S4's producers log client debug lines; the
-table's action cell names restarts, else a suppression, else alerts.
+table's action cell names restarts, else a suppression, else alerts; the local
+operator remembers elections (grace) and its restarts (cooldown) as the operator does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
+from hangwatch.contracts import Verdict
+from hangwatch_demo.local_operator import LocalOperator
 from hangwatch_demo.runner import (
     CONTROL_WATCH_SECONDS,
     RATE_PER_SECOND,
@@ -23,8 +26,10 @@ from hangwatch_demo.runner import (
     job_options,
 )
 from hangwatch_demo.scenarios import SCENARIOS, Timing
-from hangwatch_demo.sidecars import announced_port, sidecar_argv
-from hangwatch_demo.spark_cluster import LineStream, executors_of
+from hangwatch_demo.sidecars import announced_port, executor_pod, sidecar_argv
+from hangwatch_demo.spark_cluster import Executor, LineStream, executors_of
+from hangwatch_operator.history import Operation, Outcome, Suppression
+from hangwatch_operator.sidecar_status import PodReport, SidecarReport
 from hangwatch_sidecar.settings import SidecarSettings, add_arguments, from_args
 
 APP = "app-20261122053206-0000"
@@ -128,3 +133,26 @@ def test_action_cell_names_restarts_then_suppressions_then_alerts() -> None:
     assert cell(["alert exec-1 (producer_hung)", suppressed], []) == suppressed
     both = [("exec-0", "metadata_stale"), ("exec-1", "metadata_stale")]
     assert cell([suppressed], both) == "restart exec-0, exec-1 (metadata_stale)"
+
+
+def test_local_operator_keeps_the_election_grace_like_the_operator() -> None:
+    executor = Executor("0", 1, Path("/tmp/exec-0"))
+    pod = executor_pod(executor, 4040, APP)
+
+    def report(verdict: Verdict) -> PodReport:
+        status = SidecarReport(verdict=verdict, since=0.0, reasons=(), brokers=(), evaluated_ts=0.0)
+        return PodReport(pod=pod, status=status)
+
+    operator = LocalOperator()
+    operator.decide([report(Verdict.LEADER_ELECTION)], now=1000.0)
+    within = operator.decide([report(Verdict.PRODUCER_HUNG)], now=1002.0)
+    restart = next(d for d in within if d.operation is Operation.RESTART)
+    assert restart.outcome is Outcome.SUPPRESSED
+    assert restart.suppression is Suppression.LEADER_ELECTION
+    after = operator.decide([report(Verdict.PRODUCER_HUNG)], now=1010.0)
+    restart = next(d for d in after if d.operation is Operation.RESTART)
+    assert restart.outcome is Outcome.ACTED
+    operator.acted(restart, now=1010.0)
+    again = operator.decide([report(Verdict.PRODUCER_HUNG)], now=1012.0)
+    restart = next(d for d in again if d.operation is Operation.RESTART)
+    assert restart.suppression is Suppression.COOLDOWN, "the restart is remembered"
