@@ -20,10 +20,10 @@ from collections.abc import Callable, Sequence
 from machine import cpu_model
 
 from hangwatch_lab import Lab, netfilter
-from hangwatch_sidecar.metadata_probe import MetadataClient
-from hangwatch_sidecar.probe_settings import Endpoint, ProbeSettings, parse_bootstrap
-from hangwatch_sidecar.probe_tls import tls_context
-from hangwatch_sidecar.probes import advertised_only, probe_cluster, probe_endpoint
+from hangwatch_sidecar.probe.endpoints import advertised_only, probe_cluster, probe_endpoint
+from hangwatch_sidecar.probe.metadata import MetadataClient
+from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings, parse_bootstrap
+from hangwatch_sidecar.probe.tls import tls_context
 
 SETTINGS = ProbeSettings(connect_timeout_ms=1000, request_timeout_ms=1000)
 HEALTHY_RUNS = 20

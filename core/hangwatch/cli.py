@@ -22,7 +22,7 @@ from hangwatch.errors import HangwatchError
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("hangwatch_demo.demo_cli", "replay the seed failures on a local cluster"),
     "lab": ("hangwatch_lab.cli", "run a local Kafka-protocol cluster and inject faults"),
-    "probe": ("hangwatch_sidecar.probe_cli", "probe brokers and metadata once and report"),
+    "probe": ("hangwatch_sidecar.probe.cli", "probe brokers and metadata once and report"),
     "sidecar": ("hangwatch_sidecar.sidecar_cli", "watch brokers and producers next to an executor"),
     "config-check": (
         "hangwatch_pipeline.config_check",

@@ -27,6 +27,7 @@ from hangwatch.contracts import ExitCode
 from hangwatch.errors import UsageError
 from hangwatch_demo.scenarios import DEMO_ORDER, SCENARIOS, Timing
 from hangwatch_lab import netfilter
+from hangwatch_sidecar.probe.metadata import RDKAFKA_LOG
 
 if TYPE_CHECKING:
     from hangwatch_demo.runner import DemoRow
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         args.keep.mkdir(parents=True, exist_ok=True)
     logs.configure("demo", level="WARNING")
     # Failed connects during the faults are the point of the demo, not news.
-    logging.getLogger("hangwatch_sidecar.probes.rdkafka").setLevel(logging.CRITICAL)
+    RDKAFKA_LOG.setLevel(logging.CRITICAL)
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt

@@ -20,14 +20,15 @@ from hangwatch.contracts import ExitCode
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
 from hangwatch.secrets import redact
-from hangwatch_pipeline import rdkafka_conf, timeouts
-from hangwatch_pipeline.client_config import read_properties
-from hangwatch_pipeline.estimates import Estimate, seconds_text
+from hangwatch.time_to_error import models
+from hangwatch.time_to_error.client_config import read_properties
+from hangwatch.time_to_error.estimate import Estimate, seconds_text
+from hangwatch_pipeline import rdkafka_conf
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--client", required=True, choices=list(timeouts.MODELS), help="the producer's client"
+        "--client", required=True, choices=list(models.MODELS), help="the producer's client"
     )
     parser.add_argument(
         "-X",
@@ -138,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.file, args.settings)
     if args.client == "librdkafka":
         rdkafka_conf.validate(config)
-    estimate = timeouts.worst_case(args.client, config, args.brokers, budget_seconds)
+    estimate = models.worst_case(args.client, config, args.brokers, budget_seconds)
     if args.json:
         print(json.dumps(as_json(estimate, budget_seconds, config), indent=2))
     else:

@@ -16,7 +16,7 @@ from typing import Any
 
 from hangwatch import rdkafka
 from hangwatch.secrets import is_secret_key
-from hangwatch_pipeline.estimates import SettingsError
+from hangwatch.time_to_error.estimate import ClientSettingsError
 
 CONF_UNKNOWN = -2
 CONF_INVALID = -1
@@ -88,7 +88,7 @@ def _problem(lib: ctypes.CDLL, conf: int, key: str, value: str) -> str | None:
 
 
 def validate(config: Mapping[str, str]) -> None:
-    """Raise `SettingsError` naming the first property librdkafka refuses (unknown key,
+    """Raise `ClientSettingsError` naming the first property librdkafka refuses (unknown key,
     wrong type, out of range), in the order given."""
     lib = _library()
     conf = lib.rd_kafka_conf_new()
@@ -98,6 +98,6 @@ def validate(config: Mapping[str, str]) -> None:
                 continue
             problem = _problem(lib, conf, key, value)
             if problem is not None:
-                raise SettingsError(problem)
+                raise ClientSettingsError(problem)
     finally:
         lib.rd_kafka_conf_destroy(conf)

@@ -27,11 +27,12 @@ from hangwatch.logs import IDENTITY_ENV
 from hangwatch.secrets import redact
 from hangwatch_sidecar import telemetry_reader
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
-from hangwatch_sidecar.metadata_probe import ClusterMetadata, MetadataClient
 from hangwatch_sidecar.observing import endpoints_to_probe, observe_cluster
-from hangwatch_sidecar.probe_settings import Endpoint, ProbeSettings, parse_bootstrap
-from hangwatch_sidecar.probe_tls import tls_context
-from hangwatch_sidecar.probes import EndpointProbe, probe_endpoint
+from hangwatch_sidecar.probe.endpoints import probe_endpoint
+from hangwatch_sidecar.probe.metadata import MetadataClient
+from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings, parse_bootstrap
+from hangwatch_sidecar.probe.tls import tls_context
+from hangwatch_sidecar.probe.types import ClusterMetadata, EndpointProbe
 from hangwatch_sidecar.settings import SidecarSettings
 from hangwatch_sidecar.state import SidecarState
 from hangwatch_sidecar.tracking import ProducerTracker

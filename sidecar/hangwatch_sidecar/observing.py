@@ -1,9 +1,9 @@
 """Turns probe results into the verdict engine's `ClusterObservation` (pure).
 
 Fed by the loop with the endpoint probes of this round and the latest cluster
-metadata (which may be older: metadata is fetched on a slower cadence). Partitions
-count as leaderless when their leader is -1 or they carry LEADER_NOT_AVAILABLE /
-NOT_LEADER; topics count as leaderless when the topic itself reports such an error.
+metadata (which may be older: metadata is fetched on a slower cadence). Leaderless
+partitions and topics follow the one definition in `probe.types` (`is_leaderless`,
+`ELECTION_ERRORS`), which `hangwatch probe` uses too.
 """
 
 from __future__ import annotations
@@ -11,13 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation, TopicPartition
-from hangwatch_sidecar.metadata_probe import ClusterMetadata
-from hangwatch_sidecar.probe_settings import Endpoint
-from hangwatch_sidecar.probes import EndpointProbe
-
-ELECTION_ERRORS = frozenset(
-    {"LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION", "NOT_LEADER_OR_FOLLOWER"}
-)
+from hangwatch_sidecar.probe.settings import Endpoint
+from hangwatch_sidecar.probe.types import ELECTION_ERRORS, ClusterMetadata, EndpointProbe
 
 
 def _latency_ms(probe: EndpointProbe) -> float | None:
@@ -63,7 +58,7 @@ def observe_cluster(
             leaderless_topics.add(topic.name)
         for part in topic.partitions:
             leaders[(topic.name, part.partition)] = part.leader
-            if part.leader < 0 or part.error in ELECTION_ERRORS:
+            if part.leaderless:
                 leaderless.add((topic.name, part.partition))
     return ClusterObservation(
         at=at,

@@ -17,6 +17,7 @@ from hangwatch.contracts import ExitCode
 from hangwatch.errors import UsageError
 from hangwatch_sidecar.lifecycle import ExecutorWatch
 from hangwatch_sidecar.loop import SidecarLoop
+from hangwatch_sidecar.probe.metadata import RDKAFKA_LOG
 from hangwatch_sidecar.server import StatusServer
 from hangwatch_sidecar.settings import add_arguments, from_args
 
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         # A failing broker is already in the verdict, /status and metrics; the probe
         # client's own connection errors would repeat it every round (debug shows them).
-        logging.getLogger("hangwatch_sidecar.probes.rdkafka").setLevel(logging.CRITICAL)
+        RDKAFKA_LOG.setLevel(logging.CRITICAL)
     loop = SidecarLoop(settings)
     stale_after = (
         3 * settings.probe_interval_seconds

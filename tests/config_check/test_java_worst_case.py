@@ -11,36 +11,36 @@ from __future__ import annotations
 
 import pytest
 
-from hangwatch_pipeline import java_timeouts
-from hangwatch_pipeline.estimates import SettingsError
+from hangwatch.time_to_error import java
+from hangwatch.time_to_error.estimate import ClientSettingsError, worst_case_of
 
 
 def test_defaults_are_max_block_plus_delivery_timeout() -> None:
-    estimate = java_timeouts.worst_case({}, brokers=1)
+    estimate = worst_case_of(java, {}, brokers=1)
     assert estimate.total_seconds == 180
     assert estimate.formula == "max.block.ms + delivery.timeout.ms"
 
 
 def test_explicit_values() -> None:
     config = {"max.block.ms": "5000", "delivery.timeout.ms": "20000", "request.timeout.ms": "10000"}
-    assert java_timeouts.worst_case(config, brokers=1).total_seconds == 25
+    assert worst_case_of(java, config, brokers=1).total_seconds == 25
 
 
 def test_default_delivery_timeout_is_raised_to_linger_plus_request_timeout() -> None:
     config = {"request.timeout.ms": "150000", "linger.ms": "100"}
-    estimate = java_timeouts.worst_case(config, brokers=1)
+    estimate = worst_case_of(java, config, brokers=1)
     assert estimate.total_seconds == pytest.approx(60 + 150.1)
     assert "raised to linger.ms + request.timeout.ms" in estimate.terms[1].values
 
 
 def test_explicit_delivery_timeout_below_request_timeout_is_refused() -> None:
     config = {"delivery.timeout.ms": "20000", "request.timeout.ms": "30000"}
-    with pytest.raises(SettingsError, match=r"delivery\.timeout\.ms \(20000 ms\) must be >="):
-        java_timeouts.worst_case(config, brokers=1)
+    with pytest.raises(ClientSettingsError, match=r"delivery\.timeout\.ms \(20000 ms\) must be >="):
+        worst_case_of(java, config, brokers=1)
 
 
 def test_int32_max_delivery_timeout_is_unbounded() -> None:
-    estimate = java_timeouts.worst_case({"delivery.timeout.ms": "2147483647"}, brokers=1)
+    estimate = worst_case_of(java, {"delivery.timeout.ms": "2147483647"}, brokers=1)
     assert estimate.unbounded
 
 
@@ -51,10 +51,10 @@ def test_spark_prefix_and_security_keys_are_accepted() -> None:
         "kafka.sasl.jaas.config": "org.apache...PlainLoginModule required;",
         "ssl.truststore.location": "/etc/kafka/truststore.jks",
     }
-    assert java_timeouts.worst_case(config, brokers=2).total_seconds == 90
+    assert worst_case_of(java, config, brokers=2).total_seconds == 90
 
 
 def test_idempotence_defaults_on_unless_acks_conflict() -> None:
-    assert java_timeouts.parse_settings({}).idempotent
-    assert not java_timeouts.parse_settings({"acks": "1"}).idempotent
-    assert java_timeouts.parse_settings({"acks": "1", "enable.idempotence": "true"}).idempotent
+    assert java.parse_settings({}).idempotent
+    assert not java.parse_settings({"acks": "1"}).idempotent
+    assert java.parse_settings({"acks": "1", "enable.idempotence": "true"}).idempotent

@@ -12,8 +12,9 @@ import time
 
 from confluent_kafka import KafkaError, Message, Producer
 
+from hangwatch.time_to_error import librdkafka
+from hangwatch.time_to_error.estimate import worst_case_of
 from hangwatch_lab import Lab
-from hangwatch_pipeline import librdkafka_timeouts
 
 MESSAGE_TIMEOUT_MS = 3000
 POLL_SECONDS = 0.02
@@ -26,7 +27,7 @@ def test_delivery_errors_arrive_within_the_modelled_worst_case(
     lab: Lab, kernel_faults: None
 ) -> None:
     config = {"bootstrap.servers": lab.bootstrap, "message.timeout.ms": str(MESSAGE_TIMEOUT_MS)}
-    worst = librdkafka_timeouts.worst_case(config, brokers=3).total_seconds
+    worst = worst_case_of(librdkafka, config, brokers=3).total_seconds
     producer = Producer({**config, "log_level": "0"})
     warm: list[KafkaError | None] = []
     producer.produce("t", b"warm", on_delivery=lambda err, _msg: warm.append(err))

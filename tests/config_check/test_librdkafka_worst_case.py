@@ -11,30 +11,31 @@ from __future__ import annotations
 
 import math
 
-from hangwatch_pipeline import librdkafka_timeouts, timeouts
+from hangwatch.time_to_error import librdkafka, models
+from hangwatch.time_to_error.estimate import worst_case_of
 
 
 def test_defaults_are_five_minutes_and_the_scan() -> None:
-    estimate = librdkafka_timeouts.worst_case({}, brokers=1)
+    estimate = worst_case_of(librdkafka, {}, brokers=1)
     assert estimate.total_seconds == 301
     assert estimate.formula == "message.timeout.ms + expiry scan interval"
 
 
 def test_delivery_timeout_is_an_alias_and_the_later_wins() -> None:
     first = {"message.timeout.ms": "5000", "delivery.timeout.ms": "20000"}
-    assert librdkafka_timeouts.worst_case(first, brokers=1).total_seconds == 21
+    assert worst_case_of(librdkafka, first, brokers=1).total_seconds == 21
     second = {"delivery.timeout.ms": "20000", "message.timeout.ms": "5000"}
-    assert librdkafka_timeouts.worst_case(second, brokers=1).total_seconds == 6
+    assert worst_case_of(librdkafka, second, brokers=1).total_seconds == 6
 
 
 def test_transactional_producer_follows_transaction_timeout() -> None:
-    estimate = librdkafka_timeouts.worst_case({"transactional.id": "tx"}, brokers=1)
+    estimate = worst_case_of(librdkafka, {"transactional.id": "tx"}, brokers=1)
     assert estimate.total_seconds == 61
     assert estimate.terms[0].keys == ("transaction.timeout.ms",)
 
 
 def test_zero_message_timeout_is_unbounded() -> None:
-    estimate = librdkafka_timeouts.worst_case({"message.timeout.ms": "0"}, brokers=1)
+    estimate = worst_case_of(librdkafka, {"message.timeout.ms": "0"}, brokers=1)
     assert estimate.unbounded
     assert math.isinf(estimate.total_seconds)
     assert estimate.exceeds(10**9)
@@ -48,15 +49,15 @@ def test_retries_and_socket_timeouts_do_not_move_the_figure() -> None:
         "socket.connection.setup.timeout.ms": "120000",
         "retry.backoff.ms": "5000",
     }
-    assert librdkafka_timeouts.worst_case(config, brokers=3).total_seconds == 11
+    assert worst_case_of(librdkafka, config, brokers=3).total_seconds == 11
 
 
 def test_broker_count_from_bootstrap_entries_or_flag() -> None:
     listed = {"bootstrap.servers": "a:9092, b:9092,a:9092,c:9092"}
-    assert timeouts.worst_case("librdkafka", listed).brokers == 3
+    assert models.worst_case("librdkafka", listed).brokers == 3
     legacy = {"metadata.broker.list": "a:9092,b:9092"}
-    assert timeouts.worst_case("librdkafka", legacy).brokers == 2
-    flagged = timeouts.worst_case("librdkafka", listed, brokers=6)
+    assert models.worst_case("librdkafka", legacy).brokers == 2
+    flagged = models.worst_case("librdkafka", listed, brokers=6)
     assert flagged.brokers == 6
     assert flagged.assumptions[0].startswith("6 broker(s) blackholed, from --brokers")
-    assert timeouts.worst_case("librdkafka", {}).brokers == 1
+    assert models.worst_case("librdkafka", {}).brokers == 1

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from hangwatch_pipeline import sarama_timeouts, timeouts
+from hangwatch.time_to_error import models, sarama
+from hangwatch.time_to_error.estimate import worst_case_of
 from tests.config_check.helpers import run_cli
 
 FIRST_LINE = "worst case until a send reports an error"
@@ -20,7 +21,7 @@ SEED_S0 = {"Net.WriteTimeout": "3s", "Producer.Retry.Max": "1", "Producer.Timeou
 
 
 def test_one_broker_is_write_timeout_plus_four_dial_timeouts() -> None:
-    estimate = sarama_timeouts.worst_case(SEED_S0, brokers=1)
+    estimate = worst_case_of(sarama, SEED_S0, brokers=1)
     by_name = {t.name: t.seconds for t in estimate.terms}
     assert by_name["in-flight produce fails"] + by_name["metadata refresh connects"] == 123
     assert by_name["metadata refresh connects"] == 4 * 30
@@ -28,14 +29,14 @@ def test_one_broker_is_write_timeout_plus_four_dial_timeouts() -> None:
 
 
 def test_no_retry_reports_after_the_write_timeout() -> None:
-    estimate = sarama_timeouts.worst_case({**SEED_S0, "Producer.Retry.Max": "0"}, brokers=1)
+    estimate = worst_case_of(sarama, {**SEED_S0, "Producer.Retry.Max": "0"}, brokers=1)
     assert estimate.total_seconds == 3
     assert estimate.formula == "Net.WriteTimeout"
 
 
 def test_three_blackholed_brokers_stay_silent_longer_than_observed() -> None:
     config = {**SEED_S0, "Addrs": "k1:9092,k2:9092,k3:9092"}
-    estimate = timeouts.worst_case("sarama", config)
+    estimate = models.worst_case("sarama", config)
     assert estimate.brokers == 3
     assert estimate.total_seconds > 195
     assert estimate.total_seconds == pytest.approx(3 + 0.1 + 4 * 3 * 30 + 3 * 0.25)
@@ -43,18 +44,18 @@ def test_three_blackholed_brokers_stay_silent_longer_than_observed() -> None:
 
 
 def test_more_producer_retries_do_not_add_refreshes() -> None:
-    once = sarama_timeouts.worst_case(SEED_S0, brokers=3)
-    many = sarama_timeouts.worst_case({**SEED_S0, "Producer.Retry.Max": "10"}, brokers=3)
+    once = worst_case_of(sarama, SEED_S0, brokers=3)
+    many = worst_case_of(sarama, {**SEED_S0, "Producer.Retry.Max": "10"}, brokers=3)
     assert many.total_seconds == once.total_seconds
 
 
 def test_metadata_retries_set_the_number_of_walks() -> None:
-    estimate = sarama_timeouts.worst_case({**SEED_S0, "Metadata.Retry.Max": "1"}, brokers=2)
+    estimate = worst_case_of(sarama, {**SEED_S0, "Metadata.Retry.Max": "1"}, brokers=2)
     assert estimate.total_seconds == pytest.approx(3 + 0.1 + 2 * 2 * 30 + 1 * 0.25)
 
 
 def test_metadata_timeout_cuts_the_refresh_after_one_more_connect() -> None:
-    estimate = sarama_timeouts.worst_case({**SEED_S0, "Metadata.Timeout": "45s"}, brokers=3)
+    estimate = worst_case_of(sarama, {**SEED_S0, "Metadata.Timeout": "45s"}, brokers=3)
     assert estimate.total_seconds == pytest.approx(3 + 0.1 + 45 + 30)
     assert "Metadata.Timeout" in estimate.formula
 

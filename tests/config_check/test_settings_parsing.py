@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from hangwatch.properties import parse_assignments
-from hangwatch_pipeline import sarama_timeouts
-from hangwatch_pipeline.client_config import (
+from hangwatch.time_to_error import sarama
+from hangwatch.time_to_error.client_config import (
     address_count,
     go_duration_seconds,
     parse_properties,
@@ -62,7 +62,7 @@ def test_x_assignments_keep_text_after_first_equals() -> None:
 
 
 def test_sarama_keys_are_case_insensitive_and_bootstrap_means_addrs() -> None:
-    canonical = sarama_timeouts.canonical({"net.dialtimeout": "5s", "bootstrap.servers": "a:1"})
+    canonical = sarama.canonical({"net.dialtimeout": "5s", "bootstrap.servers": "a:1"})
     assert canonical == {"Net.DialTimeout": "5s", "Addrs": "a:1"}
 
 

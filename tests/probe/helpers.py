@@ -7,9 +7,10 @@ import subprocess
 import sys
 
 from hangwatch_lab import Lab
-from hangwatch_sidecar.probe_report import Assessment, EndpointRow, assess
-from hangwatch_sidecar.probe_settings import Endpoint, ProbeSettings, parse_bootstrap
-from hangwatch_sidecar.probes import ProbeResult, probe_cluster
+from hangwatch_sidecar.probe.endpoints import probe_cluster
+from hangwatch_sidecar.probe.report import EndpointRow, ProbeAssessment, assess
+from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings, parse_bootstrap
+from hangwatch_sidecar.probe.types import ProbeResult
 
 CONNECT_MS = 800
 REQUEST_MS = 800
@@ -21,7 +22,7 @@ FAST_FLAGS = ["--connect-timeout-ms", str(CONNECT_MS), "--request-timeout-ms", s
 
 def probe_lab(
     lab: Lab, topics: tuple[str, ...] = (), settings: ProbeSettings = FAST, extra: str = ""
-) -> tuple[ProbeResult, Assessment]:
+) -> tuple[ProbeResult, ProbeAssessment]:
     """Probe the lab's bootstrap list (plus `extra` entries) and judge the result."""
     text = lab.bootstrap + (f",{extra}" if extra else "")
     result = probe_cluster(parse_bootstrap(text), topics, settings)
@@ -32,13 +33,13 @@ def broker_endpoint(lab: Lab, broker: int) -> Endpoint:
     return Endpoint(lab.brokers[broker].host, lab.brokers[broker].port)
 
 
-def row(assessment: Assessment, endpoint: Endpoint) -> EndpointRow:
+def row(assessment: ProbeAssessment, endpoint: Endpoint) -> EndpointRow:
     """The row of `endpoint` (exactly one must exist)."""
     (found,) = [r for r in assessment.rows if r.probe.endpoint == endpoint]
     return found
 
 
-def codes(assessment: Assessment) -> set[str]:
+def codes(assessment: ProbeAssessment) -> set[str]:
     return {f.code for f in assessment.findings}
 
 

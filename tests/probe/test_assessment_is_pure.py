@@ -19,18 +19,20 @@ from dataclasses import replace
 from confluent_kafka import KafkaError
 
 from hangwatch.contracts import ExitCode, Reachability
-from hangwatch_sidecar.metadata_probe import (
+from hangwatch_sidecar.probe.endpoints import api_versions_request
+from hangwatch_sidecar.probe.metadata import classify_client_error
+from hangwatch_sidecar.probe.report import Health, Severity, assess
+from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings, parse_bootstrap
+from hangwatch_sidecar.probe.types import (
     BrokerInfo,
     ClientError,
     ClusterMetadata,
+    EndpointProbe,
     MetadataProbe,
     PartitionState,
+    ProbeResult,
     TopicState,
-    classify_client_error,
 )
-from hangwatch_sidecar.probe_report import Health, Severity, assess
-from hangwatch_sidecar.probe_settings import Endpoint, ProbeSettings, parse_bootstrap
-from hangwatch_sidecar.probes import EndpointProbe, ProbeResult, api_versions_request
 
 B1, B2 = Endpoint("10.0.0.1", 9092), Endpoint("10.0.0.2", 9092)
 LB = Endpoint("kafka.example.com", 9092)

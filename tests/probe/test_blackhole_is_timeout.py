@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from hangwatch.contracts import ExitCode, Reachability
 from hangwatch_lab import Lab
-from hangwatch_sidecar.probe_report import Health, Severity
+from hangwatch_sidecar.probe.report import Health, Severity
 
 from .helpers import CONNECT_MS, REQUEST_MS, broker_endpoint, codes, probe_lab, row
 

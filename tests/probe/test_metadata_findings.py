@@ -19,9 +19,9 @@ import time
 
 from hangwatch.contracts import ExitCode, Reachability
 from hangwatch_lab import Lab
-from hangwatch_sidecar.probe_report import Health, assess
-from hangwatch_sidecar.probe_settings import Endpoint, parse_bootstrap
-from hangwatch_sidecar.probes import probe_cluster
+from hangwatch_sidecar.probe.endpoints import probe_cluster
+from hangwatch_sidecar.probe.report import Health, assess
+from hangwatch_sidecar.probe.settings import Endpoint, parse_bootstrap
 
 from .helpers import FAST, broker_endpoint, codes, probe_lab, refused_port, row
 

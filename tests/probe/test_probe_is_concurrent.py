@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from hangwatch.contracts import Reachability
 from hangwatch_lab import Lab
-from hangwatch_sidecar.probe_report import assess
-from hangwatch_sidecar.probe_settings import parse_bootstrap
-from hangwatch_sidecar.probes import probe_cluster
+from hangwatch_sidecar.probe.endpoints import probe_cluster
+from hangwatch_sidecar.probe.report import assess
+from hangwatch_sidecar.probe.settings import parse_bootstrap
 
 from .helpers import (
     CONNECT_MS,

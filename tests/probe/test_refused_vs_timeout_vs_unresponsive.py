@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from hangwatch.contracts import Reachability
 from hangwatch_lab import Lab
-from hangwatch_sidecar.probe_settings import Endpoint
+from hangwatch_sidecar.probe.settings import Endpoint
 
 from .helpers import CONNECT_MS, REQUEST_MS, broker_endpoint, codes, probe_lab, row
 

@@ -19,7 +19,7 @@ import pytest
 
 from hangwatch.contracts import ExitCode, Reachability
 from hangwatch_lab import Lab
-from hangwatch_sidecar.probe_settings import ProbeSettings
+from hangwatch_sidecar.probe.settings import ProbeSettings
 
 from .helpers import FAST_FLAGS, probe_lab, run_cli
 

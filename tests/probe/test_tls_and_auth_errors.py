@@ -28,10 +28,11 @@ import pytest
 
 from hangwatch.contracts import ExitCode, Reachability
 from hangwatch_lab import Lab
-from hangwatch_sidecar.probe_report import assess
-from hangwatch_sidecar.probe_settings import Endpoint, ProbeSettings
-from hangwatch_sidecar.probe_tls import tls_context
-from hangwatch_sidecar.probes import EndpointProbe, probe_endpoint
+from hangwatch_sidecar.probe.endpoints import probe_endpoint
+from hangwatch_sidecar.probe.report import assess
+from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings
+from hangwatch_sidecar.probe.tls import tls_context
+from hangwatch_sidecar.probe.types import EndpointProbe
 
 from .helpers import probe_lab
 

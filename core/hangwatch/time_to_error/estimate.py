@@ -1,16 +1,20 @@
 """What a time-to-error model returns: the worst case, its terms, and what it assumes.
 
-The per-client models (`librdkafka_timeouts`, `java_timeouts`, `sarama_timeouts`)
-build an `Estimate` from a producer configuration; `config_check` prints it. The
-findings shared by every client (a dead broker stalling metadata refreshes, retries
-or an unbounded overall cap over the budget) are built here so each model words them
-the same way.
+Each per-client model (`librdkafka`, `java`, `sarama`) is a module with the same
+functions (`ClientModel`); `worst_case_of(model, config, brokers)` is the one place that
+turns a configuration into an `Estimate` with any of them. `hangwatch config-check`
+prints it and the sidecar compares it with a policy's time-to-error budget. The
+findings shared by every client (a dead broker stalling metadata refreshes, retries or
+an unbounded overall cap over the budget) are built here so each model words them the
+same way.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from hangwatch.errors import UsageError
 
@@ -18,7 +22,7 @@ INT32_MAX = 2_147_483_647
 """Kafka clients' "unlimited" for retries and for millisecond timeouts."""
 
 
-class SettingsError(UsageError):
+class ClientSettingsError(UsageError):
     """A producer setting is missing its value, malformed, or refused by the client."""
 
 
@@ -46,7 +50,7 @@ class Term:
 
 
 @dataclass(frozen=True)
-class Finding:
+class ConfigFinding:
     """A risky setting: a stable `code` and one sentence saying why and what to change."""
 
     code: str
@@ -61,7 +65,7 @@ class Estimate:
     brokers: int
     terms: tuple[Term, ...]
     assumptions: tuple[str, ...] = ()
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[ConfigFinding, ...] = ()
     notes: tuple[str, ...] = ()
     """Risks the configuration cannot show (application code, client bugs)."""
 
@@ -96,7 +100,7 @@ def seconds_text(seconds: float) -> str:
 
 def dead_broker_refresh(
     brokers: int, stall_text: str, interval_seconds: float | None, interval_key: str, how: str
-) -> tuple[Finding, ...]:
+) -> tuple[ConfigFinding, ...]:
     """Seed S3: with several brokers, a blackholed one can stall each metadata refresh.
 
     `stall_text` says how long one stall lasts (a connect timeout and its key);
@@ -115,7 +119,7 @@ def dead_broker_refresh(
         f"metadata refresh for {stall_text}, {often}; {how} A closed port fails in about a "
         "second, a dead IP waits the whole connect timeout (seed S3)."
     )
-    return (Finding(Code.METADATA_REFRESH_DEAD_BROKER, message),)
+    return (ConfigFinding(Code.METADATA_REFRESH_DEAD_BROKER, message),)
 
 
 def retries_over_budget(
@@ -124,7 +128,7 @@ def retries_over_budget(
     total_seconds: float,
     budget_seconds: float | None,
     cap_text: str,
-) -> tuple[Finding, ...]:
+) -> tuple[ConfigFinding, ...]:
     """Retries times per-attempt timeouts over the budget, when nothing caps them below it.
 
     Not raised when the overall cap is unbounded: `unbounded-wait` already says so.
@@ -140,7 +144,7 @@ def retries_over_budget(
         f"{chain_text} = {seconds_text(retry_chain_seconds)}, over the "
         f"{seconds_text(budget_seconds)} budget; {cap_text}"
     )
-    return (Finding(Code.RETRIES_EXCEED_BUDGET, message),)
+    return (ConfigFinding(Code.RETRIES_EXCEED_BUDGET, message),)
 
 
 def unlimited_idempotent_retries(
@@ -149,7 +153,7 @@ def unlimited_idempotent_retries(
     cap_key: str,
     cap_seconds: float,
     budget_seconds: float | None,
-) -> tuple[Finding, ...]:
+) -> tuple[ConfigFinding, ...]:
     """Idempotence with unlimited retries: only the overall cap ends a send — flag it when
     that cap is disabled or over the budget."""
     if not idempotent or retries < INT32_MAX:
@@ -162,4 +166,44 @@ def unlimited_idempotent_retries(
         f"idempotence is on with unlimited retries ({INT32_MAX}): only {cap_key} ends a send, "
         f"and it is {cap}; set {cap_key} below the budget"
     )
-    return (Finding(Code.IDEMPOTENCE_UNBOUNDED_RETRIES, message),)
+    return (ConfigFinding(Code.IDEMPOTENCE_UNBOUNDED_RETRIES, message),)
+
+
+class ClientModel(Protocol):
+    """What each per-client model module provides (settings objects are the model's own)."""
+
+    CLIENT: str
+    BOOTSTRAP_KEY: str
+
+    def canonical(self, config: Mapping[str, str]) -> dict[str, str]: ...
+
+    def parse_settings(self, config: Mapping[str, str]) -> Any: ...
+
+    def terms(self, s: Any, brokers: int) -> tuple[Term, ...]: ...
+
+    def assumptions(self, s: Any, brokers: int) -> tuple[str, ...]: ...
+
+    def findings(
+        self, s: Any, parts: tuple[Term, ...], brokers: int, budget_seconds: float | None
+    ) -> tuple[ConfigFinding, ...]: ...
+
+    def notes(self, s: Any) -> tuple[str, ...]: ...
+
+
+def worst_case_of(
+    model: ClientModel,
+    config: Mapping[str, str],
+    brokers: int,
+    budget_seconds: float | None = None,
+) -> Estimate:
+    """`model`'s worst-case seconds until a send reports an error with `brokers` blackholed."""
+    s = model.parse_settings(config)
+    parts = model.terms(s, brokers)
+    return Estimate(
+        client=model.CLIENT,
+        brokers=brokers,
+        terms=parts,
+        assumptions=model.assumptions(s, brokers),
+        findings=model.findings(s, parts, brokers, budget_seconds),
+        notes=model.notes(s),
+    )

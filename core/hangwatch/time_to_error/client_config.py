@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from hangwatch.secrets import REDACTED, is_secret_key
-from hangwatch_pipeline.estimates import SettingsError
+from hangwatch.time_to_error.estimate import ClientSettingsError
 
 _PROPERTY_LINE = re.compile(r"^([^=:\s]+)\s*(?:[=:]|\s)\s*(.*)$")
 _GO_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
@@ -48,7 +48,9 @@ def parse_properties(lines: Sequence[str], source: str) -> dict[str, str]:
             continue
         match = _PROPERTY_LINE.match(line)
         if match is None:
-            raise SettingsError(f"{source}:{number}: expected key=value, got {line.split()[0]!r}")
+            raise ClientSettingsError(
+                f"{source}:{number}: expected key=value, got {line.split()[0]!r}"
+            )
         config[match.group(1)] = match.group(2).strip()
     return config
 
@@ -58,9 +60,11 @@ def read_properties(path: Path) -> dict[str, str]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SettingsError(f"--file {path}: no such file") from None
+        raise ClientSettingsError(f"--file {path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"--file {path}: cannot read ({exc.__class__.__name__})") from None
+        raise ClientSettingsError(
+            f"--file {path}: cannot read ({exc.__class__.__name__})"
+        ) from None
     return parse_properties(text.splitlines(), str(path))
 
 
@@ -83,7 +87,7 @@ def canonical_keys(
             continue
         spelled = by_lower.get(key.lower())
         if spelled is None:
-            raise SettingsError(unknown_key_message(key, [*known, *aliases], client))
+            raise ClientSettingsError(unknown_key_message(key, [*known, *aliases], client))
         result[aliases.get(spelled, spelled)] = value
     return result
 
@@ -104,9 +108,9 @@ def integer(config: Mapping[str, str], key: str, default: int, minimum: int = 0)
     try:
         value = int(text.strip())
     except ValueError:
-        raise SettingsError(f"{key}: expected an integer, got {shown(key, text)}") from None
+        raise ClientSettingsError(f"{key}: expected an integer, got {shown(key, text)}") from None
     if value < minimum:
-        raise SettingsError(f"{key}: must be >= {minimum}, got {value}")
+        raise ClientSettingsError(f"{key}: must be >= {minimum}, got {value}")
     return value
 
 
@@ -120,7 +124,7 @@ def boolean(config: Mapping[str, str], key: str, default: bool) -> bool:
         return True
     if word.lower() == "false" or word in _GO_FALSE:
         return False
-    raise SettingsError(f"{key}: expected true or false, got {shown(key, text)}")
+    raise ClientSettingsError(f"{key}: expected true or false, got {shown(key, text)}")
 
 
 def go_duration_seconds(text: str) -> float:
@@ -145,12 +149,12 @@ def duration(config: Mapping[str, str], key: str, default: str, positive: bool =
     try:
         seconds = go_duration_seconds(text)
     except ValueError:
-        raise SettingsError(
+        raise ClientSettingsError(
             f"{key}: expected a Go duration such as 30s, 100ms or 1m30s, got {shown(key, text)}"
         ) from None
     if seconds < 0 or (positive and seconds == 0):
         bound = "> 0" if positive else ">= 0"
-        raise SettingsError(f"{key}: must be {bound}, got {text.strip()!r}")
+        raise ClientSettingsError(f"{key}: must be {bound}, got {text.strip()!r}")
     return seconds
 
 

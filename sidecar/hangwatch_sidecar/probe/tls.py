@@ -1,6 +1,6 @@
 """TLS for the raw per-broker probe, configured from the same ssl.* properties librdkafka reads.
 
-Fed by `probes.probe_cluster` (and the benchmark) with the probe's `ProbeSettings`; the
+Fed by `endpoints.probe_cluster` (and the benchmark) with the probe's `ProbeSettings`; the
 `SSLContext` it returns wraps each probe socket when security.protocol is SSL or
 SASL_SSL. A property that cannot be loaded (missing CA file, wrong key password) is a
 `ProbeConfigError` naming the property, with secret values scrubbed.
@@ -12,7 +12,7 @@ import os
 import ssl
 import tempfile
 
-from hangwatch_sidecar.probe_settings import ProbeConfigError, ProbeSettings
+from hangwatch_sidecar.probe.settings import ProbeConfigError, ProbeSettings
 
 _ERRORS = (OSError, ssl.SSLError, ValueError)
 

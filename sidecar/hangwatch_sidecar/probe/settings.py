@@ -2,7 +2,7 @@
 
 Fed by `hangwatch probe` (command-line flags and `-X` properties) and by the sidecar
 (policy bootstrap, timeouts and the Secret-backed client configuration). Used by
-`probes` (per-broker probes) and `metadata_probe` (the metadata client). Invalid input
+`endpoints` (per-broker probes) and `metadata` (the metadata client). Invalid input
 raises `ProbeConfigError`, which the command line turns into one line and exit code 3.
 """
 

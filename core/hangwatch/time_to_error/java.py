@@ -18,13 +18,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hangwatch_pipeline.client_config import boolean, canonical_keys, integer
-from hangwatch_pipeline.estimates import (
+from hangwatch.time_to_error.client_config import boolean, canonical_keys, integer
+from hangwatch.time_to_error.estimate import (
     INT32_MAX,
+    ClientSettingsError,
     Code,
-    Estimate,
-    Finding,
-    SettingsError,
+    ConfigFinding,
     Term,
     dead_broker_refresh,
     retries_over_budget,
@@ -145,7 +144,7 @@ def _delivery_timeout(c: Mapping[str, str], linger_ms: int, request_ms: int) -> 
     if delivery_ms >= INT32_MAX or delivery_ms >= floor_ms:
         return delivery_ms, False
     if "delivery.timeout.ms" in c:
-        raise SettingsError(
+        raise ClientSettingsError(
             f"delivery.timeout.ms ({delivery_ms} ms) must be >= linger.ms + request.timeout.ms "
             f"({floor_ms} ms): the Java producer refuses this configuration"
         )
@@ -188,7 +187,7 @@ def _ms_text(seconds: float) -> str:
     return "unlimited" if math.isinf(seconds) else f"{round(seconds * 1000)} ms"
 
 
-def terms(s: JavaSettings) -> tuple[Term, ...]:
+def terms(s: JavaSettings, brokers: int) -> tuple[Term, ...]:
     """send() blocking for metadata, then the record's delivery deadline."""
     block = Term(
         "send() blocks for metadata or buffer",
@@ -208,7 +207,7 @@ def terms(s: JavaSettings) -> tuple[Term, ...]:
     return (block, delivery)
 
 
-def assumptions(s: JavaSettings) -> tuple[str, ...]:
+def assumptions(s: JavaSettings, brokers: int) -> tuple[str, ...]:
     """What the Java model takes for granted, printed with every estimate."""
     return (
         "Java KafkaProducer, kafka-clients >= 2.1 (delivery.timeout.ms); defaults of the 3.x "
@@ -222,7 +221,7 @@ def assumptions(s: JavaSettings) -> tuple[str, ...]:
     )
 
 
-def _unbounded(s: JavaSettings) -> tuple[Finding, ...]:
+def _unbounded(s: JavaSettings) -> tuple[ConfigFinding, ...]:
     found = []
     for key, seconds in (
         ("max.block.ms", s.max_block_seconds),
@@ -233,14 +232,15 @@ def _unbounded(s: JavaSettings) -> tuple[Finding, ...]:
                 f"{key} >= {INT32_MAX} ms (24.8 days) is effectively unbounded: "
                 "a send to a blackholed cluster never reports"
             )
-            found.append(Finding(Code.UNBOUNDED_WAIT, message))
+            found.append(ConfigFinding(Code.UNBOUNDED_WAIT, message))
     return tuple(found)
 
 
 def findings(
-    s: JavaSettings, total: float, brokers: int, budget_seconds: float | None
-) -> tuple[Finding, ...]:
-    """Risky settings of this configuration (worst case `total` seconds), worst first."""
+    s: JavaSettings, parts: tuple[Term, ...], brokers: int, budget_seconds: float | None
+) -> tuple[ConfigFinding, ...]:
+    """Risky settings of this configuration (worst case: the sum of `parts`), worst first."""
+    total = sum(t.seconds for t in parts)
     chain = (s.retries + 1) * s.request_timeout_seconds + s.retries * s.retry_backoff_seconds
     return (
         *_unbounded(s),
@@ -272,7 +272,7 @@ def findings(
     )
 
 
-NOTES = (
+_NOTES = (
     "a delivery callback that calls send().get() (or blocks otherwise) runs on the producer's "
     "only I/O thread: it waits on itself forever and every later send() fails after "
     "max.block.ms (seed S4); no setting shows that",
@@ -280,18 +280,6 @@ NOTES = (
 )
 
 
-def worst_case(
-    config: Mapping[str, str], brokers: int, budget_seconds: float | None = None
-) -> Estimate:
-    """Worst-case seconds until send() throws or its callback gets an error, `brokers` down."""
-    s = parse_settings(config)
-    parts = terms(s)
-    total = sum(t.seconds for t in parts)
-    return Estimate(
-        client=CLIENT,
-        brokers=brokers,
-        terms=parts,
-        assumptions=assumptions(s),
-        findings=findings(s, total, brokers, budget_seconds),
-        notes=NOTES,
-    )
+def notes(s: JavaSettings) -> tuple[str, ...]:
+    """Risks no Java setting shows (the same for every configuration)."""
+    return _NOTES

@@ -1,8 +1,8 @@
 """`hangwatch probe`: probe brokers and cluster metadata once, print what is wrong, exit.
 
 Registered by the `hangwatch` dispatcher (`hangwatch.cli`). Thin: it turns flags into a
-bootstrap list, topics and `ProbeSettings`, calls `probes.probe_cluster`, judges the
-result with `probe_report.assess` and prints `probe_output`'s text or JSON. Exit code 0
+bootstrap list, topics and `ProbeSettings`, calls `endpoints.probe_cluster`, judges the
+result with `report.assess` and prints `output`'s text or JSON. Exit code 0
 healthy, 1 degraded, 2 unavailable; invalid input raises `UsageError` (exit 3).
 """
 
@@ -13,10 +13,10 @@ import json
 import sys
 
 from hangwatch.properties import parse_assignments
-from hangwatch_sidecar.probe_output import render_text, to_document
-from hangwatch_sidecar.probe_report import assess
-from hangwatch_sidecar.probe_settings import ProbeSettings, parse_bootstrap
-from hangwatch_sidecar.probes import probe_cluster
+from hangwatch_sidecar.probe.endpoints import probe_cluster
+from hangwatch_sidecar.probe.output import render_text, to_document
+from hangwatch_sidecar.probe.report import assess
+from hangwatch_sidecar.probe.settings import ProbeSettings, parse_bootstrap
 
 _DEFAULTS = ProbeSettings()
 

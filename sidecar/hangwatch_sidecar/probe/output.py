@@ -1,6 +1,6 @@
 """Output of a probe run: the on-call summary text and the `--json` document.
 
-Fed by `hangwatch probe` with a `ProbeResult` and its `Assessment` (`probe_report`).
+Fed by `hangwatch probe` with a `ProbeResult` and its `ProbeAssessment` (`report`).
 Pure string and dict building; the document's fields are described in docs/probe.md
 and versioned by `DOCUMENT_SCHEMA`. Secret values never reach it: endpoint details are
 scrubbed by the engine and the client configuration is shown redacted.
@@ -13,8 +13,8 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from hangwatch_sidecar.probe_report import Assessment, EndpointRow
-from hangwatch_sidecar.probes import ProbeResult
+from hangwatch_sidecar.probe.report import EndpointRow, ProbeAssessment
+from hangwatch_sidecar.probe.types import ProbeResult
 
 DOCUMENT_SCHEMA = "hangwatch.probe/v1"
 """`schema` field of the JSON document; bumped when a field changes meaning or disappears."""
@@ -69,7 +69,7 @@ def _metadata_line(result: ProbeResult) -> str:
     )
 
 
-def render_text(result: ProbeResult, assessment: Assessment) -> str:
+def render_text(result: ProbeResult, assessment: ProbeAssessment) -> str:
     """The on-call summary: verdict line, what is wrong, then the per-endpoint table."""
     answering = sum(row.ok for row in assessment.rows)
     lines = [
@@ -93,7 +93,7 @@ def render_text(result: ProbeResult, assessment: Assessment) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_document(result: ProbeResult, assessment: Assessment) -> dict[str, Any]:
+def to_document(result: ProbeResult, assessment: ProbeAssessment) -> dict[str, Any]:
     """The `--json` document (schema hangwatch.probe/v1, fields in docs/probe.md)."""
     md = result.metadata
     settings = result.settings

@@ -1,11 +1,11 @@
 """Cluster metadata as the producer's own client library sees it, fetched once per probe.
 
-`probes.probe_cluster` opens a `MetadataClient` (a confluent-kafka AdminClient built from
+`endpoints.probe_cluster` opens a `MetadataClient` (a confluent-kafka AdminClient built from
 the probe settings, so SASL and TLS behave as in the producer) and fetches brokers,
 controller and per-partition leader, replicas and ISR, bounded by the request timeout.
 Errors the client reports on its own (authentication, TLS) are kept per broker so the
-report can classify them. The client's log lines go to the `hangwatch_sidecar.probes.rdkafka`
-logger, never straight to stderr. Results are plain frozen dataclasses.
+report can classify them. The client's log lines go to the `RDKAFKA_LOG` logger
+(`hangwatch_sidecar.probe.rdkafka`), never straight to stderr.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from types import TracebackType
 
 from confluent_kafka import KafkaError, KafkaException
@@ -26,83 +25,23 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._metadata import ClusterMetadata as RawMetadata
 
 from hangwatch.contracts import Reachability
-from hangwatch_sidecar.probe_settings import Endpoint, ProbeConfigError, ProbeSettings
+from hangwatch_sidecar.probe.settings import Endpoint, ProbeConfigError, ProbeSettings
+from hangwatch_sidecar.probe.types import (
+    BrokerInfo,
+    ClientError,
+    ClusterMetadata,
+    MetadataProbe,
+    PartitionState,
+    TopicState,
+)
 
-RDKAFKA_LOG = logging.getLogger("hangwatch_sidecar.probes.rdkafka")
+RDKAFKA_LOG = logging.getLogger("hangwatch_sidecar.probe.rdkafka")
 """Receives librdkafka's log lines; silent unless the application configures logging."""
 RDKAFKA_LOG.addHandler(logging.NullHandler())
 
 _AUTH_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED})
 _BROKER_PREFIX = re.compile(r"^(?:[a-z_]+://)?(\[[^\]]+\]|[^\s/\[\]]+):(\d+)/\S*: ")
 _MAX_CLIENT_ERRORS = 50
-
-
-@dataclass(frozen=True)
-class BrokerInfo:
-    """A broker the cluster advertises."""
-
-    id: int
-    endpoint: Endpoint
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    """One partition: leader (-1 when none), replicas, in-sync replicas, error name or None."""
-
-    partition: int
-    leader: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    error: str | None
-
-    @property
-    def leaderless(self) -> bool:
-        return self.leader < 0 or self.error == "LEADER_NOT_AVAILABLE"
-
-    @property
-    def under_replicated(self) -> bool:
-        return len(self.isr) < len(self.replicas)
-
-
-@dataclass(frozen=True)
-class TopicState:
-    """One topic: its error name (e.g. LEADER_NOT_AVAILABLE during an election) and partitions."""
-
-    name: str
-    error: str | None
-    partitions: tuple[PartitionState, ...]
-
-
-@dataclass(frozen=True)
-class ClusterMetadata:
-    """What the cluster advertises: id, controller (-1 unknown), brokers and topics by name."""
-
-    cluster_id: str | None
-    controller_id: int
-    brokers: tuple[BrokerInfo, ...]
-    topics: tuple[TopicState, ...]
-
-
-@dataclass(frozen=True)
-class ClientError:
-    """An authentication or TLS failure the metadata client reported for one broker."""
-
-    endpoint: Endpoint | None
-    reachability: Reachability
-    message: str
-
-
-@dataclass(frozen=True)
-class MetadataProbe:
-    """Outcome of the metadata fetch: metadata (None when it failed) and what went wrong."""
-
-    metadata: ClusterMetadata | None
-    error: str
-    """Empty when every request succeeded."""
-    failure: Reachability | None
-    """`auth_error`, `tls_error` or `timeout` when no metadata arrived, else None."""
-    client_errors: tuple[ClientError, ...]
-    elapsed_ms: float
 
 
 def _error_name(err: KafkaError | None) -> str | None:

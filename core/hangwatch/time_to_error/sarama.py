@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hangwatch_pipeline.client_config import boolean, canonical_keys, duration, integer
-from hangwatch_pipeline.estimates import (
-    Estimate,
-    Finding,
+from hangwatch.time_to_error.client_config import boolean, canonical_keys, duration, integer
+from hangwatch.time_to_error.estimate import (
+    ConfigFinding,
     Term,
     dead_broker_refresh,
     retries_over_budget,
@@ -251,7 +250,7 @@ def assumptions(s: SaramaSettings, brokers: int) -> tuple[str, ...]:
 
 def findings(
     s: SaramaSettings, parts: tuple[Term, ...], brokers: int, budget_seconds: float | None
-) -> tuple[Finding, ...]:
+) -> tuple[ConfigFinding, ...]:
     """Risky settings of this configuration (its worst-case `parts`), worst first."""
     retry_path = parts[1:]
     refresh = s.metadata_refresh_frequency_seconds
@@ -288,19 +287,3 @@ def notes(s: SaramaSettings) -> tuple[str, ...]:
             "setting bounds that, only a watchdog around the call"
         )
     return tuple(found)
-
-
-def worst_case(
-    config: Mapping[str, str], brokers: int, budget_seconds: float | None = None
-) -> Estimate:
-    """Worst-case seconds until `SendMessage` returns an error with `brokers` blackholed."""
-    s = parse_settings(config)
-    parts = terms(s, brokers)
-    return Estimate(
-        client=CLIENT,
-        brokers=brokers,
-        terms=parts,
-        assumptions=assumptions(s, brokers),
-        findings=findings(s, parts, brokers, budget_seconds),
-        notes=notes(s),
-    )

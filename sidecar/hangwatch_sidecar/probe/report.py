@@ -1,10 +1,10 @@
 """Judging a probe run: pure functions from a `ProbeResult` to rows, findings and health.
 
-Fed by `probes.probe_cluster` (via `hangwatch probe` and the sidecar's probe loop). It
+Fed by `endpoints.probe_cluster` (via `hangwatch probe` and the sidecar's probe loop). It
 matches probed endpoints to advertised brokers, decides each endpoint's effective
 reachability (a broker that answers ApiVersions but rejects our credentials is an
 `auth_error`), lists what is wrong (most severe first), and derives the overall health
-and exit code; `probe_output` turns the assessment into text and JSON. No I/O here.
+and exit code; `output` turns the assessment into text and JSON. No I/O here.
 """
 
 from __future__ import annotations
@@ -15,8 +15,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from hangwatch.contracts import ExitCode, Reachability
-from hangwatch_sidecar.metadata_probe import BrokerInfo, ClusterMetadata, TopicState
-from hangwatch_sidecar.probes import EndpointProbe, ProbeResult
+from hangwatch_sidecar.probe.types import (
+    ELECTION_ERRORS,
+    BrokerInfo,
+    ClusterMetadata,
+    EndpointProbe,
+    ProbeResult,
+    TopicState,
+)
 
 
 class Severity(StrEnum):
@@ -46,7 +52,7 @@ class Health(StrEnum):
 
 
 @dataclass(frozen=True)
-class Finding:
+class ProbeFinding:
     """One thing that is wrong (or worth knowing); `code` is stable for scripts and alerts."""
 
     severity: Severity
@@ -76,11 +82,11 @@ class EndpointRow:
 
 
 @dataclass(frozen=True)
-class Assessment:
+class ProbeAssessment:
     """Health, findings (most severe first) and one row per probed endpoint."""
 
     health: Health
-    findings: tuple[Finding, ...]
+    findings: tuple[ProbeFinding, ...]
     rows: tuple[EndpointRow, ...]
 
     @property
@@ -89,7 +95,6 @@ class Assessment:
 
 
 _SEVERITY_ORDER = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
-_LEADERLESS_TOPIC_ERRORS = frozenset({"LEADER_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER"})
 
 
 # -- rows --------------------------------------------------------------------------------------
@@ -158,14 +163,14 @@ def _where(row: EndpointRow) -> str:
     return f"{name} (bootstrap)" if row.in_bootstrap else name
 
 
-def _endpoint_findings(rows: Sequence[EndpointRow]) -> list[Finding]:
+def _endpoint_findings(rows: Sequence[EndpointRow]) -> list[ProbeFinding]:
     found = []
     for row in rows:
         subject = str(row.probe.endpoint)
         if row.in_bootstrap and row.advertised is False:
             if row.ok:
                 found.append(
-                    Finding(
+                    ProbeFinding(
                         Severity.INFO,
                         "bootstrap_not_advertised",
                         subject,
@@ -175,7 +180,7 @@ def _endpoint_findings(rows: Sequence[EndpointRow]) -> list[Finding]:
                 )
             else:
                 found.append(
-                    Finding(
+                    ProbeFinding(
                         Severity.WARNING,
                         "dead_bootstrap_entry",
                         subject,
@@ -186,7 +191,7 @@ def _endpoint_findings(rows: Sequence[EndpointRow]) -> list[Finding]:
                 )
         elif not row.ok:
             found.append(
-                Finding(
+                ProbeFinding(
                     Severity.WARNING,
                     "broker_unreachable",
                     subject,
@@ -204,19 +209,21 @@ def _partition_list(ids: Sequence[int], limit: int = 10) -> str:
 
 def _topic_findings(
     topic: TopicState, rows: Sequence[EndpointRow], advertised: set[int]
-) -> list[Finding]:
+) -> list[ProbeFinding]:
     name = topic.name
     if topic.error == "UNKNOWN_TOPIC_OR_PART":
-        return [Finding(Severity.WARNING, "topic_missing", name, f"topic {name} does not exist")]
-    if topic.error and topic.error not in _LEADERLESS_TOPIC_ERRORS:
-        return [Finding(Severity.WARNING, "topic_error", name, f"topic {name}: {topic.error}")]
+        return [
+            ProbeFinding(Severity.WARNING, "topic_missing", name, f"topic {name} does not exist")
+        ]
+    if topic.error and topic.error not in ELECTION_ERRORS:
+        return [ProbeFinding(Severity.WARNING, "topic_error", name, f"topic {name}: {topic.error}")]
     found = []
     leaderless = [p.partition for p in topic.partitions if topic.error or p.leaderless]
     if leaderless or topic.error:
         what = f"{_partition_list(leaderless)} without a leader" if leaderless else "no leader"
         why = f" ({topic.error}: leader election under way?)" if topic.error else ""
         found.append(
-            Finding(
+            ProbeFinding(
                 Severity.WARNING,
                 "leaderless_partitions",
                 name,
@@ -226,7 +233,7 @@ def _topic_findings(
     urp = [p.partition for p in topic.partitions if p.under_replicated]
     if urp:
         found.append(
-            Finding(
+            ProbeFinding(
                 Severity.WARNING,
                 "under_replicated_partitions",
                 name,
@@ -250,14 +257,14 @@ def _leader_trouble(broker_id: int, rows: Sequence[EndpointRow], advertised: set
 
 def _unreachable_leaders(
     topic: TopicState, rows: Sequence[EndpointRow], advertised: set[int]
-) -> list[Finding]:
+) -> list[ProbeFinding]:
     found = []
     for leader in sorted({p.leader for p in topic.partitions if p.leader >= 0}):
         trouble = _leader_trouble(leader, rows, advertised)
         if trouble:
             led = [p.partition for p in topic.partitions if p.leader == leader]
             found.append(
-                Finding(
+                ProbeFinding(
                     Severity.WARNING,
                     "leader_unreachable",
                     topic.name,
@@ -268,13 +275,13 @@ def _unreachable_leaders(
     return found
 
 
-def _cluster_findings(result: ProbeResult, rows: Sequence[EndpointRow]) -> list[Finding]:
+def _cluster_findings(result: ProbeResult, rows: Sequence[EndpointRow]) -> list[ProbeFinding]:
     found = []
     if not any(row.ok for row in rows):
         counts = Counter(str(row.reachability) for row in rows)
         summary = ", ".join(f"{kind}: {n}" for kind, n in counts.most_common())
         found.append(
-            Finding(
+            ProbeFinding(
                 Severity.CRITICAL,
                 "cluster_unreachable",
                 "cluster",
@@ -284,7 +291,7 @@ def _cluster_findings(result: ProbeResult, rows: Sequence[EndpointRow]) -> list[
     md = result.metadata
     if md.metadata is None:
         found.append(
-            Finding(
+            ProbeFinding(
                 Severity.WARNING,
                 "metadata_failed",
                 "cluster",
@@ -294,7 +301,7 @@ def _cluster_findings(result: ProbeResult, rows: Sequence[EndpointRow]) -> list[
         )
     elif md.error:
         found.append(
-            Finding(
+            ProbeFinding(
                 Severity.WARNING,
                 "metadata_failed",
                 "cluster",
@@ -304,7 +311,7 @@ def _cluster_findings(result: ProbeResult, rows: Sequence[EndpointRow]) -> list[
     return found
 
 
-def assess(result: ProbeResult) -> Assessment:
+def assess(result: ProbeResult) -> ProbeAssessment:
     """Rows, findings and health of a probe run (pure; the sidecar calls this too)."""
     rows = build_rows(result)
     findings = _cluster_findings(result, rows) + _endpoint_findings(rows)
@@ -322,4 +329,4 @@ def assess(result: ProbeResult) -> Assessment:
         health = Health.DEGRADED
     else:
         health = Health.HEALTHY
-    return Assessment(health, tuple(findings), rows)
+    return ProbeAssessment(health, tuple(findings), rows)

@@ -6,7 +6,7 @@ security protocol asks for it) and sends a raw Kafka ApiVersions v0 request, cla
 the outcome as a `Reachability` with per-stage latencies. All endpoints are probed in
 parallel and the metadata fetch runs at the same time, so a run costs about the largest
 timeout, never the sum (S1). Results are frozen dataclasses; judging them is the job of
-the pure `probe_report` module.
+the pure `report` module.
 """
 
 from __future__ import annotations
@@ -22,18 +22,18 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from hangwatch.contracts import Reachability
-from hangwatch_sidecar.metadata_probe import ClusterMetadata, MetadataClient, MetadataProbe
-from hangwatch_sidecar.probe_settings import (
+from hangwatch_sidecar.probe.metadata import MetadataClient
+from hangwatch_sidecar.probe.settings import (
     Endpoint,
     ProbeConfigError,
     ProbeSettings,
     is_ip_address,
 )
-from hangwatch_sidecar.probe_tls import tls_context
+from hangwatch_sidecar.probe.tls import tls_context
+from hangwatch_sidecar.probe.types import ClusterMetadata, EndpointProbe, ProbeResult
 
 log = logging.getLogger(__name__)
 log.addHandler(logging.NullHandler())  # library logging: silent unless the caller configures it
@@ -53,39 +53,6 @@ class _Failed(Exception):
         super().__init__(detail)
         self.reachability = reachability
         self.detail = detail
-
-
-@dataclass(frozen=True)
-class EndpointProbe:
-    """How one endpoint answered; a stage's latency is None when it was not reached."""
-
-    endpoint: Endpoint
-    reachability: Reachability
-    detail: str
-    """Why it is not `ok` (empty when ok); secrets scrubbed."""
-    addresses: tuple[str, ...] = ()
-    dns_ms: float | None = None
-    connect_ms: float | None = None
-    tls_ms: float | None = None
-    api_versions_ms: float | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.reachability is Reachability.OK
-
-
-@dataclass(frozen=True)
-class ProbeResult:
-    """One probe run: every endpoint probed (bootstrap first) and the metadata fetch."""
-
-    bootstrap: tuple[Endpoint, ...]
-    topics: tuple[str, ...]
-    endpoints: tuple[EndpointProbe, ...]
-    metadata: MetadataProbe
-    settings: ProbeSettings = field(repr=False)
-    started_at: float
-    """Wall-clock start, seconds since the epoch."""
-    elapsed_ms: float
 
 
 # -- single endpoint ---------------------------------------------------------------------------
@@ -232,7 +199,7 @@ def probe_endpoint(
     """DNS, TCP connect, optional TLS handshake and one ApiVersions round trip, classified.
 
     Takes at most connect_timeout_ms + request_timeout_ms; never raises for network faults.
-    Pass `probe_tls.tls_context(settings)` when the settings ask for TLS.
+    Pass `tls.tls_context(settings)` when the settings ask for TLS.
     """
     stages: dict[str, float] = {}
     addresses: tuple[str, ...] = ()

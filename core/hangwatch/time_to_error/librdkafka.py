@@ -19,12 +19,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hangwatch_pipeline.client_config import boolean, integer
-from hangwatch_pipeline.estimates import (
+from hangwatch.time_to_error.client_config import boolean, integer
+from hangwatch.time_to_error.estimate import (
     INT32_MAX,
     Code,
-    Estimate,
-    Finding,
+    ConfigFinding,
     Term,
     dead_broker_refresh,
     retries_over_budget,
@@ -121,7 +120,7 @@ def parse_settings(config: Mapping[str, str]) -> LibrdkafkaSettings:
     )
 
 
-def terms(s: LibrdkafkaSettings) -> tuple[Term, ...]:
+def terms(s: LibrdkafkaSettings, brokers: int) -> tuple[Term, ...]:
     """The message deadline plus the granularity at which librdkafka notices it."""
     deadline = Term(
         "message timeout",
@@ -142,7 +141,7 @@ def terms(s: LibrdkafkaSettings) -> tuple[Term, ...]:
     return (deadline, scan)
 
 
-def assumptions(s: LibrdkafkaSettings) -> tuple[str, ...]:
+def assumptions(s: LibrdkafkaSettings, brokers: int) -> tuple[str, ...]:
     """What the librdkafka model takes for granted, printed with every estimate."""
     found = [
         "librdkafka producer (confluent-kafka); every broker blackholed; defaults from "
@@ -161,20 +160,21 @@ def assumptions(s: LibrdkafkaSettings) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _unbounded(s: LibrdkafkaSettings) -> tuple[Finding, ...]:
+def _unbounded(s: LibrdkafkaSettings) -> tuple[ConfigFinding, ...]:
     if not math.isinf(s.message_timeout_seconds):
         return ()
     message = (
         f"{s.message_timeout_key}=0 disables the only delivery deadline: with the brokers "
         "blackholed a message is never failed and flush() without a timeout never returns"
     )
-    return (Finding(Code.UNBOUNDED_WAIT, message),)
+    return (ConfigFinding(Code.UNBOUNDED_WAIT, message),)
 
 
 def findings(
-    s: LibrdkafkaSettings, total: float, brokers: int, budget_seconds: float | None
-) -> tuple[Finding, ...]:
-    """Risky settings of this configuration (worst case `total` seconds), worst first."""
+    s: LibrdkafkaSettings, parts: tuple[Term, ...], brokers: int, budget_seconds: float | None
+) -> tuple[ConfigFinding, ...]:
+    """Risky settings of this configuration (worst case: the sum of `parts`), worst first."""
+    total = sum(t.seconds for t in parts)
     retries = s.retries
     chain = (retries + 1) * s.socket_timeout_seconds + retries * s.retry_backoff_seconds
     key = s.message_timeout_key
@@ -210,21 +210,4 @@ def notes(s: LibrdkafkaSettings) -> tuple[str, ...]:
         "produce() never blocks: a full queue (queue.buffering.max.messages="
         f"{s.queue_max_messages} or queue.buffering.max.kbytes) raises BufferError at once; "
         "a loop that retries produce() must call poll() or it spins",
-    )
-
-
-def worst_case(
-    config: Mapping[str, str], brokers: int, budget_seconds: float | None = None
-) -> Estimate:
-    """Worst-case seconds until the delivery report carries an error, `brokers` blackholed."""
-    s = parse_settings(config)
-    parts = terms(s)
-    total = sum(t.seconds for t in parts)
-    return Estimate(
-        client=CLIENT,
-        brokers=brokers,
-        terms=parts,
-        assumptions=assumptions(s),
-        findings=findings(s, total, brokers, budget_seconds),
-        notes=notes(s),
     )
