@@ -40,7 +40,7 @@ from hangwatch_demo.sidecars import SidecarFleet, wait_ready
 from hangwatch_demo.spark_cluster import TELEMETRY_SUBDIR, LocalSparkCluster, PipelineJob
 from hangwatch_lab import Lab
 from hangwatch_operator.decisions import Decision
-from hangwatch_operator.history import Operation, Outcome
+from hangwatch_operator.operations import Operation, Outcome
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_pipeline.run_options import RunOptions
 from hangwatch_pipeline.verify import verify

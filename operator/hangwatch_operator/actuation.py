@@ -29,8 +29,8 @@ import dataclasses
 from typing import Any
 
 from hangwatch_operator.decisions import Decision
-from hangwatch_operator.history import Operation, Outcome
 from hangwatch_operator.kube_api import KubeApi, KubeApiError
+from hangwatch_operator.operations import Operation, Outcome
 from hangwatch_operator.watched import (
     CORDONED_AT_ANNOTATION,
     CORDONED_BY_ANNOTATION,

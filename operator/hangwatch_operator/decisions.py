@@ -40,14 +40,9 @@ from dataclasses import dataclass, field
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator.correlation import Findings, PodFinding
-from hangwatch_operator.history import (
-    DISRUPTIVE,
-    History,
-    Operation,
-    Outcome,
-    Suppression,
-)
-from hangwatch_operator.policies import Action, Policy, Role
+from hangwatch_operator.history import History
+from hangwatch_operator.operations import DISRUPTIVE, Operation, Outcome, Suppression
+from hangwatch_operator.policies import Policy, Role
 from hangwatch_operator.watched import WatchedPod
 
 _COUNTED = frozenset({Outcome.ACTED, Outcome.DRY_RUN})
@@ -148,7 +143,7 @@ def decide(findings: Findings, policy: Policy, history: History, now: float) -> 
     gates = assess_gates(findings, policy, history, now)
     tally = _Tally(in_flight=_in_flight(findings, history))
     decisions: list[Decision] = []
-    if Action.CORDON_NODE in policy.actions.by_verdict.get(Verdict.NODE_NETWORK_FAULT, ()):
+    if Operation.CORDON_NODE in policy.actions.by_verdict.get(Verdict.NODE_NETWORK_FAULT, ()):
         for node, reason in sorted(findings.faulty_nodes.items()):
             if node in history.cordoned or node in history.cordoned_elsewhere:
                 continue
@@ -163,17 +158,17 @@ def decide(findings: Findings, policy: Policy, history: History, now: float) -> 
     for finding in sorted(_unhealthy(findings), key=lambda f: (f.since or now, f.pod.key)):
         assert finding.verdict is not None
         for action in policy.actions.by_verdict.get(finding.verdict, ()):
-            if action is Action.CORDON_NODE:
+            if action is Operation.CORDON_NODE:
                 continue
             draft = Decision(
-                Operation(action.value),
+                action,
                 finding.verdict,
                 Outcome.ACTED,
                 pod=finding.pod,
                 node=finding.pod.node,
                 reasons=finding.reasons,
             )
-            if action is not Action.ALERT:
+            if action is not Operation.ALERT:
                 draft = _limited(draft, policy, gates, history, tally, now)
             decisions.append(draft)
     decisions.extend(_uncordons(findings, policy, history, now))

@@ -5,7 +5,7 @@ own `status.recentActions` (`seed_history`, so a restarted or newly elected oper
 keeps cooldowns and rate limits), and from the node index (`with_cordons`). Read by
 `decisions` (cooldown, rate limit, in-flight actions, election grace, auto-uncordon)
 and by `newsworthy`, which keeps an unchanged decision from becoming an Event every
-poll. Also defines the decision vocabulary both share. Pure: no I/O, no clock.
+poll. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -13,53 +13,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
 from hangwatch.contracts import Verdict
+from hangwatch_operator.operations import Operation, Outcome, Suppression
 from hangwatch_operator.watched import parse_time
 
 RECORDS_KEPT_SECONDS = 3600
 """Records older than the rate-limit window are dropped (cooldowns are shorter or equal)."""
 RECORDS_KEPT_MAX = 2000
 """Bound on remembered records per policy, whatever the churn."""
-
-
-class Operation(StrEnum):
-    """What a decision does: the policy's actions plus hangwatch's own uncordon."""
-
-    RESTART = "restart"
-    DECOMMISSION = "decommission"
-    CORDON_NODE = "cordonNode"
-    UNCORDON_NODE = "uncordonNode"
-    ALERT = "alert"
-
-
-DISRUPTIVE = frozenset({Operation.RESTART, Operation.DECOMMISSION})
-"""Operations that end an executor; rate limits and `maxConcurrent` count these."""
-NODE_OPERATIONS = frozenset({Operation.CORDON_NODE, Operation.UNCORDON_NODE})
-
-
-class Outcome(StrEnum):
-    """How a decision ended (the `outcome` label of `hangwatch_operator_decisions_total`)."""
-
-    ACTED = "acted"
-    DRY_RUN = "dry_run"
-    SUPPRESSED = "suppressed"
-    FAILED = "failed"
-
-
-class Suppression(StrEnum):
-    """The safety limit that stopped an action (`hangwatch_operator_suppressions_total`)."""
-
-    STORM = "storm"
-    RATE_LIMIT = "rate_limit"
-    COOLDOWN = "cooldown"
-    MAX_CONCURRENT = "max_concurrent"
-    CLUSTER_UNREACHABLE = "cluster_unreachable"
-    LEADER_ELECTION = "leader_election"
-    DRIVER_PROTECTED = "driver_protected"
-    DRY_RUN = "dry_run"
 
 
 @dataclass(frozen=True)

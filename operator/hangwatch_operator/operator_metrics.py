@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator.decisions import Decision
-from hangwatch_operator.history import Outcome
+from hangwatch_operator.operations import Outcome
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 """Only the operator's own metrics (no process collectors from other libraries)."""

@@ -18,6 +18,8 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from hangwatch.contracts import Verdict
+from hangwatch.defaults import POLICY
+from hangwatch_operator.operations import DISRUPTIVE, POLICY_OPERATIONS, Operation
 from hangwatch_operator.settings import InjectionMode
 
 GROUP = "hangwatch.dev"
@@ -40,15 +42,6 @@ class Role(StrEnum):
     DRIVER = "driver"
 
 
-class Action(StrEnum):
-    """What the operator may do about a verdict (carried out by remediation, later)."""
-
-    RESTART = "restart"
-    DECOMMISSION = "decommission"
-    CORDON_NODE = "cordonNode"
-    ALERT = "alert"
-
-
 ACTION_FIELDS: dict[str, Verdict] = {
     "producerHung": Verdict.PRODUCER_HUNG,
     "metadataStale": Verdict.METADATA_STALE,
@@ -60,13 +53,13 @@ ACTION_FIELDS: dict[str, Verdict] = {
 }
 """`spec.actions` field -> the verdict it configures (`healthy` needs no action)."""
 
-DEFAULT_ACTIONS: dict[Verdict, tuple[Action, ...]] = {
-    Verdict.PRODUCER_HUNG: (Action.RESTART,),
-    Verdict.METADATA_STALE: (Action.RESTART,),
-    Verdict.BROKER_DEGRADED: (Action.ALERT,),
-    Verdict.CLUSTER_UNREACHABLE: (Action.ALERT,),
-    Verdict.LEADER_ELECTION: (Action.ALERT,),
-    Verdict.NODE_NETWORK_FAULT: (Action.ALERT,),
+DEFAULT_ACTIONS: dict[Verdict, tuple[Operation, ...]] = {
+    Verdict.PRODUCER_HUNG: (Operation.RESTART,),
+    Verdict.METADATA_STALE: (Operation.RESTART,),
+    Verdict.BROKER_DEGRADED: (Operation.ALERT,),
+    Verdict.CLUSTER_UNREACHABLE: (Operation.ALERT,),
+    Verdict.LEADER_ELECTION: (Operation.ALERT,),
+    Verdict.NODE_NETWORK_FAULT: (Operation.ALERT,),
     Verdict.UNKNOWN: (),
 }
 """Same defaults as the CRD: restart only where a restart is the fix (S1, S2, S4)."""
@@ -75,7 +68,6 @@ _E = TypeVar("_E", bound=StrEnum)
 _CLUSTER_AT_FAULT = frozenset(
     {Verdict.BROKER_DEGRADED, Verdict.CLUSTER_UNREACHABLE, Verdict.LEADER_ELECTION, Verdict.UNKNOWN}
 )
-_DISRUPTIVE = frozenset({Action.RESTART, Action.DECOMMISSION})
 _SECRET_PROPERTY = re.compile(r"^(sasl|ssl)\.[a-z0-9]+(\.[a-z0-9]+)*$")
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([numkMGTPE]|[KMGTPE]i)?$")
 _SUFFIX: dict[str, Decimal] = {
@@ -145,27 +137,28 @@ class KafkaTarget:
 class Probes:
     """`spec.probes`: the sidecar's probe rhythm and patience."""
 
-    probe_interval_seconds: int = 10
+    probe_interval_seconds: int = POLICY.probe_interval_seconds
     connect_timeout_seconds: int = 2
     request_timeout_seconds: int = 3
 
 
 @dataclass(frozen=True)
 class Detection:
-    """`spec.detection`: thresholds that turn evidence into a verdict."""
+    """`spec.detection`: thresholds that turn evidence into a verdict (defaults:
+    `hangwatch.defaults.POLICY`, equal to the CRD's)."""
 
-    stall_seconds: int = 60
-    heartbeat_seconds: int = 30
-    metadata_max_age_seconds: int = 900
-    election_grace_seconds: int = 30
-    time_to_error_budget_seconds: int = 120
+    stall_seconds: int = POLICY.stall_seconds
+    heartbeat_seconds: int = POLICY.heartbeat_seconds
+    metadata_max_age_seconds: int = POLICY.metadata_max_age_seconds
+    election_grace_seconds: int = POLICY.election_grace_seconds
+    time_to_error_budget_seconds: int = POLICY.time_to_error_budget_seconds
 
 
 @dataclass(frozen=True)
 class Actions:
     """`spec.actions`: what the operator may do per verdict."""
 
-    by_verdict: Mapping[Verdict, tuple[Action, ...]] = field(
+    by_verdict: Mapping[Verdict, tuple[Operation, ...]] = field(
         default_factory=lambda: dict(DEFAULT_ACTIONS)
     )
     auto_uncordon: bool = False
@@ -362,10 +355,13 @@ def _kafka(raw: Mapping[str, Any]) -> KafkaTarget:
 def _actions(raw: Mapping[str, Any]) -> Actions:
     by_verdict = dict(DEFAULT_ACTIONS)
     for key, verdict in ACTION_FIELDS.items():
-        actions = tuple(_enum_list(raw, key, Action, list(DEFAULT_ACTIONS[verdict])))
-        if Action.CORDON_NODE in actions and verdict is not Verdict.NODE_NETWORK_FAULT:
+        actions = tuple(_enum_list(raw, key, Operation, list(DEFAULT_ACTIONS[verdict])))
+        if not POLICY_OPERATIONS.issuperset(actions):
+            refused = sorted(set(actions) - POLICY_OPERATIONS)
+            raise InvalidPolicyError(f"spec.actions.{key}: {', '.join(refused)} is not an action")
+        if Operation.CORDON_NODE in actions and verdict is not Verdict.NODE_NETWORK_FAULT:
             raise InvalidPolicyError(f"spec.actions.{key}: cordonNode is for nodeNetworkFault")
-        if verdict in _CLUSTER_AT_FAULT and _DISRUPTIVE & set(actions):
+        if verdict in _CLUSTER_AT_FAULT and DISRUPTIVE & set(actions):
             raise InvalidPolicyError(f"spec.actions.{key}: restarting adds churn, use alert")
         by_verdict[verdict] = actions
     uncordon = _section(raw, "autoUncordon")

@@ -29,14 +29,13 @@ from hangwatch_operator.decisions import Decision, assess_gates, decide
 from hangwatch_operator.history import (
     ActionRecord,
     History,
-    Operation,
-    Outcome,
     newsworthy,
     remember,
     seed_history,
     with_cordons,
 )
 from hangwatch_operator.kube_api import KubeApi, KubeApiError
+from hangwatch_operator.operations import Operation, Outcome
 from hangwatch_operator.policies import (
     InvalidPolicyError,
     Policy,

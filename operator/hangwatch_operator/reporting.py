@@ -16,7 +16,8 @@ from typing import Any
 
 from hangwatch_operator.correlation import Findings, PodFinding
 from hangwatch_operator.decisions import Decision, Gates
-from hangwatch_operator.history import ActionRecord, Operation, Outcome, Suppression
+from hangwatch_operator.history import ActionRecord
+from hangwatch_operator.operations import Operation, Outcome, Suppression
 from hangwatch_operator.policies import Policy
 from hangwatch_operator.watched import WatchedPod, format_time
 

@@ -17,6 +17,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from hangwatch.defaults import STANDALONE
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
 
@@ -53,7 +54,7 @@ class SidecarSettings:
         metadata=_doc("HTTP port for /metrics, /status and /healthz (0: any free port, logged)."),
     )
     probe_interval_seconds: float = field(
-        default=5.0,
+        default=float(STANDALONE.probe_interval_seconds),
         metadata=_doc(
             "Broker reachability probe period (jittered by +-20%). 5 s finds a blackhole within "
             "2 intervals + connect timeout (~13 s) while costing each broker 0.2 connections/s."
@@ -81,33 +82,33 @@ class SidecarSettings:
         ),
     )
     stall_seconds: float = field(
-        default=30.0,
+        default=float(STANDALONE.stall_seconds),
         metadata=_doc(
             "Pending messages with no delivery for this long, cluster healthy: producer_hung (S2)."
         ),
     )
     heartbeat_seconds: float = field(
-        default=15.0,
+        default=float(STANDALONE.heartbeat_seconds),
         metadata=_doc(
             "Telemetry unchanged this long while the producer lives with pending messages: "
             "producer_hung (S4). Telemetry refreshes every statistics interval (1 s)."
         ),
     )
     metadata_max_age_seconds: float = field(
-        default=180.0,
+        default=float(STANDALONE.metadata_max_age_seconds),
         metadata=_doc(
             "Producer metadata older than this: metadata_stale (S1). Matches the wrapper's "
             "metadata.max.age.ms; a healthy producer refreshes every 60 s."
         ),
     )
     election_grace_seconds: float = field(
-        default=15.0,
+        default=float(STANDALONE.election_grace_seconds),
         metadata=_doc(
             "Leaderless partitions are an expected election this long (S2: 1-2 s elections)."
         ),
     )
     time_to_error_budget_seconds: float = field(
-        default=60.0,
+        default=float(STANDALONE.time_to_error_budget_seconds),
         metadata=_doc(
             "Producers whose configured worst-case time to error exceeds this are flagged in "
             "/status (the S0 lesson: 3 s of configured timeout became 2 minutes)."

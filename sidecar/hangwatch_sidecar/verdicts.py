@@ -28,26 +28,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hangwatch.contracts import Verdict
+from hangwatch.defaults import STANDALONE
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Detection thresholds, in seconds (the sidecar's settings fill these)."""
+    """Detection thresholds, in seconds (the sidecar's settings fill these; the defaults are
+    `hangwatch.defaults.STANDALONE`)."""
 
-    stall_seconds: float = 30.0
+    stall_seconds: float = float(STANDALONE.stall_seconds)
     """Pending messages with no delivery for this long while the cluster is healthy is a
     hang. librdkafka's default request timeout is 30 s; a healthy producer delivers or
     fails well within it."""
-    heartbeat_seconds: float = 15.0
+    heartbeat_seconds: float = float(STANDALONE.heartbeat_seconds)
     """Telemetry unchanged this long while the process lives means the producer's poll
     loop stopped (S4). Telemetry refreshes every statistics interval (1 s by default)."""
-    metadata_max_age_seconds: float = 180.0
+    metadata_max_age_seconds: float = float(STANDALONE.metadata_max_age_seconds)
     """A producer whose metadata is older than this is stale (S1). A healthy producer's
     topic metadata ages up to its refresh interval (the wrapper: 60 s) and librdkafka
     expires its cache at metadata.max.age.ms (the wrapper: 180 s). A leader disagreement
     counts once the producer's metadata is older than the election grace."""
-    election_grace_seconds: float = 15.0
+    election_grace_seconds: float = float(STANDALONE.election_grace_seconds)
     """Leaderless partitions are expected this long (S2: managed Kafka elections take
     1-2 s; controlled shutdowns up to ~10 s); past it they still block restarts."""
 

@@ -28,7 +28,7 @@ from hangwatch_demo.runner import (
 from hangwatch_demo.scenarios import SCENARIOS, Timing
 from hangwatch_demo.sidecars import announced_port, executor_pod, sidecar_argv
 from hangwatch_demo.spark_cluster import Executor, LineStream, executors_of
-from hangwatch_operator.history import Operation, Outcome, Suppression
+from hangwatch_operator.operations import Operation, Outcome, Suppression
 from hangwatch_operator.sidecar_status import PodReport, SidecarReport
 from hangwatch_sidecar.settings import SidecarSettings, add_arguments, from_args
 

@@ -25,8 +25,8 @@ import pytest
 from hangwatch.contracts import Verdict
 from hangwatch_operator.actuation import carry_out
 from hangwatch_operator.decisions import Decision
-from hangwatch_operator.history import Operation, Outcome, Suppression
 from hangwatch_operator.kube_api import KubeApi, KubeApiError
+from hangwatch_operator.operations import Operation, Outcome, Suppression
 from hangwatch_operator.watched import watched_pod
 from tests.operator.remediation_cluster import (
     NODES,

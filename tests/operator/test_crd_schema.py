@@ -188,3 +188,12 @@ def test_operator_rejects_requests_above_limits_which_the_schema_cannot_check() 
     assert validation_errors(policy) == []  # no quantity comparison in CEL before 1.29
     with pytest.raises(InvalidPolicyError, match=r"requests.memory \(1Gi\) exceeds the limit"):
         parse_policy(apply_defaults(version_schema(), policy))
+
+
+def test_operator_refuses_uncordon_as_a_policy_action_as_the_schema_does() -> None:
+    policy = _with("actions", {"nodeNetworkFault": ["uncordonNode"]})
+    assert validation_errors(policy)  # the CRD's enum has no uncordonNode
+    with pytest.raises(
+        InvalidPolicyError, match=r"nodeNetworkFault: uncordonNode is not an action"
+    ):
+        parse_policy(policy)

@@ -23,7 +23,8 @@ import pytest
 from hangwatch.contracts import Verdict
 from hangwatch_operator.correlation import Findings
 from hangwatch_operator.decisions import Decision, assess_gates, decide
-from hangwatch_operator.history import ActionRecord, History, Operation, Outcome, Suppression
+from hangwatch_operator.history import ActionRecord, History
+from hangwatch_operator.operations import Operation, Outcome, Suppression
 from tests.operator.builders import NOW, findings, fleet, pod, policy, report
 from tests.operator.builders import reports as make_reports
 

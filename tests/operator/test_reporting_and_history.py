@@ -23,16 +23,8 @@ import kubernetes_validate
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator.decisions import Decision, assess_gates, decide
-from hangwatch_operator.history import (
-    ActionRecord,
-    History,
-    Operation,
-    Outcome,
-    Suppression,
-    newsworthy,
-    remember,
-    seed_history,
-)
+from hangwatch_operator.history import ActionRecord, History, newsworthy, remember, seed_history
+from hangwatch_operator.operations import Operation, Outcome, Suppression
 from hangwatch_operator.reporting import (
     action_record,
     build_status,

@@ -1,0 +1,52 @@
+"""The decision vocabulary: operations, how a decision ended, and the limit that stopped it.
+
+One definition shared by `policies` (what `spec.actions` may name), `decisions`
+(which operations the safety limits count), `history` and `reporting` (what is
+remembered and shown in Events, status and metrics labels) and `actuation`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Operation(StrEnum):
+    """What a decision does. A policy names any of them but `uncordonNode` in `spec.actions`
+    (`POLICY_OPERATIONS`); hangwatch decides uncordons itself (`autoUncordon`)."""
+
+    RESTART = "restart"
+    DECOMMISSION = "decommission"
+    CORDON_NODE = "cordonNode"
+    UNCORDON_NODE = "uncordonNode"
+    ALERT = "alert"
+
+
+POLICY_OPERATIONS = frozenset(
+    {Operation.RESTART, Operation.DECOMMISSION, Operation.CORDON_NODE, Operation.ALERT}
+)
+"""What `spec.actions` may list (the CRD's enum says the same)."""
+DISRUPTIVE = frozenset({Operation.RESTART, Operation.DECOMMISSION})
+"""Operations that end an executor; rate limits and `maxConcurrent` count these."""
+NODE_OPERATIONS = frozenset({Operation.CORDON_NODE, Operation.UNCORDON_NODE})
+
+
+class Outcome(StrEnum):
+    """How a decision ended (the `outcome` label of `hangwatch_operator_decisions_total`)."""
+
+    ACTED = "acted"
+    DRY_RUN = "dry_run"
+    SUPPRESSED = "suppressed"
+    FAILED = "failed"
+
+
+class Suppression(StrEnum):
+    """The safety limit that stopped an action (`hangwatch_operator_suppressions_total`)."""
+
+    STORM = "storm"
+    RATE_LIMIT = "rate_limit"
+    COOLDOWN = "cooldown"
+    MAX_CONCURRENT = "max_concurrent"
+    CLUSTER_UNREACHABLE = "cluster_unreachable"
+    LEADER_ELECTION = "leader_election"
+    DRIVER_PROTECTED = "driver_protected"
+    DRY_RUN = "dry_run"
