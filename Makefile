@@ -13,7 +13,7 @@ demo: setup
 check:
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy core/hangwatch lab/hangwatch_lab sidecar/hangwatch_sidecar pipeline/hangwatch_pipeline operator/hangwatch_operator demo/hangwatch_demo scripts benchmarks
+	$(PY) -m mypy core/hangwatch lab/hangwatch_lab sidecar/hangwatch_sidecar pipeline/hangwatch_pipeline operator/hangwatch_operator demo/hangwatch_demo testing/hangwatch_testing scripts benchmarks
 	lint-imports
 
 pytest:

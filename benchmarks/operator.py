@@ -39,17 +39,13 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from machine import cpu_model
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the emulator and sidecar helpers live with the tests
-
-import aiohttp  # noqa: E402
-
-from hangwatch.contracts import Verdict  # noqa: E402
-from hangwatch_operator.certificates import generate_webhook_certificates  # noqa: E402
-from tests.operator.emulated_cluster import OperatorRun  # noqa: E402
-from tests.operator.remediation_cluster import (  # noqa: E402
+from hangwatch.contracts import Verdict
+from hangwatch_operator.certificates import generate_webhook_certificates
+from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.remediation_cluster import (
     FAST,
     PODS,
     POLICIES,
@@ -61,7 +57,7 @@ from tests.operator.remediation_cluster import (  # noqa: E402
     stored_policy,
     watched_executor,
 )
-from tests.operator.spark_pods import admission_review, executor_pod  # noqa: E402
+from hangwatch_testing.spark_pods import admission_review, executor_pod
 
 WEBHOOK_P99_TARGET_MS = 10.0
 FLIP_INTERVAL_SECONDS = 2

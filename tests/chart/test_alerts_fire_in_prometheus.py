@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,6 +35,7 @@ import yaml
 from hangwatch.contracts import Verdict
 from hangwatch_sidecar.server import StatusServer
 from hangwatch_sidecar.state import SidecarState
+from hangwatch_testing.waiting import wait_for
 from tests.chart.prometheus_server import PrometheusServer, free_port
 from tests.chart.rendering import prometheus_rule_groups
 
@@ -97,16 +98,6 @@ def rules_with_test_timing(directory: Path) -> Path:
     return path
 
 
-def wait_for(check: Callable[[], T | None], what: str, timeout_seconds: float = 30) -> T:
-    deadline = time.monotonic() + timeout_seconds
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.25)
-    pytest.fail(f"timed out after {timeout_seconds} s waiting for {what}")
-
-
 def _value(prometheus: PrometheusServer, expr: str) -> list[dict[str, Any]]:
     data = prometheus.api("query?query=" + urllib.parse.quote(expr))
     result: list[dict[str, Any]] = data["result"]
@@ -127,6 +118,7 @@ def test_producer_hung_fires_then_resolves(tmp_path: Path, sidecar: Sidecar) -> 
     with PrometheusServer(tmp_path, rules, {"hangwatch-sidecar": [(target, POD_LABELS)]}) as prom:
         healthy = wait_for(
             lambda: _value(prom, 'hangwatch_verdict{verdict="healthy"} == 1'),
+            30,
             "the healthy sidecar to be scraped",
         )
         assert healthy[0]["metric"]["job"] == "hangwatch-sidecar"
@@ -138,6 +130,7 @@ def test_producer_hung_fires_then_resolves(tmp_path: Path, sidecar: Sidecar) -> 
         sidecar.publish(Verdict.PRODUCER_HUNG)
         firing = wait_for(
             lambda: [a for a in prom.alerts(ALERT) if a["state"] == "firing"],
+            30,
             f"{ALERT} to fire",
         )
         assert len(firing) == 1
@@ -155,7 +148,7 @@ def test_producer_hung_fires_then_resolves(tmp_path: Path, sidecar: Sidecar) -> 
         assert annotations["runbook_url"].endswith("docs/chart.md#hangwatchproducerhung")
 
         sidecar.publish(Verdict.HEALTHY)
-        wait_for(lambda: prom.alerts(ALERT) == [] or None, f"{ALERT} to resolve")
+        wait_for(lambda: prom.alerts(ALERT) == [] or None, 30, f"{ALERT} to resolve")
         assert _rule_state(prom) == "inactive"
 
 
@@ -222,22 +215,20 @@ def test_real_sidecar_on_the_lab_fires_producer_hung_and_resolves(
         ) as prom:
             wait_for(
                 lambda: _value(prom, 'hangwatch_verdict{verdict="healthy"} == 1'),
+                60,
                 "the real sidecar to report healthy",
-                timeout_seconds=60,
             )
             assert prom.alerts(ALERT) == []
             wedge.touch()  # user code now blocks the producer's poll thread
             firing = wait_for(
                 lambda: [a for a in prom.alerts(ALERT) if a["state"] == "firing"],
+                60,
                 f"{ALERT} to fire",
-                timeout_seconds=60,
             )
             assert firing[0]["labels"]["executor"] == POD_LABELS["executor"]
             stop_process(producer, grace_seconds=2)
             wedge.unlink()
             producer = start_workload(lab.bootstrap, telemetry, wedge, Timing())
-            wait_for(
-                lambda: prom.alerts(ALERT) == [] or None, f"{ALERT} to resolve", timeout_seconds=60
-            )
+            wait_for(lambda: prom.alerts(ALERT) == [] or None, 60, f"{ALERT} to resolve")
     finally:
         stop_process(producer)

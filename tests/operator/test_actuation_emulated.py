@@ -28,7 +28,7 @@ from hangwatch_operator.decisions import Decision
 from hangwatch_operator.kube_api import KubeApi, KubeApiError
 from hangwatch_operator.operations import Operation, Outcome, Suppression
 from hangwatch_operator.watched import watched_pod
-from tests.operator.remediation_cluster import (
+from hangwatch_testing.remediation_cluster import (
     NODES,
     PODS,
     POLICIES,

@@ -22,7 +22,7 @@ import kubernetes_validate
 import pytest
 
 from hangwatch_operator.policies import InvalidPolicyError, parse_policy
-from tests.operator.structural import (
+from hangwatch_testing.structural import (
     EXAMPLES,
     apply_defaults,
     compiled,

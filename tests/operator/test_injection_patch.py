@@ -38,8 +38,8 @@ from hangwatch_operator.injection import (
 )
 from hangwatch_operator.policies import Policy, matching_policy, parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
-from tests.operator.spark_pods import driver_pod, executor_pod
-from tests.operator.structural import EXAMPLES, apply_defaults, load_yaml, version_schema
+from hangwatch_testing.spark_pods import driver_pod, executor_pod
+from hangwatch_testing.structural import EXAMPLES, apply_defaults, load_yaml, version_schema
 
 SETTINGS = OperatorSettings()
 NATIVE, LEGACY = InjectionMode.NATIVE, InjectionMode.LEGACY

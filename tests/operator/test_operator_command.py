@@ -19,7 +19,7 @@ from typing import Any
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator.certificates import generate_webhook_certificates
-from tests.operator.remediation_cluster import (
+from hangwatch_testing.remediation_cluster import (
     FAST,
     PODS,
     POLICIES,
@@ -31,7 +31,7 @@ from tests.operator.remediation_cluster import (
     stored_policy,
     watched_executor,
 )
-from tests.operator.spark_pods import admission_review, executor_pod
+from hangwatch_testing.spark_pods import admission_review, executor_pod
 from tests.operator.test_webhook_https import _post
 
 

@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 
 from hangwatch.contracts import Verdict
-from tests.operator.emulated_cluster import OperatorRun
-from tests.operator.remediation_cluster import (
+from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.remediation_cluster import (
     FAST,
     NODES,
     PODS,

@@ -35,8 +35,8 @@ from hangwatch_operator.reporting import (
     involved_object,
     record_entry,
 )
+from hangwatch_testing.structural import to_json_schema, version_schema
 from tests.operator.builders import NOW, findings, fleet, pod, policy
-from tests.operator.structural import to_json_schema, version_schema
 
 HUNG = Verdict.PRODUCER_HUNG
 STATUS_SCHEMA = to_json_schema(version_schema()["properties"]["status"])

@@ -28,7 +28,7 @@ from hangwatch.contracts import Verdict
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_operator.status_polling import poll_sidecars
 from hangwatch_operator.watched import WatchedPod
-from tests.operator.remediation_cluster import BROKERS, FakeSidecar, free_port
+from hangwatch_testing.remediation_cluster import BROKERS, FakeSidecar, free_port
 
 
 def _pod(port: int | None, ip: str | None = "127.0.0.1", name: str = "e1") -> WatchedPod:

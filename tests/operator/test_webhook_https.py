@@ -45,9 +45,9 @@ from hangwatch_operator.injection import SIDECAR_CONTAINER, build_sidecar_patch
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
 from hangwatch_operator.webhook_configuration import build_webhook_configuration
-from tests.operator.emulated_cluster import EmulatedCluster, OperatorRun, running_operator
-from tests.operator.spark_pods import admission_review, driver_pod, executor_pod
-from tests.operator.structural import EXAMPLES, apply_defaults, load_yaml, version_schema
+from hangwatch_testing.emulated_cluster import EmulatedCluster, OperatorRun, running_operator
+from hangwatch_testing.spark_pods import admission_review, driver_pod, executor_pod
+from hangwatch_testing.structural import EXAMPLES, apply_defaults, load_yaml, version_schema
 
 POLICIES = "hangwatch.dev/v1alpha1/producerhealthpolicies"
 WEBHOOK_CONFIGS = "admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"

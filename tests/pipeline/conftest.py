@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from .producer_helpers import IDENTITY_ENV, producer_threads, wait_for
+from hangwatch_testing.waiting import wait_for
+
+from .producer_helpers import IDENTITY_ENV, producer_threads
 
 
 @pytest.fixture

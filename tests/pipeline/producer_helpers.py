@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from hangwatch_lab import Lab
 from hangwatch_pipeline import ProducerSettings
+from hangwatch_testing.waiting import wait_for
 
 IDENTITY_ENV = (
     "HANGWATCH_POD_NAME",
@@ -25,26 +25,6 @@ IDENTITY_ENV = (
 
 FAST = ProducerSettings(message_timeout_ms=3_000, flush_timeout_seconds=10.0)
 """Short message timeout: a broken cluster fails a test in seconds, not a minute."""
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll `predicate` until truthy (returned) or fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
-
-
-def stays(predicate: Callable[[], Any], seconds: float, what: str) -> None:
-    """Assert `predicate` stays truthy for `seconds` (checked every 50 ms)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert predicate(), f"{what} stopped holding"
-        time.sleep(0.05)
 
 
 def producer_threads() -> list[str]:

@@ -26,8 +26,9 @@ from confluent_kafka import KafkaError, Message
 
 from hangwatch_lab import Lab
 from hangwatch_pipeline import CallbackError, ProducerSettings, producer
+from hangwatch_testing.waiting import stays, wait_for
 
-from .producer_helpers import FAST, doc_where, read_doc, stays, wait_for
+from .producer_helpers import FAST, doc_where, read_doc
 
 pytestmark = pytest.mark.usefixtures("producer_env")
 

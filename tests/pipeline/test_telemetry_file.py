@@ -34,8 +34,9 @@ import pytest
 from hangwatch_lab import Lab
 from hangwatch_pipeline import DeliveryFailed, ProducerSettings, producer
 from hangwatch_pipeline.telemetry import SCHEMA_VERSION
+from hangwatch_testing.waiting import wait_for
 
-from .producer_helpers import FAST, doc_where, read_doc, wait_for
+from .producer_helpers import FAST, doc_where, read_doc
 
 pytestmark = pytest.mark.usefixtures("producer_env")
 

@@ -27,8 +27,9 @@ import pytest
 
 from hangwatch_lab import Lab
 from hangwatch_pipeline import producer
+from hangwatch_testing.waiting import wait_for
 
-from .producer_helpers import FAST, doc_where, wait_for
+from .producer_helpers import FAST, doc_where
 
 pytestmark = pytest.mark.usefixtures("producer_env")
 

@@ -24,8 +24,9 @@ import pyspark
 
 from hangwatch_lab import Lab
 from hangwatch_pipeline import job
+from hangwatch_testing.waiting import wait_for
 
-from .helpers import TelemetryWatcher, wait_for
+from .helpers import TelemetryWatcher
 
 SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
 

@@ -29,8 +29,9 @@ from hangwatch_lab import Lab
 from hangwatch_pipeline.job import run_pipeline
 from hangwatch_pipeline.run_options import RunOptions, new_run_id
 from hangwatch_pipeline.verify import verify
+from hangwatch_testing.waiting import wait_for
 
-from .helpers import TelemetryWatcher, run_in_background, wait_for
+from .helpers import TelemetryWatcher, run_in_background
 
 
 def _options(kafka: Lab, topic: str, **changes: object) -> RunOptions:

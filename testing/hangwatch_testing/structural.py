@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import celpy
+import celpy.adapter
 import jsonschema
 import yaml
 
@@ -130,18 +131,18 @@ def _field(parts: Any) -> str:
 
 
 def _phrase(error: jsonschema.ValidationError) -> str:
-    path, kind, rule, value = (
-        _field(error.absolute_path),
-        error.validator,
-        error.validator_value,
-        error.instance,
-    )
+    # The stubs allow `Unset` for errors not yet tied to a schema; validate() sets them all.
+    path = _field(error.absolute_path)
+    kind: Any = error.validator
+    rule: Any = error.validator_value
+    value: Any = error.instance
+    schema: Any = error.schema
     shown = json.dumps(value)
     if kind == "required":
         missing = next(name for name in rule if name not in value)
         return f"{_field([*error.absolute_path, missing])}: Required value"
     if kind == "additionalProperties":
-        extra = sorted(set(value) - set(error.schema.get("properties") or {}))
+        extra = sorted(set(value) - set(schema.get("properties") or {}))
         return "; ".join(f'unknown field "{_field([*error.absolute_path, e])}"' for e in extra)
     if kind == "enum":
         allowed = ", ".join(json.dumps(v) for v in rule)
@@ -209,7 +210,7 @@ def compiled(rule: str) -> celpy.Runner:
 
 
 def _evaluate(rule: str, value: Any) -> bool | str:
-    result = compiled(rule).evaluate({"self": celpy.json_to_cel(value)})
+    result = compiled(rule).evaluate({"self": celpy.adapter.json_to_cel(value)})
     if isinstance(result, celpy.celtypes.BoolType):
         return bool(result)
     return str(result)

@@ -38,9 +38,9 @@ from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation
 from hangwatch_sidecar.server import StatusServer
 from hangwatch_sidecar.state import SidecarState
 from hangwatch_sidecar.verdicts import Assessment, PodAssessment
-from tests.operator.emulated_cluster import EmulatedCluster, OperatorRun
-from tests.operator.spark_pods import driver_pod, executor_pod
-from tests.operator.structural import apply_defaults, validation_errors, version_schema
+from hangwatch_testing.emulated_cluster import EmulatedCluster, OperatorRun
+from hangwatch_testing.spark_pods import driver_pod, executor_pod
+from hangwatch_testing.structural import apply_defaults, validation_errors, version_schema
 
 POLICIES = "hangwatch.dev/v1alpha1/producerhealthpolicies"
 PODS = "v1/pods"
@@ -131,7 +131,7 @@ def stored_policy(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
         "generation": 1,
         "resourceVersion": "1",
     }
-    return stored
+    return dict(stored)
 
 
 @dataclass

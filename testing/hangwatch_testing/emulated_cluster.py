@@ -20,7 +20,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,7 +28,8 @@ from typing import Any, Self
 
 import kmock
 
-from tests.operator.structural import crd
+from hangwatch_testing.structural import crd
+from hangwatch_testing.waiting import wait_for
 
 WAIT_SECONDS = 30.0
 """Upper bound for any wait on the operator; a healthy run needs about a second."""
@@ -169,15 +169,14 @@ class OperatorRun:
 
     def wait_for(self, what: str, predicate: Callable[[], Any]) -> Any:
         """Poll `predicate` until truthy; fail with the operator's log if it never is."""
-        deadline = time.monotonic() + WAIT_SECONDS
-        while time.monotonic() < deadline:
-            result = predicate()
-            if result:
-                return result
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.02)
-        raise AssertionError(f"operator never got to: {what}\n--- operator log ---\n{self.log()}")
+        return wait_for(
+            predicate,
+            WAIT_SECONDS,
+            f"the operator to get to: {what}",
+            interval=0.02,
+            give_up=lambda: self.process.poll() is not None,
+            context=lambda: f"--- operator log ---\n{self.log()}",
+        )
 
     def wait_for_log(self, text: str) -> None:
         self.wait_for(f"log line {text!r}", lambda: text in self.log())

@@ -1,0 +1,9 @@
+"""What the tests and the benchmarks share: fixtures built on real components, and waiting.
+
+`waiting` (poll until something holds), `structural` (the CRD's schema, defaults and
+CEL rules applied as the API server would), `spark_pods` (executor, driver and other
+pods as spark-submit creates them, and AdmissionReviews), `emulated_cluster` (the
+operator as a process against kmock's Kubernetes emulator) and `remediation_cluster`
+(that cluster with policies, injected pods and sidecar status servers). Never imported
+by hangwatch's own packages (import-linter checks it); needs the `dev` extra.
+"""
