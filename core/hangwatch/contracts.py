@@ -1,4 +1,4 @@
-"""Public names shared by every component (DESIGN section 3).
+"""Public names shared by every component (README: Contracts; docs/architecture.md).
 
 Users put these strings in alerts, dashboards and scripts: change them only with a
 reason written in the README's changelog. The sidecar produces verdicts and

@@ -1,4 +1,4 @@
-"""The seed incidents (DESIGN section 1) as lab scenarios with expected verdicts.
+"""The seed incidents (docs/incidents.md) as lab scenarios with expected verdicts.
 
 Each `Scenario` names the fault injected into the lab once the workload runs
 healthily, the verdict the sidecar must reach (or, for controls, must never reach),

@@ -49,17 +49,22 @@ def parse_topics(text: str) -> dict[str, int]:
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--state", type=Path, default=None, help=f"state file (default {default_state_path()})"
-    )
+    state_help = f"state file (default {default_state_path()})"
+    parser.add_argument("--state", type=Path, default=None, help=state_help)
+    # `--state` is accepted after the action too (`lab up --state PATH`): SUPPRESS keeps
+    # an action that does not repeat it from resetting the value given before it.
+    after = argparse.ArgumentParser(add_help=False)
+    after.add_argument("--state", type=Path, default=argparse.SUPPRESS, help=state_help)
     sub = parser.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
-    up = sub.add_parser("up", help="start a cluster and stay up until stopped")
+    up = sub.add_parser("up", parents=[after], help="start a cluster and stay up until stopped")
     up.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
     up.add_argument("--topics", default="", help="topics to create, e.g. events:6,audit:3")
-    sub.add_parser("down", help="stop the running lab (removes every kernel rule)")
-    status = sub.add_parser("status", help="show brokers, their faults and elections")
+    sub.add_parser("down", parents=[after], help="stop the running lab (removes every kernel rule)")
+    status = sub.add_parser(
+        "status", parents=[after], help="show brokers, their faults and elections"
+    )
     status.add_argument("--json", action="store_true", help="print the status as JSON")
-    fault = sub.add_parser("fault", help="inject or undo a fault")
+    fault = sub.add_parser("fault", parents=[after], help="inject or undo a fault")
     fault.add_argument("kind", choices=FAULTS, help="the fault")
     fault.add_argument("--broker", type=int, help="broker id (1..N)")
     fault.add_argument("--all", action="store_true", help="with restore: undo every fault")

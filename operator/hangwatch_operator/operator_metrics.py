@@ -3,7 +3,7 @@
 Updated by `remediation` (decisions, suppressions, actions, pod gauges, poll
 durations), by `webhook` (admission requests) and by `handlers` (cordoned nodes);
 served by `handlers` on `OperatorSettings.metrics_port`. Names and labels are a
-public contract (DESIGN section 3): change them only with a changelog entry.
+public contract (README: Contracts): change them only with a changelog entry.
 `policy` labels are `<namespace>/<name>`. Counters count *reported* decisions (the
 ones that also became Events), so an unchanged suppression is counted again only when
 it is reported again (`renotify_seconds`).

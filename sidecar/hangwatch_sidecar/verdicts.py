@@ -6,8 +6,8 @@ human-readable reasons and machine-readable evidence. `Debouncer` adds hysteresi
 a verdict replaces the current one only after it has held for N evaluations in a
 row, so a single lost probe or a 1-2 s election never flips the pod.
 
-Order of precedence (first match wins), following DESIGN section 1's lesson that a
-restart helps only when the cluster itself is healthy:
+Order of precedence (first match wins), following the incidents' lesson
+(docs/incidents.md) that a restart helps only when the cluster itself is healthy:
 
 1. no probe round yet -> `unknown`
 2. no broker answers from this pod -> `cluster_unreachable`

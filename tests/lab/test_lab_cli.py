@@ -3,7 +3,8 @@
 Covers: `lab up` prints the bootstrap string first and records state; `status` and
 `status --json` from another process; `fault` with a missing or invalid argument
 exits 3 with one line and no traceback; commands without a running lab exit 1 with
-one line naming the state file; `down` stops the lab; bad `--topics`/`--brokers`.
+one line naming the state file; `down` stops the lab; bad `--topics`/`--brokers`;
+`--state` is accepted before or after the action, as the README shows both.
 """
 
 from __future__ import annotations
@@ -63,6 +64,21 @@ def test_commands_without_a_lab_name_the_state_file(tmp_path: Path) -> None:
     state = tmp_path / "none.json"
     proc = _cli(state, "status")
     assert proc.returncode == 1
+    assert str(state) in _one_line_error(proc)
+
+
+@pytest.mark.parametrize("action", ["status", "down", "fault"])
+def test_state_after_the_action_is_the_same_flag(tmp_path: Path, action: str) -> None:
+    state = tmp_path / "after.json"
+    extra = ["restore", "--all"] if action == "fault" else []
+    proc = subprocess.run(
+        [sys.executable, "-m", "hangwatch", "lab", action, *extra, "--state", str(state)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1  # no lab behind that state file, and it says which
     assert str(state) in _one_line_error(proc)
 
 
