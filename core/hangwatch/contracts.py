@@ -51,3 +51,6 @@ class ExitCode:
     UNAVAILABLE = 2
     USAGE = 3
     """Bad input or configuration: a one-line error was printed."""
+    UNVERIFIABLE = 4
+    """The check ran to the end but cannot decide: what it would have checked is gone
+    (e.g. records deleted by retention before `pipeline verify` read them)."""

@@ -4,10 +4,14 @@ At-least-once means: no event missing, duplicates allowed. `verify` assigns ever
 partition of the topic from its low watermark, reads up to the high watermark taken at
 the start (bounded by a timeout), and tallies the `(run_id, seq)` of each message the
 pipeline wrote (`events.identify`). The run checked is `--run-id`, or the only run
-found in the topic. Missing = seqs 0..expected-1 never seen (exit 1); duplicates are
-counted, not failed. Reading that cannot reach the end of every partition in time is
-exit 2: a partial read cannot prove anything missing. The tally is pure and tested
-without Kafka; only `read_topic` talks to the brokers (confluent-kafka Consumer).
+found in the topic. Missing = seqs 0..expected-1 never seen; duplicates are counted,
+not failed. Retention may have deleted the oldest records of a partition (its log no
+longer starts at offset 0): as many missing events as records were deleted are
+*unverifiable*, not lost (exit 4 when that explains every missing event); only events
+missing beyond that count are lost (exit 1). Reading that cannot reach the end of every
+partition in time is exit 2: a partial read cannot prove anything missing. The tally is
+pure and tested without Kafka; only `read_topic` talks to the brokers (confluent-kafka
+Consumer).
 """
 
 from __future__ import annotations
@@ -80,8 +84,14 @@ class ReadStats:
     runs: dict[str, SeqTally] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
     """Consumer error code -> occurrences while reading."""
-    truncated: list[int] = field(default_factory=list)
-    """Partitions whose log starts after offset 0: retention deleted their oldest records."""
+    deleted: dict[int, int] = field(default_factory=dict)
+    """Partition -> records before its log start (retention deleted them; at most this
+    many, since a compacted or transactional log leaves gaps in its offsets)."""
+
+    @property
+    def truncated(self) -> list[int]:
+        """Partitions whose log starts after offset 0: retention deleted their oldest records."""
+        return sorted(p for p, n in self.deleted.items() if n > 0)
 
     def add(self, value: bytes | None) -> None:
         self.records += 1
@@ -116,13 +126,27 @@ class Verification:
     complete: bool
     duration_seconds: float
     truncated_partitions: list[int] = field(default_factory=list)
+    deleted_records: int = 0
+    """Records retention deleted before the read (offsets before each log start)."""
     read_errors: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def unverifiable(self) -> int:
+        """Missing events that may be among the records retention deleted."""
+        return min(self.missing, self.deleted_records)
+
+    @property
+    def lost(self) -> int:
+        """Missing events that retention cannot explain: at least this many are lost."""
+        return self.missing - self.unverifiable
 
     @property
     def exit_code(self) -> int:
         if not self.complete:
             return ExitCode.UNAVAILABLE
-        return ExitCode.OK if self.missing == 0 else ExitCode.DEGRADED
+        if self.lost:
+            return ExitCode.DEGRADED
+        return ExitCode.UNVERIFIABLE if self.unverifiable else ExitCode.OK
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -134,6 +158,9 @@ class Verification:
             "present": self.present,
             "missing": self.missing,
             "missing_ids": self.missing_ids,
+            "lost": self.lost,
+            "unverifiable": self.unverifiable,
+            "deleted_records": self.deleted_records,
             "duplicates": self.duplicates,
             "beyond_expected": self.beyond_expected,
             "run_records": self.run_records,
@@ -164,15 +191,22 @@ class Verification:
         if self.truncated_partitions:
             lines.append(
                 f"  note         partitions {', '.join(map(str, self.truncated_partitions))} "
-                "no longer start at offset 0: records deleted by retention cannot be checked"
+                f"no longer start at offset 0: retention deleted up to {self.deleted_records:,} "
+                "records, which cannot be checked"
             )
         if self.read_errors:
             errors = ", ".join(f"{code} (x{n})" for code, n in sorted(self.read_errors.items()))
             lines.append(f"  read errors  {errors}")
         if not self.complete:
             lines.append("INCOMPLETE: not every partition was read to its end in time")
-        elif self.missing:
-            lines.append(f"FAILED: {self.missing:,} events missing")
+        elif self.lost:
+            also = f" ({self.unverifiable:,} more unverifiable)" if self.unverifiable else ""
+            lines.append(f"FAILED: {self.lost:,} events missing{also}")
+        elif self.unverifiable:
+            lines.append(
+                f"UNVERIFIABLE: {self.unverifiable:,} events not found, no more than retention "
+                "deleted: they cannot be told from lost ones"
+            )
         else:
             lines.append("OK: every event is in the topic")
         return "\n".join(lines)
@@ -214,7 +248,8 @@ def judge(
         partitions=stats.partitions,
         complete=stats.complete,
         duration_seconds=duration_seconds,
-        truncated_partitions=sorted(stats.truncated),
+        truncated_partitions=stats.truncated,
+        deleted_records=sum(stats.deleted.values()),
         read_errors=dict(stats.errors),
     )
 
@@ -244,7 +279,7 @@ def read_topic(
     try:
         ends = _partition_ends(consumer, topic, deadline, clock)
         stats.partitions = len(ends)
-        stats.truncated = [p for p, (low, _) in ends.items() if low > 0]
+        stats.deleted = {p: low for p, (low, _) in ends.items() if low > 0}
         pending = {p: high for p, (low, high) in ends.items() if high > low}
         if pending:
             consumer.assign([TopicPartition(topic, p, ends[p][0]) for p in pending])

@@ -304,6 +304,21 @@ def test_tally_counts_missing_duplicates_and_extra() -> None:
     assert judge(stats, "t", 2, None, 1.0).exit_code == 2
 
 
+def test_events_retention_may_have_deleted_are_unverifiable_not_lost() -> None:
+    stats = ReadStats(partitions=2, complete=True, deleted={0: 2, 1: 0})
+    for seq in [0, 3, 4]:
+        stats.add(json.dumps({"run_id": RUN, "seq": seq}).encode())
+    explained = judge(stats, "t", 5, None, 1.0)  # 1 and 2 missing, 2 records deleted
+    assert (explained.missing, explained.unverifiable, explained.lost) == (2, 2, 0)
+    assert explained.exit_code == 4 and explained.truncated_partitions == [0]
+    assert "UNVERIFIABLE: 2 events not found" in explained.render()
+    assert "retention deleted up to 2 records" in explained.render()
+    beyond = judge(stats, "t", 7, None, 1.0)  # 1, 2, 5, 6 missing: at least 2 lost
+    assert (beyond.unverifiable, beyond.lost, beyond.exit_code) == (2, 2, 1)
+    assert "FAILED: 2 events missing (2 more unverifiable)" in beyond.render()
+    assert beyond.as_json()["lost"] == 2 and beyond.as_json()["deleted_records"] == 2
+
+
 def test_run_selection() -> None:
     one = SeqTally()
     one.add(0)
