@@ -17,7 +17,7 @@ from typing import NoReturn, Protocol, cast
 
 from hangwatch import __version__
 from hangwatch.contracts import ExitCode
-from hangwatch.errors import HangwatchError
+from hangwatch.errors import HangwatchError, one_line
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("hangwatch_demo.demo_cli", "replay the seed failures on a local cluster"),
@@ -46,7 +46,7 @@ class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line and exit with the usage code."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(ExitCode.USAGE, f"{self.prog}: error: {one_line(message)}\n")
 
 
 def _load(name: str) -> CommandModule:
@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _load(chosen).run(args)
     except HangwatchError as exc:
-        print(f"hangwatch {chosen}: error: {exc}", file=sys.stderr)
+        print(f"hangwatch {chosen}: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"hangwatch {chosen}: interrupted", file=sys.stderr)

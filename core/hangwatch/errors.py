@@ -6,6 +6,8 @@ stderr and an exit code, never a traceback.
 
 from __future__ import annotations
 
+import unicodedata
+
 
 class HangwatchError(Exception):
     """Base class of every error hangwatch reports to a user in one line."""
@@ -23,3 +25,16 @@ class LabError(HangwatchError):
     """The fault lab could not do what was asked (not running, fault failed, ...)."""
 
     exit_code = 1
+
+
+def one_line(text: str) -> str:
+    """`text` with every control or line-breaking character escaped (`\\r`, `\\x1b`,
+    `\\u2028`), so a message quoting user input stays one line on a terminal."""
+    return "".join(
+        ch.encode("unicode_escape").decode() if unicodedata.category(ch) in _ESCAPED else ch
+        for ch in text
+    )
+
+
+_ESCAPED = frozenset({"Cc", "Zl", "Zp"})
+"""Control characters (newline, carriage return, escape...), line and paragraph separators."""

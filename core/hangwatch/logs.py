@@ -16,6 +16,8 @@ import sys
 import time
 from typing import Any
 
+from hangwatch.errors import UsageError
+
 _STANDARD_ATTRS = frozenset(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime"}
 
 IDENTITY_ENV = {
@@ -54,8 +56,14 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure(component: str, level: str | int | None = None) -> None:
-    """Send all `hangwatch*` logging as JSON lines to stderr; idempotent."""
+    """Send all `hangwatch*` logging as JSON lines to stderr; idempotent. A level that is
+    not one (`HANGWATCH_LOG_LEVEL=LOUD`) is a `UsageError`."""
     level = level or os.environ.get("HANGWATCH_LOG_LEVEL", "INFO")
+    name = level if isinstance(level, int) else level.upper()
+    if not isinstance(name, int) and not isinstance(logging.getLevelName(name), int):
+        raise UsageError(
+            f"HANGWATCH_LOG_LEVEL={level!r} is not a log level (DEBUG, INFO, WARNING, ERROR)"
+        )
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter(component))
     root = logging.getLogger()
@@ -63,4 +71,4 @@ def configure(component: str, level: str | int | None = None) -> None:
         if isinstance(old.formatter, JsonFormatter):
             root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(level if isinstance(level, int) else level.upper())
+    root.setLevel(name)

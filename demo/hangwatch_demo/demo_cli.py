@@ -87,6 +87,16 @@ def _table(rows: list[DemoRow]) -> str:
     return "\n".join(lines)
 
 
+def _create_keep_dir(keep: Path) -> None:
+    """Create `--keep DIR` (and its parents) now, so a bad path fails before Spark starts."""
+    try:
+        keep.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--keep {keep}: cannot create the directory ({exc.strerror})") from None
+    except ValueError as exc:  # e.g. an embedded NUL
+        raise UsageError(f"--keep {keep!r}: {exc}") from None
+
+
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -105,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         raise UsageError(f"unknown scenario {unknown[0]!r} (choose from {', '.join(DEMO_ORDER)})")
+    if args.keep:
+        _create_keep_dir(args.keep)
     if (reason := netfilter.available()) is not None:
         raise UsageError(f"the demo injects kernel faults: {reason}")
     try:
@@ -120,8 +132,6 @@ def run(args: argparse.Namespace) -> int:
             f"the demo needs pyspark and aiohttp ({exc.name} not found): "
             "pip install 'hangwatch[demo]' (make demo installs everything)"
         ) from None
-    if args.keep:
-        args.keep.mkdir(parents=True, exist_ok=True)
     logs.configure("demo", level="WARNING")
     # Failed connects during the faults are the point of the demo, not news.
     RDKAFKA_LOG.setLevel(logging.CRITICAL)

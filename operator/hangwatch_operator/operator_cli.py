@@ -22,6 +22,7 @@ import importlib
 import logging
 import os
 import random
+import urllib.parse
 
 import kopf
 from kubernetes.aio import client, config
@@ -77,6 +78,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     settings = _settings(args)
+    liveness = liveness_endpoint(args.liveness)
     _check_credentials()
     for module in HANDLER_MODULES:
         importlib.import_module(module)
@@ -90,10 +92,30 @@ def run(args: argparse.Namespace) -> int:
         standalone=True if args.standalone else None,
         peering_name=args.peering,
         priority=peering_priority(args.priority, peering=not args.standalone),
-        liveness_endpoint=args.liveness,
+        liveness_endpoint=liveness,
         memo=memo,
     )
     return 0
+
+
+def liveness_endpoint(url: str | None) -> str | None:
+    """`--liveness URL` checked as kopf will serve it: http(s), a host, a port 1..65535."""
+    if url is None:
+        return None
+    problem = None
+    try:
+        parsed = urllib.parse.urlsplit(url)
+        port = parsed.port
+    except ValueError as exc:  # a port out of range or not a number
+        problem = str(exc)
+    else:
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            problem = "expected http://HOST:PORT/PATH"
+        elif port is None:
+            problem = "no port (kopf serves the probe on the port given)"
+    if problem is not None:
+        raise UsageError(f"--liveness {url!r}: {problem}")
+    return url
 
 
 def peering_priority(requested: int | None, peering: bool) -> int | None:

@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from hangwatch import rdkafka_conf
 from hangwatch.contracts import ExitCode
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
@@ -23,7 +24,6 @@ from hangwatch.secrets import redact
 from hangwatch.time_to_error import models
 from hangwatch.time_to_error.client_config import read_properties
 from hangwatch.time_to_error.estimate import Estimate, seconds_text
-from hangwatch_pipeline import rdkafka_conf
 
 
 def register(parser: argparse.ArgumentParser) -> None:

@@ -19,9 +19,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from hangwatch import rdkafka_conf
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
-from hangwatch_pipeline import rdkafka_conf
 from hangwatch_pipeline.settings import TELEMETRY_DIR_ENV, ProducerSettings, build_config
 
 DEFAULT_EVENTS = 100_000

@@ -11,17 +11,23 @@ values into one-line `UsageError`s.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from hangwatch import rdkafka_conf
 from hangwatch.defaults import STANDALONE
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
+from hangwatch_sidecar.probe.settings import MAX_TIMEOUT_MS
 
 DEFAULT_PORT = 9477
+MAX_SECONDS = 7 * 24 * 3600
+"""Longest interval or threshold accepted: beyond a week a setting is a typo (and a sleep
+of 1e308 s overflows)."""
 """The sidecar's one HTTP port (metrics, status, health); the injection webhook uses it."""
 
 KAFKA_ENV_PREFIX = "HANGWATCH_KAFKA_"
@@ -166,17 +172,21 @@ class SidecarSettings:
             "election_grace_seconds",
             "time_to_error_budget_seconds",
         ):
-            if getattr(self, name) <= 0:
-                raise UsageError(f"--{name.replace('_', '-')} must be > 0")
-        for name in (
-            "connect_timeout_ms",
-            "request_timeout_ms",
-            "hysteresis_intervals",
-            "telemetry_max_bytes",
-            "max_producers",
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+                flag = "--" + name.replace("_", "-")
+                raise UsageError(f"{flag} must be > 0 and <= {MAX_SECONDS} (a week), got {value}")
+        for name, most in (
+            ("connect_timeout_ms", MAX_TIMEOUT_MS),
+            ("request_timeout_ms", MAX_TIMEOUT_MS),
+            ("hysteresis_intervals", 100),
+            ("telemetry_max_bytes", 64 << 20),
+            ("max_producers", 10_000),
         ):
-            if getattr(self, name) < 1:
-                raise UsageError(f"--{name.replace('_', '-')} must be >= 1")
+            value = getattr(self, name)
+            if not 1 <= value <= most:
+                flag = "--" + name.replace("_", "-")
+                raise UsageError(f"{flag} must be 1..{most}, got {value}")
         if self.stall_seconds <= self.probe_interval_seconds:
             raise UsageError("--stall-seconds must be longer than --probe-interval-seconds")
         return self
@@ -206,7 +216,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             dest=f.name,
             type=type(default) if default is not None else str,
             default=None,
-            help=f"{f.metadata['doc']} [env {_env_name(f.name)}; default {default!r}]",
+            # argparse formats help with %: a literal one in a doc would crash --help.
+            help=f"{f.metadata['doc']} [env {_env_name(f.name)}; default {default!r}]".replace(
+                "%", "%%"
+            ),
         )
     parser.add_argument(
         "-X",
@@ -251,4 +264,5 @@ def from_args(
         elif _env_name(f.name) in env:
             values[f.name] = _convert(f.name, env[_env_name(f.name)], type(f.default))
     values["kafka"] = kafka_properties(list(getattr(args, "kafka", []) or []), env)
+    rdkafka_conf.validate(values["kafka"])  # as `hangwatch probe` does with its -X
     return SidecarSettings(**values).validate()

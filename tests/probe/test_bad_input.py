@@ -27,7 +27,7 @@ CASES = {
     "port not a number": (["--bootstrap", "kafka-0:http"], "must be 1..65535"),
     "ipv6 without brackets": (["--bootstrap", "::1:9092"], "needs brackets"),
     "space in host": (["--bootstrap", "kafka 0:9092"], "malformed host"),
-    "unknown property": (["-b", GOOD, "-X", "no.such.property=1"], "No such configuration"),
+    "unknown property": (["-b", GOOD, "-X", "no.such.property=1"], "property 'no.such.property'"),
     "invalid value": (["-b", GOOD, "-X", "security.protocol=carrier-pigeon"], "Invalid value"),
     "malformed -X": (["-b", GOOD, "-X", "acks=1", "-X", "acks"], "malformed -X argument #2"),
     "-X without key": (["-b", GOOD, "-X", "=1"], "malformed -X argument #1"),

@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 
+from hangwatch import rdkafka_conf
 from hangwatch.properties import parse_assignments
 from hangwatch_sidecar.probe.endpoints import probe_cluster
 from hangwatch_sidecar.probe.output import render_text, to_document
@@ -67,10 +68,12 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Probe once, print the summary (or JSON) on stdout, return the exit code."""
+    client_config = parse_assignments(args.properties)
+    rdkafka_conf.validate(client_config)  # librdkafka's own verdict, as `sidecar` does
     settings = ProbeSettings(
         connect_timeout_ms=args.connect_timeout_ms,
         request_timeout_ms=args.request_timeout_ms,
-        client_config=parse_assignments(args.properties),
+        client_config=client_config,
     )
     result = probe_cluster(parse_bootstrap(args.bootstrap), args.topic, settings)
     assessment = assess(result)

@@ -23,6 +23,8 @@ TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 """`security.protocol` values that put TLS on the wire."""
 
 _SCHEME = re.compile(r"^[A-Za-z_]+://")
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?$")
+"""A DNS name as resolvers take it (internationalised names in their ASCII form)."""
 
 
 class ProbeConfigError(UsageError):
@@ -56,9 +58,11 @@ def parse_endpoint(text: str) -> Endpoint:
             raise ProbeConfigError(f"bootstrap entry {text!r} has no port (expected host:port)")
         if ":" in host:
             raise ProbeConfigError(f"IPv6 address in {text!r} needs brackets: [addr]:port")
-    if not host or any(c.isspace() or c in "/@?#" for c in host):
-        raise ProbeConfigError(f"malformed host in bootstrap entry {text!r}")
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+    if not (_HOSTNAME.match(host) or is_ip_address(host)):
+        raise ProbeConfigError(
+            f"malformed host in bootstrap entry {text!r} (a DNS name in ASCII, or an IP address)"
+        )
+    if not (port_text.isascii() and port_text.isdigit()) or not 1 <= int(port_text) <= 65535:
         raise ProbeConfigError(f"port in bootstrap entry {text!r} must be 1..65535")
     return Endpoint(host.lower(), int(port_text))
 

@@ -1,8 +1,11 @@
 """Validate librdkafka properties with librdkafka itself, without creating a client.
 
-`config_check` calls `validate` before modelling a librdkafka configuration: each
-property goes through `rd_kafka_conf_set` of the `librdkafka*.so` bundled with
-confluent-kafka, the same code `confluent_kafka.Producer(conf)` runs first. No client
+Every command that takes librdkafka properties calls `validate` before using them
+(`config-check` before modelling them, `probe` and `sidecar` for their `-X` flags and
+`HANGWATCH_KAFKA_*` variables, `pipeline run` for the producer's): each property goes
+through `rd_kafka_conf_set` of the `librdkafka*.so` bundled with confluent-kafka, the
+same code `confluent_kafka.Producer(conf)` runs first, so all of them accept and refuse
+exactly what the client will. No client
 is created, so nothing connects, no thread starts and no Kerberos command runs.
 `plugin.library.paths` is not passed on: setting it loads the libraries it names.
 """
@@ -69,11 +72,24 @@ def _property_names(lib: ctypes.CDLL) -> list[str]:
         lib.rd_kafka_topic_conf_destroy(topic_conf)
 
 
+def _c_string(text: str) -> bytes | None:
+    """`text` as librdkafka reads it, or None when C cannot carry it (NUL, undecodable)."""
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:
+        return None
+    return None if b"\0" in data else data
+
+
 def _problem(lib: ctypes.CDLL, conf: int, key: str, value: str) -> str | None:
+    c_key, c_value = _c_string(key), _c_string(value)
+    if c_key is None:
+        return f"property name {key!r} is not valid UTF-8 text"
+    if c_value is None:
+        shown = "(not shown: secret)" if is_secret_key(key) else repr(value)
+        return f"{key}: value {shown} is not valid UTF-8 text"
     errstr = ctypes.create_string_buffer(_ERRSTR_BYTES)
-    result = lib.rd_kafka_conf_set(
-        conf, key.encode(), value.encode(), ctypes.cast(errstr, _P), _ERRSTR_BYTES
-    )
+    result = lib.rd_kafka_conf_set(conf, c_key, c_value, ctypes.cast(errstr, _P), _ERRSTR_BYTES)
     if result == CONF_UNKNOWN:
         close = difflib.get_close_matches(key, _property_names(lib), n=1)
         return f"unknown librdkafka property {key!r}" + (
