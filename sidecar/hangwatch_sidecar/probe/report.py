@@ -1,6 +1,7 @@
 """Judging a probe run: pure functions from a `ProbeResult` to rows, findings and health.
 
-Fed by `endpoints.probe_cluster` (via `hangwatch probe` and the sidecar's probe loop). It
+Fed by `hangwatch probe` with the `ProbeResult` of `endpoints.probe_cluster` (the
+sidecar's loop judges its own rounds with `observing` and `verdicts` instead). It
 matches probed endpoints to advertised brokers, decides each endpoint's effective
 reachability (a broker that answers ApiVersions but rejects our credentials is an
 `auth_error`), lists what is wrong (most severe first), and derives the overall health
