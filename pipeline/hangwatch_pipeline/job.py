@@ -345,13 +345,20 @@ def quiet_task_failure_logs(spark: SparkSession) -> None:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
 
 
-def execute(options: RunOptions, *, json_output: bool = False, quiet: bool = False) -> int:
-    """Start a session, run, print the summary on stdout; exit code 0 only if all acknowledged."""
+def execute(
+    options: RunOptions,
+    *,
+    json_output: bool = False,
+    quiet: bool = False,
+    progress: IO[str] | None = sys.stderr,
+) -> int:
+    """Start a session, run, print the summary on stdout; exit code 0 only if all acknowledged.
+    Progress lines go to `progress` (None: none)."""
     spark = spark_session(options)
     try:
         if quiet and options.spark_log_level not in {"ALL", "TRACE", "DEBUG", "INFO"}:
             quiet_task_failure_logs(spark)
-        summary = run_pipeline(spark, options, sys.stderr)
+        summary = run_pipeline(spark, options, progress)
     finally:
         spark.stop()
     if json_output:
@@ -369,7 +376,10 @@ def main(argv: list[str] | None = None) -> int:
     add_run_arguments(parser, with_master=False)
     args = parser.parse_args(argv)
     try:
-        return execute(run_options(args), json_output=args.json)
+        # spark-submit merges the Python driver's stderr into its stdout: with --json the
+        # summary must be all of stdout, so the progress lines stay off.
+        progress = None if args.json else sys.stderr
+        return execute(run_options(args), json_output=args.json, progress=progress)
     except HangwatchError as exc:
         print(f"job.py: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -8,7 +8,8 @@ Covered (real processes, real lab):
   `hangwatch pipeline verify --json`: 0 missing, exit 0; and verify expecting more
   events than were sent: the missing ids are named, exit 1; no executor JVM is left;
 - `spark-submit pipeline/hangwatch_pipeline/job.py ...` (the cluster entry point, the
-  master given to spark-submit): every event acknowledged, exit 0.
+  master given to spark-submit): every event acknowledged, exit 0; with `--json` stdout is
+  only the JSON summary although spark-submit merges the driver's stderr into it.
 """
 
 from __future__ import annotations
@@ -101,11 +102,12 @@ def test_spark_submit_runs_the_job_file(spark_lab: Lab) -> None:
         [
             str(SPARK_SUBMIT), "--master", "local[2,2]", "--conf", "spark.ui.enabled=false",
             job.__file__, "--bootstrap", spark_lab.bootstrap, "--topic", "submit",
-            "--events", "5000", "--run-id", "submit-1", "--json",
+            "--events", "5000", "--run-id", "submit-1", "--json", "--progress-seconds", "0.2",
         ],
         capture_output=True, text=True, timeout=180, check=False, env=_env(),
     )  # fmt: skip
     assert submitted.returncode == 0, submitted.stderr[-3000:]
+    # spark-submit merges the driver's stderr into stdout: with --json, nothing but the JSON
     summary = json.loads(submitted.stdout)
     assert summary["ok"] is True and summary["acknowledged"] == 5_000
     assert summary["master"] == "local[2,2]"
