@@ -55,6 +55,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from hangwatch import __version__
 from hangwatch.errors import HangwatchError, UsageError
 from hangwatch.secrets import is_secret_key, redact
+from hangwatch.wire import telemetry as wire
 from hangwatch_pipeline import telemetry
 from hangwatch_pipeline.settings import (
     EffectiveConfig,
@@ -236,7 +237,7 @@ class HangwatchProducer:
 
     def _open_file(self, telemetry_dir: str | None) -> telemetry.TelemetryFile | None:
         if telemetry_dir is not None:
-            name = f"{telemetry.FILE_PREFIX}{self._pid}-{self.number}{telemetry.FILE_SUFFIX}"
+            name = wire.file_name(self._pid, self.number)
             # Relative: to this process's working directory now (a Spark standalone
             # executor's own work directory), whatever the job does with its cwd later.
             return telemetry.TelemetryFile(os.path.abspath(telemetry_dir), name)
