@@ -20,8 +20,9 @@ from typing import Any
 from hangwatch.defaults import STANDALONE
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
+from hangwatch.wire import sidecar_http, telemetry
 
-DEFAULT_PORT = 9477
+DEFAULT_PORT = sidecar_http.PORT
 """The sidecar's one HTTP port (metrics, status, health); the injection webhook uses it."""
 
 KAFKA_ENV_PREFIX = "HANGWATCH_KAFKA_"
@@ -122,7 +123,7 @@ class SidecarSettings:
         ),
     )
     telemetry_dir: str = field(
-        default="/var/run/hangwatch/telemetry",
+        default=telemetry.DEFAULT_DIR,
         metadata=_doc("Directory of the producers' telemetry files (shared emptyDir)."),
     )
     telemetry_max_bytes: int = field(
