@@ -18,14 +18,14 @@ import ssl
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 
 from hangwatch.contracts import Reachability
 from hangwatch.logs import IDENTITY_ENV
 from hangwatch.secrets import redact
-from hangwatch_sidecar import telemetry_reader
+from hangwatch_sidecar import budget, telemetry_reader
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
 from hangwatch_sidecar.observing import endpoints_to_probe, observe_cluster
 from hangwatch_sidecar.probe.endpoints import probe_endpoint
@@ -80,6 +80,8 @@ class SidecarLoop:
         self.probe_errors: Counter[str] = Counter()
         self.verdict_changes: Counter[str] = Counter()
         self.telemetry_problems: Counter[str] = Counter()
+        self.producer_configs: dict[str, Mapping[str, budget.ConfigValue] | None] = {}
+        """Each producer's configuration as its latest telemetry states it."""
         self._exited: set[str] = set()
         """Producers seen exited whose files are still there (logged once each)."""
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="hangwatch-probe")
@@ -142,6 +144,7 @@ class SidecarLoop:
             self.telemetry_problems[str(problem.kind)] += 1
         observations: list[ProducerObservation] = []
         present: set[str] = set()
+        self.producer_configs = {}
         for read in reads:
             if read.alive is False:
                 self._note_exited(read.key)
@@ -156,6 +159,7 @@ class SidecarLoop:
             observations.append(
                 self.tracker.observe(read.key, read.doc, read.alive, now, self.wall())
             )
+            self.producer_configs[read.key] = read.doc.config
         self.tracker.forget(present)
         self._exited &= {read.key for read in reads}
         return observations
@@ -227,6 +231,9 @@ class SidecarLoop:
             probe_errors=dict(self.probe_errors),
             verdict_changes=dict(self.verdict_changes),
             telemetry_problems=dict(self.telemetry_problems),
+            time_to_error=budget.time_to_error(
+                self.producer_configs, self.settings.time_to_error_budget_seconds
+            ),
         )
         self._publish(state)
         return state

@@ -8,6 +8,7 @@ reachability classes). Names start with `hangwatch_` and carry their unit.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 
@@ -136,6 +137,7 @@ def _producers(state: SidecarState) -> Iterator[Metric]:
         if p.key in latest:
             verdict.add_metric([p.key, str(latest[p.key].verdict)], 1.0)
     yield from (pending, progress, heartbeat, delivered, failed, verdict)
+    yield from _time_to_error(state)
     problems = CounterMetricFamily(
         "hangwatch_telemetry_problems",
         "Telemetry files that could not be used, by reason",
@@ -144,6 +146,32 @@ def _producers(state: SidecarState) -> Iterator[Metric]:
     for reason, n in sorted(state.telemetry_problems.items()):
         problems.add_metric([reason], n)
     yield problems
+
+
+def _time_to_error(state: SidecarState) -> Iterator[Metric]:
+    budget = GaugeMetricFamily(
+        "hangwatch_time_to_error_budget_seconds",
+        "Longest a producer's own settings may keep a send silent before it reports an error",
+    )
+    worst = GaugeMetricFamily(
+        "hangwatch_producer_time_to_error_seconds",
+        "Worst case of the producer's own settings until a send reports an error "
+        "(+Inf: a timeout is disabled)",
+        labels=["producer"],
+    )
+    over = GaugeMetricFamily(
+        "hangwatch_producer_over_time_to_error_budget",
+        "1 when the producer's own settings can stay silent longer than the budget",
+        labels=["producer"],
+    )
+    checked = state.time_to_error
+    if checked is not None:
+        budget.add_metric([], checked.budget_seconds)
+        for key, p in checked.producers.items():
+            if p.unbounded or p.worst_case_seconds is not None:
+                worst.add_metric([key], math.inf if p.unbounded else p.worst_case_seconds or 0.0)
+            over.add_metric([key], 1.0 if p.over_budget else 0.0)
+    yield from (budget, worst, over)
 
 
 def _sidecar(state: SidecarState) -> Iterator[Metric]:

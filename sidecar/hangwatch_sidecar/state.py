@@ -40,6 +40,8 @@ class SidecarState:
     telemetry_problems: Mapping[str, int] = field(default_factory=dict)
     identity: Mapping[str, str] = field(default_factory=dict)
     settings: Mapping[str, Any] = field(default_factory=dict)
+    time_to_error: status.TimeToError | None = None
+    """Producers whose own settings can stay silent longer than the budget (a warning)."""
 
 
 def _assessment(a: Assessment) -> status.Assessment:
@@ -88,4 +90,5 @@ def status_document(state: SidecarState) -> status.StatusDocument:
             round_seconds=round(state.round_seconds, 4),
             settings=dict(state.settings),
         ),
+        time_to_error=state.time_to_error,
     )
