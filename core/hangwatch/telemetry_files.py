@@ -98,14 +98,17 @@ def remove_dead_producers(directory: Path, limit: int = 64) -> list[str]:
         lock = directory / wire.lock_name(key)
         if lock_state(lock) is not False:
             continue
-        for path in (directory / name, directory / wire.temp_name(name), lock):
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                log.debug(
-                    "cannot remove telemetry file", extra={"file": path.name, "error": exc.strerror}
-                )
+        remove_files(directory / name, directory / wire.temp_name(name), lock)
         removed.append(key)
     return removed
+
+
+def remove_files(*paths: Path) -> None:
+    """Delete `paths` in order; a missing one is fine, any other failure is logged (debug)."""
+    for path in paths:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.debug("cannot remove telemetry file", extra={"file": str(path), "error": str(exc)})

@@ -47,7 +47,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -345,12 +344,8 @@ class HangwatchProducer:
     def __enter__(self) -> HangwatchProducer:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        """Close (raising on undelivered messages); after a failure, purge and re-raise it."""
         if exc_type is None:
             self.close()
         elif not self._closed:

@@ -233,13 +233,9 @@ def document(
     minimal = detail == "minimal"
     list_cap = MINIMAL_LIST if minimal else MAX_LIST
     errors = sorted(snapshot.error_counts.items(), key=lambda kv: -kv[1])[:list_cap]
+    as_is = ("seq", "ts", "monotonic", "started_ts", "interval_seconds", "state")
     return wire.TelemetryDocument(
-        seq=snapshot.seq,
-        ts=snapshot.ts,
-        monotonic=snapshot.monotonic,
-        started_ts=snapshot.started_ts,
-        interval_seconds=snapshot.interval_seconds,
-        state=snapshot.state,
+        **{name: getattr(snapshot, name) for name in as_is},
         detail=detail,
         identity=wire.part(wire.Identity, dict(snapshot.identity)),
         counters=wire.part(wire.Counters, dict(snapshot.counters)),
@@ -375,17 +371,12 @@ class TelemetryFile:
 
     def remove(self) -> None:
         """Delete the file, any leftover temp file, then the lock file, and release the lock."""
-        for path in (self.path, self._tmp, self.lock_path):
-            if path is self.lock_path and self._lock_fd is None:
-                continue
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                log.debug(
-                    "cannot remove telemetry file", extra={"path": str(path), "error": str(exc)}
-                )
+        mine = (
+            (self.path, self._tmp)
+            if self._lock_fd is None
+            else (self.path, self._tmp, self.lock_path)
+        )
+        telemetry_files.remove_files(*mine)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -51,12 +51,18 @@ def _pod(state: SidecarState) -> Iterator[Metric]:
     )
     since.add_metric([], state.since_ts or 0.0)
     yield since
-    changes = CounterMetricFamily(
-        "hangwatch_verdict_changes", "Verdict changes, by new verdict", labels=["verdict"]
-    )
-    for name, n in sorted(state.verdict_changes.items()):
-        changes.add_metric([name], n)
-    yield changes
+    yield _counts(
+        "hangwatch_verdict_changes", "Verdict changes, by new verdict", "verdict",
+        state.verdict_changes,
+    )  # fmt: skip
+
+
+def _counts(name: str, doc: str, label: str, counts: Mapping[str, int]) -> Metric:
+    """A counter family with one series per key of `counts` (a bounded label)."""
+    family = CounterMetricFamily(name, doc, labels=[label])
+    for key, n in sorted(counts.items()):
+        family.add_metric([key], n)
+    return family
 
 
 def _brokers(state: SidecarState) -> Iterator[Metric]:
@@ -80,12 +86,9 @@ def _brokers(state: SidecarState) -> Iterator[Metric]:
         if b.latency_ms is not None:
             latency.add_metric([b.address], b.latency_ms / 1000.0)
     yield from (up, reach, latency)
-    errors = CounterMetricFamily(
-        "hangwatch_probe_errors", "Failed broker probes, by class", labels=["class"]
+    yield _counts(
+        "hangwatch_probe_errors", "Failed broker probes, by class", "class", state.probe_errors
     )
-    for cls, n in sorted(state.probe_errors.items()):
-        errors.add_metric([cls], n)
-    yield errors
     leaderless = GaugeMetricFamily(
         "hangwatch_leaderless_partitions", "Partitions (or whole topics) without a leader"
     )
@@ -138,14 +141,12 @@ def _producers(state: SidecarState) -> Iterator[Metric]:
             verdict.add_metric([p.key, str(latest[p.key].verdict)], 1.0)
     yield from (pending, progress, heartbeat, delivered, failed, verdict)
     yield from _time_to_error(state)
-    problems = CounterMetricFamily(
+    yield _counts(
         "hangwatch_telemetry_problems",
         "Telemetry files that could not be used, by reason",
-        labels=["reason"],
+        "reason",
+        state.telemetry_problems,
     )
-    for reason, n in sorted(state.telemetry_problems.items()):
-        problems.add_metric([reason], n)
-    yield problems
 
 
 def _time_to_error(state: SidecarState) -> Iterator[Metric]:

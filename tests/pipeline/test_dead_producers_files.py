@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import fcntl
 import logging
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,8 +20,7 @@ from hangwatch.telemetry_files import remove_dead_producers
 from hangwatch_lab import Lab
 from hangwatch_pipeline import producer
 
-from .producer_helpers import FAST
-from .test_telemetry_file import CRASH_SCRIPT
+from .producer_helpers import FAST, crashed_producer
 
 
 def test_only_dead_producers_files_are_removed(tmp_path: Path) -> None:
@@ -44,14 +41,7 @@ def test_only_dead_producers_files_are_removed(tmp_path: Path) -> None:
 def test_the_next_producer_removes_a_crashed_ones_files(
     lab: Lab, producer_env: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    run = subprocess.run(
-        [sys.executable, "-c", CRASH_SCRIPT, lab.bootstrap],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    crashed = Path(run.stdout.strip())
+    _run, crashed = crashed_producer(lab.bootstrap)
     assert crashed.exists() and crashed.with_suffix(".lock").exists()
     with caplog.at_level(logging.INFO), producer({"bootstrap.servers": lab.bootstrap}, FAST) as p:
         assert p.telemetry_path is not None and p.telemetry_path.exists()

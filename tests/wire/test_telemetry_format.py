@@ -35,22 +35,12 @@ def test_a_full_document_round_trips() -> None:
 
 
 def test_the_wrappers_own_document_round_trips() -> None:
-    from hangwatch_pipeline.telemetry import Snapshot, document, trim_statistics
+    from hangwatch_pipeline.telemetry import document, trim_statistics
+    from tests.pipeline.test_telemetry_document import SNAPSHOT
 
-    snapshot = Snapshot(
-        seq=4, ts=1_800_000_001.5, monotonic=12.5, started_ts=1_800_000_000.0,
-        interval_seconds=1.0, state="running",
-        identity={"pod": "p", "pid": 1, "client_id": "c", "task": None},
-        counters={"enqueued": 3, "delivered": 2, "failed": 0, "in_queue": 1,
-                  "queue_full_waits": 0, "unacknowledged": 1},
-        last_delivery_ts=1_800_000_001.0, last_error=None, error_counts={"_TRANSPORT": 2},
-        callbacks={"pending": 0, "running_seconds": None, "completed": 0, "errors": 0},
-        config={"acks": "all"}, wrapper={"version": "0.1.0"},
-        bootstrap=["10.0.0.1:9092"], topics=["t"], stats_received_ts=1_800_000_001.4,
-    )  # fmt: skip
     raw_stats = telemetry()["stats"]
     for level in wire.DETAIL_LEVELS:
-        doc = document(snapshot, trim_statistics(raw_stats, level), level)
+        doc = document(SNAPSHOT, trim_statistics(raw_stats, level), level)
         assert wire.decode(wire.encode(doc)) == doc, level
 
 

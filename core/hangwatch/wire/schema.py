@@ -123,6 +123,27 @@ def convert(obj: Any, kind: type[T], what: str, required: tuple[str, ...] = ()) 
         raise WireFormatError(Problem.INVALID_JSON, f"{what} is nested too deeply") from None
 
 
+def read(
+    obj: Any,
+    kind: type[T],
+    what: str,
+    supported: frozenset[int],
+    required: tuple[str, ...],
+    document_kind: str | None = None,
+) -> T:
+    """`obj` (decoded JSON) as the document `kind`: an object, of `document_kind` if given
+    (absent counts as that kind), of a supported schema, every field in bounds."""
+    if not isinstance(obj, dict):
+        raise WireFormatError(Problem.NOT_AN_OBJECT, f"{what} is not a JSON object")
+    found = obj.get("kind", document_kind)
+    if document_kind is not None and found != document_kind:
+        raise WireFormatError(
+            Problem.FOREIGN_FILE, f"{what} kind {str(found)[:40]!r} is not {document_kind}"
+        )
+    check_schema(obj, supported, what)
+    return convert(obj, kind, what, required)
+
+
 def clamp(value: Any, max_string: int, max_items: int, max_depth: int) -> Any:
     """`value` (a struct of this package, or JSON builtins) as JSON builtins cut to bounds.
 

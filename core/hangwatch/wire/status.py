@@ -21,10 +21,9 @@ from hangwatch.wire.schema import (
     Seconds,
     Timestamp,
     WireFormatError,
-    check_schema,
     clamp,
-    convert,
     decode_object,
+    read,
 )
 
 SCHEMA_VERSION = 1
@@ -179,10 +178,7 @@ def decode(raw: bytes) -> StatusDocument:
 
 def from_builtins(obj: Any) -> StatusDocument:
     """A document from already-decoded JSON values (same checks as `decode`)."""
-    if not isinstance(obj, dict):
-        raise WireFormatError(Problem.NOT_AN_OBJECT, "/status is not a JSON object")
-    check_schema(obj, SUPPORTED_SCHEMAS, "/status")
-    return convert(obj, StatusDocument, "/status", ("verdict",))
+    return read(obj, StatusDocument, "/status", SUPPORTED_SCHEMAS, ("verdict",))
 
 
 def to_builtins(doc: StatusDocument) -> dict[str, Any]:

@@ -23,9 +23,9 @@ from hangwatch.wire.schema import (
     Seconds,
     Timestamp,
     WireFormatError,
-    check_schema,
     convert,
     decode_object,
+    read,
 )
 
 __all__ = ["Problem", "WireFormatError"]
@@ -199,19 +199,25 @@ class BrokerStats(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True)
 
     name: Name | None = None
     nodeid: BrokerOrPartitionId | None = None
+    """-1 for a bootstrap entry whose broker id is not known yet."""
     state: Name | None = None
     nodename: Name | None = None
+    """`host:port`."""
     source: Name | None = None
     stateage: Count | None = None
+    """Microseconds in the current state."""
     outbuf_cnt: Count | None = None
     outbuf_msg_cnt: Count | None = None
     waitresp_cnt: Count | None = None
+    """Requests sent and awaiting a response (the S2 signal when nothing answers)."""
     waitresp_msg_cnt: Count | None = None
     tx: Count | None = None
     txerrs: Count | None = None
+    """Transmission errors."""
     txretries: Count | None = None
     req_timeouts: Count | None = None
     rx: Count | None = None
+    """Responses received: growing means the broker answers."""
     rxerrs: Count | None = None
     connects: Count | None = None
     disconnects: Count | None = None
@@ -222,12 +228,15 @@ class PartitionStats(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=Tr
     """One partition of a topic (detail `full` or `compact`)."""
 
     partition: BrokerOrPartitionId | None = None
+    """-1 is librdkafka's unassigned queue (messages waiting for metadata)."""
     leader: BrokerOrPartitionId | None = None
+    """The leader's broker id, -1 when the partition has none."""
     msgq_cnt: Count | None = None
     xmit_msgq_cnt: Count | None = None
     msgs_inflight: Count | None = None
     desired: bool | None = None
     unknown: bool | None = None
+    """Not in the broker's metadata."""
     msgq_bytes: Count | None = None
     xmit_msgq_bytes: Count | None = None
     txmsgs: Count | None = None
@@ -246,10 +255,13 @@ class TopicStats(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
     topic: Name | None = None
     age: Count | None = None
     metadata_age: Count | None = None
+    """Milliseconds since the topic's metadata was last refreshed."""
     partitions: PartitionMap | None = None
+    """Keyed by partition id as a string; absent at detail `topics` and below."""
     partition_count: Count | None = None
     leaderless_count: Count | None = None
     leaderless: PartitionList | None = None
+    """Sorted ids of partitions without a leader (detail `topics` and below)."""
     msgq_cnt: Count | None = None
     xmit_msgq_cnt: Count | None = None
     msgs_inflight: Count | None = None
@@ -266,19 +278,24 @@ class Statistics(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
     client_id: Name | None = None
     type: Name | None = None
     ts: Count | None = None
+    """librdkafka's monotonic clock, microseconds."""
     time: Count | None = None
+    """Wall clock, seconds."""
     age: Count | None = None
     replyq: Count | None = None
+    """Events waiting for poll: grows while the poll thread is blocked."""
     msg_cnt: Count | None = None
     msg_size: Count | None = None
     msg_max: Count | None = None
     msg_size_max: Count | None = None
     tx: Count | None = None
+    """Requests sent."""
     rx: Count | None = None
     txmsgs: Count | None = None
     txmsg_bytes: Count | None = None
     metadata_cache_cnt: Count | None = None
     txerrs: Count | None = None
+    """Sum over brokers, computed by the wrapper (as `req_timeouts`)."""
     req_timeouts: Count | None = None
     eos: Eos | None = None
     brokers: BrokerMap = msgspec.field(default_factory=dict)
@@ -296,6 +313,7 @@ class TelemetryDocument(msgspec.Struct, kw_only=True, frozen=True):
     schema: int = SCHEMA_VERSION
     kind: Name = KIND
     seq: Count
+    """1 at open, +1 per refresh: the heartbeat."""
     ts: Timestamp | None = None
     monotonic: Seconds | None = None
     started_ts: Timestamp | None = None
@@ -344,15 +362,7 @@ def decode(raw: bytes) -> TelemetryDocument:
 
 def from_builtins(obj: Any) -> TelemetryDocument:
     """A document from already-decoded JSON values (same checks as `decode`)."""
-    if not isinstance(obj, dict):
-        raise WireFormatError(Problem.NOT_AN_OBJECT, "telemetry is not a JSON object")
-    kind = obj.get("kind", KIND)
-    if kind != KIND:
-        raise WireFormatError(
-            Problem.FOREIGN_FILE, f"telemetry kind {str(kind)[:40]!r} is not {KIND}"
-        )
-    check_schema(obj, SUPPORTED_SCHEMAS, "telemetry")
-    return convert(obj, TelemetryDocument, "telemetry", REQUIRED)
+    return read(obj, TelemetryDocument, "telemetry", SUPPORTED_SCHEMAS, REQUIRED, KIND)
 
 
 def to_builtins(doc: TelemetryDocument) -> dict[str, Any]:
