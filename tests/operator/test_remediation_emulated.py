@@ -130,6 +130,7 @@ SCENARIOS: dict[str, tuple[dict[str, Any], list[tuple[Verdict | None, bool, str,
         [
             *[(Verdict.CLUSTER_UNREACHABLE, False, "nf-a", "executor")] * 2,
             *[(OK, True, "nf-b", "executor")] * 2,
+            (OK, True, "nf-c", "executor"),  # witnesses on two other nodes
         ],
     ),
     "silent": ({}, [(None, True, "node-a", "executor"), *[(OK, True, "node-a", "executor")] * 3]),
@@ -149,7 +150,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     }
     with ExitStack() as stack:
         cluster = stack.enter_context(RemediationCluster())
-        for node in ("nf-a", "nf-b"):
+        for node in ("nf-a", "nf-b", "nf-c"):
             cluster.add_node(node)
         operator = stack.enter_context(running_hangwatch_operator(cluster, workdir, settings))
         operator.wait_for_log("Activity 'start_remediation' succeeded")
