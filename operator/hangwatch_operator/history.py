@@ -25,9 +25,9 @@ RECORDS_KEPT_SECONDS = 3600
 RECORDS_KEPT_MAX = 2000
 """Bound on remembered records per policy, whatever the churn."""
 PENDING_CORDON_SECONDS = 120.0
-"""How long a cordon carried out counts without the node index showing it. The index
-follows a watch and shows a new cordon within seconds; one it never shows (the node was
-left alone, being unschedulable already) stops counting after two minutes."""
+"""How long a cordon carried out counts whether or not the node index shows it. The
+index follows a watch and shows a new cordon within seconds; one it never shows (the
+node was left alone, being unschedulable already) stops counting after two minutes."""
 
 
 @dataclass(frozen=True)
@@ -160,26 +160,27 @@ def with_cordons(
 
 @dataclass
 class CordonLedger:
-    """Cordons planned or carried out in this process that the node index may not show yet.
+    """Cordons planned or carried out in this process, for the node index to catch up.
 
     Every policy's round runs in one event loop, and a round reserves the cordons it
     will carry out before it awaits anything (`reserve`), so a second policy deciding
-    in the same instant counts them against the operator's cap. A reservation ends when
-    the index shows the node, when the cordon fails or is undone (`release`), or after
-    `PENDING_CORDON_SECONDS`.
+    in the same instant counts them against the operator's cap. A reservation counts
+    until the cordon fails or is undone (`release`) or `PENDING_CORDON_SECONDS` pass,
+    even once the index shows the node: a round may hold an index read from before it
+    polled its sidecars.
     """
 
     pending: dict[str, CordonedNode] = field(default_factory=dict)
 
     def known(self, indexed: Sequence[CordonedNode], now: float) -> list[CordonedNode]:
         """Every hangwatch cordon: the index's, then the reservations it does not show."""
-        shown = {c.name for c in indexed}
         self.pending = {
             name: cordon
             for name, cordon in self.pending.items()
-            if name not in shown and now - (cordon.since or now) < PENDING_CORDON_SECONDS
+            if now - (cordon.since or now) < PENDING_CORDON_SECONDS
         }
-        return [*indexed, *self.pending.values()]
+        shown = {c.name for c in indexed}
+        return [*indexed, *(c for n, c in self.pending.items() if n not in shown)]
 
     def reserve(self, node: str, policy_key: str, now: float) -> None:
         self.pending[node] = CordonedNode(node, policy_key, now)
