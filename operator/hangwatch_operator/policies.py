@@ -73,9 +73,25 @@ PORT_PATTERN = (
     "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
 )
 """1..65535 without leading zeros: the ports the sidecar's bootstrap parser accepts."""
-BOOTSTRAP_ENTRY = (
-    r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?):" + PORT_PATTERN + "$"
+_H = "[0-9A-Fa-f]{1,4}"
+IPV6_PATTERN = "|".join(
+    [
+        f"({_H}:){{7}}{_H}",
+        f"({_H}:){{1,7}}:",
+        f"({_H}:){{1,6}}:{_H}",
+        f"({_H}:){{1,5}}(:{_H}){{1,2}}",
+        f"({_H}:){{1,4}}(:{_H}){{1,3}}",
+        f"({_H}:){{1,3}}(:{_H}){{1,4}}",
+        f"({_H}:){{1,2}}(:{_H}){{1,5}}",
+        f"{_H}:(:{_H}){{1,6}}",
+        f":((:{_H}){{1,7}}|:)",
+    ]
 )
+"""An IPv6 address in hexadecimal groups, `::` compression included (no embedded IPv4,
+no zone): only addresses the sidecar parses as IPv6."""
+HOST_PATTERN = "[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?"
+"""A DNS name (or IPv4 address) of at most 253 characters, as the sidecar takes it."""
+BOOTSTRAP_ENTRY = f"^(\\[({IPV6_PATTERN})\\]|{HOST_PATTERN}):{PORT_PATTERN}$"
 """`spec.kafka.bootstrapServers[]`: `host:port` or `[ipv6]:port` (the CRD's `pattern`)."""
 INTEGER_BOUNDS: dict[str, tuple[int, int]] = {
     "probes.probeIntervalSeconds": (1, 300),

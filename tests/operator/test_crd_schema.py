@@ -11,9 +11,10 @@ message names; the operator's defaults equal the CRD's; what the schema cannot c
 (requests above limits) the operator rejects. One set of bounds: the operator's
 `INTEGER_BOUNDS`, share range and bootstrap pattern are the schema's (walked), and
 `parse_policy` accepts exactly what the API server accepts at every bound, for every
-CEL rule, for ports outside 1..65535 and for random policies (hypothesis), refusing
-wrong types (`"2"`, `1.5`, `null`, `"false"`) with one line naming the field; every
-bootstrap entry the CRD accepts, the sidecar's parser accepts.
+CEL rule, for ports outside 1..65535, malformed IPv6 and over-long host names, and for
+random policies (hypothesis), refusing wrong types (`"2"`, `1.5`, `null`, `"false"`)
+with one line naming the field; every bootstrap entry the CRD accepts, the sidecar's
+parser accepts (hypothesis).
 """
 
 from __future__ import annotations
@@ -309,8 +310,15 @@ def test_parse_policy_refuses_what_each_cel_rule_refuses(case: tuple[Any, ...]) 
         parse_policy(apply_defaults(version_schema(), obj))
 
 
-@pytest.mark.parametrize("server", ["kafka:0", "kafka:99999", "kafka:65536", "kafka:09092"])
-def test_ports_outside_1_to_65535_are_refused_by_both(server: str) -> None:
+@pytest.mark.parametrize(
+    "server",
+    [
+        *("kafka:0", "kafka:99999", "kafka:65536", "kafka:09092"),
+        *("[:]:9092", "[1::2::3]:9092", "a" * 254 + ":9092"),
+    ],
+    ids=lambda s: s[:24],
+)
+def test_entries_the_sidecar_would_refuse_are_refused_by_both(server: str) -> None:
     obj = _with("kafka.bootstrapServers", [server])
     assert _accepted_by_both(obj) == (False, False)
 
