@@ -9,12 +9,13 @@ setup:
 demo: setup
 	$(PY) -m hangwatch demo
 
-# Static checks first (seconds), then the test suite against the real lab.
+# Static checks first (seconds), then the test suite against the real lab. Every tool runs
+# through $(PY), so a virtualenv's install of hangwatch is the one checked.
 check:
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy core/hangwatch lab/hangwatch_lab sidecar/hangwatch_sidecar pipeline/hangwatch_pipeline operator/hangwatch_operator demo/hangwatch_demo testing/hangwatch_testing scripts benchmarks
-	lint-imports
+	$(PY) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'
 
 pytest:
 	$(PY) -m pytest

@@ -373,7 +373,8 @@ def operator_rows(builder: dash.Dashboard) -> dash.Dashboard:
             series(
                 "Suppressions by reason",
                 "Actions held back by a safety limit (storm, rate_limit, cooldown, "
-                "max_concurrent) or by the situation (cluster_unreachable, leader_election).",
+                "max_cordoned, max_concurrent) or by the situation (cluster_unreachable, "
+                "leader_election).",
                 [
                     query(
                         agg("sum", "reason", increase("hangwatch_operator_suppressions_total")),

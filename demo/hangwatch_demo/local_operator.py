@@ -1,36 +1,38 @@
-"""The operator's decision code, run locally against the demo executors' sidecars.
+"""The operator's own round, run locally against the demo executors' sidecars.
 
 The demo has no Kubernetes: each Spark executor JVM stands for an executor pod and its
-sidecar process for the injected container. This module does what the operator does
-each round in a cluster — `status_polling.poll_sidecars` (HTTP `/status` of every
-sidecar), `correlation.correlate`, `decisions.decide` with a real
-`ProducerHealthPolicy` (parsed by `policies.parse_policy`) and the operator's
-`History`, kept with `history.remember` and `reporting.action_record` — and returns
-the decisions. The caller carries out `restart` by killing the executor JVM, as the
-operator deletes the pod and Spark replaces it.
+sidecar process for the injected container. Each round does what the operator does in
+a cluster, with the operator's code: `status_polling.poll_sidecars` (HTTP `/status` of
+every sidecar), then the two pure halves of `rounds` — `plan_round` (correlation,
+decisions under every limit, with a real `ProducerHealthPolicy` parsed by
+`policies.parse_policy`) and, once the caller has carried out what the plan asks,
+`settle_round` (the history the next round starts from, trimmed as the operator's).
+The caller carries out `restart` by killing the executor JVM, as the operator deletes
+the pod and Spark replaces it; there are no nodes to cordon.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import aiohttp
 
-from hangwatch.contracts import Verdict
-from hangwatch_operator.correlation import correlate
-from hangwatch_operator.decisions import Decision, decide
-from hangwatch_operator.history import History, remember
+from hangwatch_operator.decisions import Decision
+from hangwatch_operator.history import History
 from hangwatch_operator.policies import Policy, parse_policy, stale_after_seconds
-from hangwatch_operator.reporting import action_record, decision_message
+from hangwatch_operator.rounds import plan_round, settle_round
+from hangwatch_operator.settings import OperatorSettings
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_operator.status_polling import poll_sidecars
 from hangwatch_operator.watched import WatchedPod
 
-STATUS_TIMEOUT_SECONDS = 2.0
-"""The operator's default `status_timeout_seconds`."""
+CarryOut = Callable[[Decision], Decision]
+"""Carries out one decision and returns it as it ended (a note, or outcome `failed`)."""
+
+SETTINGS = OperatorSettings()
+"""The operator's defaults: status timeout, re-notification, cap on cordoned nodes."""
 
 DEMO_POLICY: dict[str, Any] = {
     "apiVersion": "hangwatch.dev/v1alpha1",
@@ -40,14 +42,17 @@ DEMO_POLICY: dict[str, Any] = {
         "selector": {"matchLabels": {"spark-role": "executor"}},
         "roles": ["executor"],
         "kafka": {"bootstrapServers": ["127.0.0.1:9092"], "topics": ["events"]},
+        # The smallest values the CRD accepts. The demo's sidecars judge faster still
+        # (`scenarios.Timing`: 1 s rounds, 4 s heartbeat); the operator's side reads only
+        # the election grace and, for a wedged sidecar, the probe rhythm.
         "probes": {
-            "probeIntervalSeconds": 1,
+            "probeIntervalSeconds": 2,
             "connectTimeoutSeconds": 1,
             "requestTimeoutSeconds": 1,
         },
         "detection": {
             "stallSeconds": 5,
-            "heartbeatSeconds": 4,
+            "heartbeatSeconds": 5,
             "metadataMaxAgeSeconds": 90,
             "electionGraceSeconds": 5,
             "timeToErrorBudgetSeconds": 60,
@@ -88,7 +93,7 @@ def demo_policy() -> Policy:
 
 
 class LocalOperator:
-    """Polls the executors' sidecars and decides, remembering what it did."""
+    """Polls the executors' sidecars and runs the operator's rounds, remembering them."""
 
     def __init__(self, policy: Policy | None = None) -> None:
         self.policy = policy or demo_policy()
@@ -103,28 +108,19 @@ class LocalOperator:
             return await poll_sidecars(
                 session,
                 pods,
-                timeout_seconds=STATUS_TIMEOUT_SECONDS,
+                timeout_seconds=SETTINGS.status_timeout_seconds,
                 concurrency=8,
                 stale_after_seconds=stale_after_seconds(self.policy),
             )
 
-    def decide(self, reports: Sequence[PodReport], now: float) -> list[Decision]:
-        """The operator's decisions for these pods now; like the operator's round, it then
-        remembers elections and node faults seen (the election grace counts from them)."""
-        findings = correlate(reports)
-        decisions = decide(findings, self.policy, self.history, now)
-        self.history = remember(
-            self.history,
-            current=decisions,
-            reported=[],
-            records=[],
-            election_seen=bool(findings.with_verdict(Verdict.LEADER_ELECTION)),
-            faulty_nodes=findings.faulty_nodes,
-            now=now,
+    def decide(
+        self, reports: Sequence[PodReport], now: float, carry_out: CarryOut
+    ) -> list[Decision]:
+        """One operator round on these reports: plan, `carry_out` what the plan asks,
+        settle; returns every decision as it ended."""
+        plan = plan_round(
+            reports, self.policy, self.history, now, policy_key=POLICY_KEY, settings=SETTINGS
         )
-        return decisions
-
-    def acted(self, decision: Decision, now: float) -> None:
-        """Record that `decision` was carried out (starts its cooldown, counts for rates)."""
-        record = action_record(decision, decision_message(decision, POLICY_KEY), now)
-        self.history = dataclasses.replace(self.history, records=(record, *self.history.records))
+        settled = settle_round(plan, [carry_out(d) for d in plan.to_carry_out])
+        self.history = settled.history
+        return list(settled.decisions)

@@ -5,8 +5,9 @@ For each scenario, on the demo's Spark application (`spark_cluster`): a fresh la
 one run of the reference pipeline (`hangwatch_pipeline.job.run_pipeline`, paced, at
 least once) writing to the lab. Once every sidecar reports the baseline verdict and
 every executor's producer delivers, the fault is injected; then, every probe
-interval, the operator's own code polls the sidecars' `/status` over HTTP, correlates
-and decides (`local_operator`). `restart` kills that executor's JVM (SIGTERM, SIGKILL
+interval, the operator's own round polls the sidecars' `/status` over HTTP, plans,
+has the demo carry out what it decided and settles (`local_operator`, over
+`hangwatch_operator.rounds`). `restart` kills that executor's JVM (SIGTERM, SIGKILL
 after a grace period); Spark launches a replacement and runs the lost tasks again.
 When nothing was restarted the fault is healed after the watch period. The job then
 runs to its end and the topic is read back (`hangwatch_pipeline.verify`): every event
@@ -27,7 +28,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -180,14 +181,22 @@ def _note_verdicts(run: _Run, reports: list[PodReport], elapsed: float) -> None:
                 run.reasons = list(report.status.reasons)
 
 
-def _restart(run: _Run, decision: Decision) -> None:
+def _carry_out(run: _Run, decision: Decision) -> Decision:
+    """The demo's actuation: a restart kills the executor's JVM; nothing else is possible
+    here (no nodes to cordon, no decommission hook), so anything else fails."""
+    if decision.operation is Operation.RESTART:
+        return replace(decision, note=_restart(run, decision))
+    return replace(decision, outcome=Outcome.FAILED, note=f"the demo cannot {decision.operation}")
+
+
+def _restart(run: _Run, decision: Decision) -> str:
     assert decision.pod is not None
     executor = next((e for e in run.cluster.executors() if e.id == decision.pod.executor_id), None)
+    pid = executor.pid if executor else "-"
     run.say(
         f"operator restarts {decision.pod.name} ({decision.verdict}): "
-        f"killing executor JVM pid {executor.pid if executor else '-'}"
+        f"killing executor JVM pid {pid}"
     )
-    run.operator.acted(decision, time.time())
     if executor is not None:
         run.cluster.kill(executor, RESTART_GRACE_SECONDS)
     if run.scenario.seed == "S1" and not run.restarted:
@@ -195,16 +204,16 @@ def _restart(run: _Run, decision: Decision) -> None:
     run.restarted.append((decision.pod.name, str(decision.verdict)))
     run.resumed_wall = time.time()
     run.actions.append(f"restart {decision.pod.name} ({decision.verdict})")
+    return f"executor JVM pid {pid} killed"
 
 
 def _operate(run: _Run, reports: list[PodReport]) -> None:
-    """Carry out this round's decisions: restarts happen, the rest is noted."""
-    for decision in run.operator.decide(reports, time.time()):
+    """One operator round on these reports: restarts happen, the rest is noted."""
+    for decision in run.operator.decide(reports, time.time(), lambda d: _carry_out(run, d)):
         who = decision.pod.name if decision.pod else "-"
         if decision.operation is Operation.ALERT:
             note = f"alert {who} ({decision.verdict})"
         elif decision.outcome is Outcome.ACTED and decision.operation is Operation.RESTART:
-            _restart(run, decision)
             continue
         elif decision.outcome is Outcome.SUPPRESSED:
             note = f"{decision.operation} {who} suppressed: {decision.suppression}"

@@ -6,10 +6,16 @@ sees every pod of a policy and can tell where a fault lies:
 
 - every answering pod is cut off from Kafka (no broker answers): a **cluster outage**;
   pods keep `cluster_unreachable` and nothing disruptive may happen;
-- the answering pods of one node are all cut off while a pod on another node reaches
-  the brokers: the node's network is at fault, and those pods become
-  `node_network_fault`;
+- the answering pods of one node are all cut off, there are at least
+  `safety.nodeFaultMinPods` of them (2 by default), and pods on at least
+  `WITNESS_NODES_MIN` (2) other nodes reach the brokers: the node's network is at
+  fault, and those pods become `node_network_fault`;
 - otherwise each pod keeps the verdict its sidecar reported.
+
+Blaming a node can get it cordoned, with every other tenant's pods on it, so one pod is
+never enough: whoever runs a pod decides what its sidecar sees (its DNS, its host
+aliases, in legacy mode the sidecar process itself). Two witness nodes keep a fault
+between two nodes from being read as a fault of either.
 
 A pod whose sidecar did not answer has no verdict (`sidecar_unreachable`); it neither
 proves nor disproves a fault. Pure: no I/O, no clock.
@@ -22,11 +28,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hangwatch.contracts import Verdict
+from hangwatch_operator.policies import NODE_FAULT_MIN_PODS
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_operator.watched import WatchedPod
 
 SIDECAR_UNREACHABLE = "sidecar_unreachable"
 """Status/metrics name of a pod whose sidecar did not answer (not a verdict)."""
+WITNESS_NODES_MIN = 2
+"""Other nodes whose pods must reach the brokers before a node is blamed."""
 NOT_UNHEALTHY = frozenset({Verdict.HEALTHY, Verdict.UNKNOWN})
 """`unknown` is not enough evidence to count a pod as unhealthy (e.g. no telemetry yet)."""
 
@@ -85,25 +94,27 @@ class Findings:
         return tuple(f for f in self.watched if f.verdict is verdict)
 
 
-def correlate(reports: Sequence[PodReport]) -> Findings:
+def correlate(
+    reports: Sequence[PodReport], *, node_fault_min_pods: int = NODE_FAULT_MIN_PODS
+) -> Findings:
     """Effective verdicts for one policy's pods (see the module docstring for the rules)."""
     live = [r for r in reports if not r.pod.terminating]
     answering = [r for r in live if r.status is not None]
     cut_off = [r for r in answering if r.status is not None and r.status.cut_off]
     outage = bool(answering) and len(cut_off) == len(answering)
-    faulty = {} if outage else _faulty_nodes(answering)
+    faulty = {} if outage else _faulty_nodes(answering, node_fault_min_pods)
     pods = tuple(_finding(r, faulty) for r in reports)
     return Findings(pods=pods, outage=outage, faulty_nodes=faulty)
 
 
-def _faulty_nodes(answering: Sequence[PodReport]) -> dict[str, str]:
+def _faulty_nodes(answering: Sequence[PodReport], min_pods: int) -> dict[str, str]:
     by_node: dict[str, list[PodReport]] = defaultdict(list)
     for report in answering:
         if report.pod.node:
             by_node[report.pod.node].append(report)
     faulty: dict[str, str] = {}
     for node, reports in sorted(by_node.items()):
-        if not all(r.status is not None and r.status.cut_off for r in reports):
+        if len(reports) < min_pods or not all(r.status and r.status.cut_off for r in reports):
             continue
         witnesses = [
             r
@@ -112,7 +123,7 @@ def _faulty_nodes(answering: Sequence[PodReport]) -> dict[str, str]:
             for r in others
             if r.status is not None and r.status.reaches_cluster
         ]
-        if witnesses:
+        if len({r.pod.node for r in witnesses}) >= WITNESS_NODES_MIN:
             faulty[node] = _fault_reason(node, reports, witnesses)
     return faulty
 

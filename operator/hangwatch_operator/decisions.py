@@ -6,10 +6,10 @@ Fed by `correlation` (findings), `policies` (actions per verdict, safety limits)
 
 For every watched pod whose effective verdict has actions, one decision per action;
 for every node at fault, one `cordonNode` if the policy asks for it; with
-`autoUncordon`, one `uncordonNode` per node this policy cordoned that has been quiet
-long enough. `alert` is never suppressed. A disruptive operation (restart,
-decommission, cordonNode) passes these limits in order, and the first one that
-holds is the reason it is suppressed:
+`autoUncordon` (on by default), one `uncordonNode` per node this policy cordoned that
+has been quiet long enough. `alert` is never suppressed. A disruptive operation
+(restart, decommission, cordonNode) passes these limits in order, and the first one
+that holds is the reason it is suppressed:
 
 1. `driver_protected` — the pod is a Spark driver and `allowDriverDeletion` is false;
 2. `cluster_unreachable` — some pod cannot reach Kafka with no node to blame, or all
@@ -17,15 +17,21 @@ holds is the reason it is suppressed:
 3. `leader_election` — a pod reports leaderless partitions, or did so less than
    `detection.electionGraceSeconds` ago;
 4. `storm` — more than `maxUnhealthyShare` of the watched pods (and at least
-   `STORM_MIN_PODS`) are unhealthy or unobservable: a shared cause, not a hang;
+   `STORM_MIN_PODS`) are unhealthy: a shared cause, not a hang. A pod whose sidecar
+   does not answer is watched (it counts in the whole) but not unhealthy: its owner can
+   silence it at will, and it must not switch remediation off for everyone else;
 5. `cooldown` — the same pod (or node) was acted on (or tried) within
    `podCooldownSeconds`;
 6. `rate_limit` — `maxActionsPerApplicationPerHour` other pods of the pod's
    application were restarted/decommissioned in the last hour (dry runs count, so a
    dry run shows where the limit would bite);
-7. `max_concurrent` — `maxConcurrent` actions are already in progress (acted on and
-   the pod not yet gone) or planned in this round;
-8. `dry_run` — the policy (or the operator's `--dry-run`) says report only.
+7. `max_cordoned` (cordonNode only) — the policy already holds
+   `safety.maxCordonedNodes` nodes cordoned, or hangwatch holds the operator's
+   `max_cordoned_nodes` across every policy (this round's plan included);
+8. `max_concurrent` — `maxConcurrent` actions are already in progress (restarts and
+   decommissions until their pod is gone, cordons until the node is uncordoned) or
+   planned in this round;
+9. `dry_run` — the policy (or the operator's `--dry-run`) says report only.
 
 Pods are considered longest-unhealthy first, so the limits spare the newest cases.
 Pure: `now` is passed in, nothing is read from the cluster or the clock.
@@ -43,6 +49,7 @@ from hangwatch_operator.correlation import Findings, PodFinding
 from hangwatch_operator.history import History
 from hangwatch_operator.operations import DISRUPTIVE, Operation, Outcome, Suppression
 from hangwatch_operator.policies import Policy, Role
+from hangwatch_operator.settings import OperatorSettings
 from hangwatch_operator.watched import WatchedPod
 
 _COUNTED = frozenset({Outcome.ACTED, Outcome.DRY_RUN})
@@ -106,7 +113,9 @@ class _Tally:
     """Budget used so far in this round."""
 
     in_flight: int
+    operator_max_cordoned: int
     planned: int = 0
+    cordons: int = 0
     per_application: Counter[str] = field(default_factory=Counter)
 
 
@@ -127,21 +136,32 @@ def assess_gates(findings: Findings, policy: Policy, history: History, now: floa
         ago = now - history.last_election_ts
         election = f"a leader election ended {ago:.0f} s ago (electionGraceSeconds {grace})"
     watched = findings.watched
-    bad = sum(1 for f in watched if f.unhealthy or f.unobservable)
+    bad = sum(1 for f in watched if f.unhealthy)
     share = policy.safety.max_unhealthy_share
     storm = None
     if bad >= STORM_MIN_PODS and bad > share * len(watched):
         storm = (
-            f"{bad} of {len(watched)} watched pods are unhealthy or unobservable, more than "
+            f"{bad} of {len(watched)} watched pods are unhealthy, more than "
             f"maxUnhealthyShare {share:g}: a shared cause, not a hang"
         )
     return Gates(cluster, election, storm)
 
 
-def decide(findings: Findings, policy: Policy, history: History, now: float) -> list[Decision]:
-    """Every decision of this round: node operations first, then pods, then uncordons."""
+def decide(
+    findings: Findings,
+    policy: Policy,
+    history: History,
+    now: float,
+    *,
+    operator_max_cordoned: int = OperatorSettings.max_cordoned_nodes,
+) -> list[Decision]:
+    """Every decision of this round: node operations first, then pods, then uncordons.
+
+    `operator_max_cordoned` is the operator's cap on cordoned nodes across every policy
+    (`OperatorSettings.max_cordoned_nodes`); `history` knows them all (`cordoned` and
+    `cordoned_elsewhere`)."""
     gates = assess_gates(findings, policy, history, now)
-    tally = _Tally(in_flight=_in_flight(findings, history))
+    tally = _Tally(_in_flight(findings, history), operator_max_cordoned)
     decisions: list[Decision] = []
     if Operation.CORDON_NODE in policy.actions.by_verdict.get(Verdict.NODE_NETWORK_FAULT, ()):
         for node, reason in sorted(findings.faulty_nodes.items()):
@@ -186,6 +206,8 @@ def _limited(
     found = _limit(draft, policy, gates, history, tally, now)
     if found is None:
         tally.planned += 1
+        if draft.operation is Operation.CORDON_NODE:
+            tally.cordons += 1
         if draft.pod is not None and draft.pod.application_id and draft.operation in DISRUPTIVE:
             tally.per_application[draft.pod.application_id] += 1
         if not policy.safety.dry_run:
@@ -237,6 +259,10 @@ def _limit(
                 f"application {app} had {done} action(s) in the last hour "
                 f"(maxActionsPerApplicationPerHour {cap})"
             )
+    if draft.operation is Operation.CORDON_NODE:
+        capped = _cordon_cap(policy, history, tally)
+        if capped is not None:
+            return Suppression.MAX_CORDONED, capped
     busy = tally.in_flight + tally.planned
     if busy >= safety.max_concurrent:
         return Suppression.MAX_CONCURRENT, (
@@ -245,15 +271,34 @@ def _limit(
     return None
 
 
+def _cordon_cap(policy: Policy, history: History, tally: _Tally) -> str | None:
+    """Why one more cordon would exceed the policy's or the operator's cap, or None."""
+    ours = len(history.cordoned) + tally.cordons
+    cap = policy.safety.max_cordoned_nodes
+    if ours >= cap:
+        return f"this policy holds {ours} cordoned node(s) (safety.maxCordonedNodes {cap})"
+    everyone = ours + len(history.cordoned_elsewhere)
+    cap = tally.operator_max_cordoned
+    if cap == 0:
+        return "cordoning is off in this operator (max_cordoned_nodes 0)"
+    if everyone >= cap:
+        return (
+            f"hangwatch holds {everyone} cordoned node(s) across all policies "
+            f"(operator max_cordoned_nodes {cap})"
+        )
+    return None
+
+
 def _in_flight(findings: Findings, history: History) -> int:
-    """Disruptive actions taken whose pod still exists (terminating, or not yet deleted)."""
+    """Disruptive actions taken whose pod still exists (terminating, or not yet deleted),
+    and nodes this policy holds cordoned (a cordon is in progress until it is lifted)."""
     present = findings.present
     targets = {
         r.pod
         for r in history.records
         if r.operation in DISRUPTIVE and r.outcome is Outcome.ACTED and r.pod in present
     }
-    return len(targets)
+    return len(targets) + len(history.cordoned)
 
 
 def _uncordons(findings: Findings, policy: Policy, history: History, now: float) -> list[Decision]:

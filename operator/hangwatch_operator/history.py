@@ -5,7 +5,8 @@ own `status.recentActions` (`seed_history`, so a restarted or newly elected oper
 keeps cooldowns and rate limits), and from the node index (`with_cordons`). Read by
 `decisions` (cooldown, rate limit, in-flight actions, election grace, auto-uncordon)
 and by `newsworthy`, which keeps an unchanged decision from becoming an Event every
-poll. Pure: no I/O, no clock.
+poll. `CordonLedger` is the one thing shared across policies: the cordons carried out
+that the node index may not show yet. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -17,12 +18,16 @@ from typing import Any, Protocol, TypeVar
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator.operations import Operation, Outcome, Suppression
-from hangwatch_operator.watched import parse_time
+from hangwatch_operator.watched import CordonedNode, parse_time
 
 RECORDS_KEPT_SECONDS = 3600
 """Records older than the rate-limit window are dropped (cooldowns are shorter or equal)."""
 RECORDS_KEPT_MAX = 2000
 """Bound on remembered records per policy, whatever the churn."""
+PENDING_CORDON_SECONDS = 120.0
+"""How long a cordon carried out counts whether or not the node index shows it. The
+index follows a watch and shows a new cordon within seconds; one it never shows (the
+node was left alone, being unschedulable already) stops counting after two minutes."""
 
 
 @dataclass(frozen=True)
@@ -47,8 +52,13 @@ class ActionRecord:
     @property
     def starts_cooldown(self) -> bool:
         """Something was done (or tried) to the target. A dry run starts no cooldown: had
-        it acted, the pod would be gone, so its repeats say "would restart" again."""
-        return self.outcome in {Outcome.ACTED, Outcome.FAILED}
+        it acted, the pod would be gone, so its repeats say "would restart" again. Nor
+        does an alert: it does nothing to the pod (an alert reported while the restart
+        waited for an election to end must not then hold the restart back)."""
+        return self.operation is not Operation.ALERT and self.outcome in {
+            Outcome.ACTED,
+            Outcome.FAILED,
+        }
 
 
 @dataclass(frozen=True)
@@ -146,6 +156,37 @@ def with_cordons(
     return dataclasses.replace(
         history, cordoned=dict(ours), cordoned_elsewhere=frozenset(others), node_fault_ts=faults
     )
+
+
+@dataclass
+class CordonLedger:
+    """Cordons planned or carried out in this process, for the node index to catch up.
+
+    Every policy's round runs in one event loop, and a round reserves the cordons it
+    will carry out before it awaits anything (`reserve`), so a second policy deciding
+    in the same instant counts them against the operator's cap. A reservation counts
+    until the cordon fails or is undone (`release`) or `PENDING_CORDON_SECONDS` pass,
+    even once the index shows the node: a round may hold an index read from before it
+    polled its sidecars.
+    """
+
+    pending: dict[str, CordonedNode] = field(default_factory=dict)
+
+    def known(self, indexed: Sequence[CordonedNode], now: float) -> list[CordonedNode]:
+        """Every hangwatch cordon: the index's, then the reservations it does not show."""
+        self.pending = {
+            name: cordon
+            for name, cordon in self.pending.items()
+            if now - (cordon.since or now) < PENDING_CORDON_SECONDS
+        }
+        shown = {c.name for c in indexed}
+        return [*indexed, *(c for n, c in self.pending.items() if n not in shown)]
+
+    def reserve(self, node: str, policy_key: str, now: float) -> None:
+        self.pending[node] = CordonedNode(node, policy_key, now)
+
+    def release(self, node: str) -> None:
+        self.pending.pop(node, None)
 
 
 def seed_history(status: Mapping[str, Any] | None, namespace: str) -> History:

@@ -35,6 +35,9 @@ INJECTED_ANNOTATION = "hangwatch.dev/injected"
 MODE_ANNOTATION = "hangwatch.dev/injection-mode"
 POLICY_LABEL = "hangwatch.dev/policy"
 """Pod label the operator selects watched pods by."""
+SIDECAR_COMMAND = ("hangwatch", "sidecar")
+BOOTSTRAP_FLAG = "--bootstrap"
+"""The sidecar's flag for the policy's bootstrap list (the operator checks it, `watched`)."""
 SPARK_CONTAINERS = frozenset({"spark-kubernetes-executor", "spark-kubernetes-driver"})
 """Spark's default container names; with pod templates, `SPARK_EXECUTOR_ID` finds it."""
 SIDECAR_UID = 65532
@@ -107,7 +110,7 @@ def spark_container_indexes(pod: Mapping[str, Any]) -> list[int]:
 def sidecar_args(policy: Policy, settings: OperatorSettings, mode: InjectionMode) -> list[str]:
     """Command-line arguments of `hangwatch sidecar`, from the policy."""
     kafka, probes, det = policy.kafka, policy.probes, policy.detection
-    args = ["--bootstrap", ",".join(kafka.bootstrap_servers)]
+    args = [BOOTSTRAP_FLAG, ",".join(kafka.bootstrap_servers)]
     if kafka.topics:
         args += ["--topics", ",".join(kafka.topics)]
     numbers = {
@@ -135,7 +138,7 @@ def sidecar_container(
     container: dict[str, Any] = {
         "name": SIDECAR_CONTAINER,
         "image": policy.sidecar.image or settings.sidecar_image,
-        "command": ["hangwatch", "sidecar"],
+        "command": list(SIDECAR_COMMAND),
         "args": sidecar_args(policy, settings, mode),
         "ports": [{"name": PORT_NAME, "containerPort": settings.sidecar_port, "protocol": "TCP"}],
         "env": _sidecar_env(policy, settings),

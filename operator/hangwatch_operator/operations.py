@@ -26,7 +26,8 @@ POLICY_OPERATIONS = frozenset(
 )
 """What `spec.actions` may list (the CRD's enum says the same)."""
 DISRUPTIVE = frozenset({Operation.RESTART, Operation.DECOMMISSION})
-"""Operations that end an executor; rate limits and `maxConcurrent` count these."""
+"""Operations that end an executor; rate limits count these, and `maxConcurrent` counts
+these and the nodes a policy holds cordoned."""
 NODE_OPERATIONS = frozenset({Operation.CORDON_NODE, Operation.UNCORDON_NODE})
 
 
@@ -45,6 +46,8 @@ class Suppression(StrEnum):
     STORM = "storm"
     RATE_LIMIT = "rate_limit"
     COOLDOWN = "cooldown"
+    MAX_CORDONED = "max_cordoned"
+    """A cordon past the policy's `safety.maxCordonedNodes` or the operator's cap."""
     MAX_CONCURRENT = "max_concurrent"
     CLUSTER_UNREACHABLE = "cluster_unreachable"
     LEADER_ELECTION = "leader_election"

@@ -5,6 +5,11 @@ defaults applied) and by tests (bare dicts, defaults missing). `parse_policy` re
 the checks the CRD schema cannot express (requests above limits) and the ones the
 operator relies on, so an object stored before a schema change cannot slip through.
 `matching_policy` decides which policy, if any, covers a pod. Pure: no I/O, no kopf.
+
+The numeric bounds (`INTEGER_BOUNDS`, `MAX_UNHEALTHY_SHARE`) and the bootstrap entry
+pattern (`BOOTSTRAP_ENTRY`) are the CRD schema's, written once here for the operator;
+a test walks the schema and checks that each is the same and that `parse_policy`
+accepts exactly what the API server accepts, so an edit to one side fails the build.
 """
 
 from __future__ import annotations
@@ -64,7 +69,58 @@ DEFAULT_ACTIONS: dict[Verdict, tuple[Operation, ...]] = {
 }
 """Same defaults as the CRD: restart only where a restart is the fix (S1, S2, S4)."""
 
+PORT_PATTERN = (
+    "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+)
+"""1..65535 without leading zeros: the ports the sidecar's bootstrap parser accepts."""
+_H = "[0-9A-Fa-f]{1,4}"
+IPV6_PATTERN = "|".join(
+    [
+        f"({_H}:){{7}}{_H}",
+        f"({_H}:){{1,7}}:",
+        f"({_H}:){{1,6}}:{_H}",
+        f"({_H}:){{1,5}}(:{_H}){{1,2}}",
+        f"({_H}:){{1,4}}(:{_H}){{1,3}}",
+        f"({_H}:){{1,3}}(:{_H}){{1,4}}",
+        f"({_H}:){{1,2}}(:{_H}){{1,5}}",
+        f"{_H}:(:{_H}){{1,6}}",
+        f":((:{_H}){{1,7}}|:)",
+    ]
+)
+"""An IPv6 address in hexadecimal groups, `::` compression included (no embedded IPv4,
+no zone): only addresses the sidecar parses as IPv6."""
+HOST_PATTERN = "[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?"
+"""A DNS name (or IPv4 address) of at most 253 characters, as the sidecar takes it."""
+BOOTSTRAP_ENTRY = f"^(\\[({IPV6_PATTERN})\\]|{HOST_PATTERN}):{PORT_PATTERN}$"
+"""`spec.kafka.bootstrapServers[]`: `host:port` or `[ipv6]:port` (the CRD's `pattern`)."""
+INTEGER_BOUNDS: dict[str, tuple[int, int]] = {
+    "probes.probeIntervalSeconds": (1, 300),
+    "probes.connectTimeoutSeconds": (1, 60),
+    "probes.requestTimeoutSeconds": (1, 60),
+    "detection.stallSeconds": (5, 3600),
+    "detection.heartbeatSeconds": (5, 3600),
+    "detection.metadataMaxAgeSeconds": (30, 86400),
+    "detection.electionGraceSeconds": (1, 600),
+    "detection.timeToErrorBudgetSeconds": (1, 3600),
+    "actions.autoUncordon.healthyForSeconds": (60, 86400),
+    "safety.maxConcurrent": (1, 100),
+    "safety.maxActionsPerApplicationPerHour": (0, 1000),
+    "safety.podCooldownSeconds": (0, 86400),
+    "safety.maxCordonedNodes": (0, 100),
+    "safety.nodeFaultMinPods": (1, 1000),
+}
+"""Every integer field under `spec` -> its inclusive (minimum, maximum), as in the CRD."""
+MAX_UNHEALTHY_SHARE = (0.0, 1.0)
+"""`spec.safety.maxUnhealthyShare` lies in (minimum, maximum]: above 0, at most 1."""
+NODE_FAULT_MIN_PODS = 2
+"""Default `safety.nodeFaultMinPods`: one pod is never enough to blame its node (whoever
+runs that pod decides what its sidecar sees); the CRD's default says the same."""
+UNCORDON_HEALTHY_FOR_SECONDS = 900
+"""Default `actions.autoUncordon.healthyForSeconds`: a quarter of an hour without a fault
+on the node (a flapping link shows again within minutes) before it takes pods again."""
+
 _E = TypeVar("_E", bound=StrEnum)
+_BOOTSTRAP = re.compile(BOOTSTRAP_ENTRY)
 _CLUSTER_AT_FAULT = frozenset(
     {Verdict.BROKER_DEGRADED, Verdict.CLUSTER_UNREACHABLE, Verdict.LEADER_ELECTION, Verdict.UNKNOWN}
 )
@@ -161,8 +217,10 @@ class Actions:
     by_verdict: Mapping[Verdict, tuple[Operation, ...]] = field(
         default_factory=lambda: dict(DEFAULT_ACTIONS)
     )
-    auto_uncordon: bool = False
-    uncordon_healthy_for_seconds: int = 900
+    auto_uncordon: bool = True
+    """On by default: a cordon that nobody lifts outlives its cause and keeps costing
+    capacity (and one tenant's pods must not take a node away for good)."""
+    uncordon_healthy_for_seconds: int = UNCORDON_HEALTHY_FOR_SECONDS
 
 
 @dataclass(frozen=True)
@@ -175,6 +233,11 @@ class SafetyLimits:
     max_actions_per_application_per_hour: int = 6
     pod_cooldown_seconds: int = 600
     allow_driver_deletion: bool = False
+    max_cordoned_nodes: int = 1
+    """Nodes this policy may hold cordoned at once (the operator has its own cap across
+    every policy, `OperatorSettings.max_cordoned_nodes`)."""
+    node_fault_min_pods: int = NODE_FAULT_MIN_PODS
+    """Cut-off pods a node needs before it is blamed for a network fault."""
 
 
 @dataclass(frozen=True)
@@ -218,7 +281,22 @@ def parse_quantity(text: str) -> Decimal:
 
 
 def parse_policy(body: Mapping[str, Any]) -> Policy:
-    """A typed Policy from a ProducerHealthPolicy body; `InvalidPolicyError` names the field."""
+    """A typed Policy from a ProducerHealthPolicy body; `InvalidPolicyError` names the field.
+
+    Never raises anything else: a body of the wrong shape (a list where an object belongs,
+    an object where a string does) is an invalid policy too, not a crash of the round.
+    """
+    try:
+        return _parse(body)
+    except InvalidPolicyError:
+        raise
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise InvalidPolicyError(f"malformed ProducerHealthPolicy: {exc}") from exc
+
+
+def _parse(body: Mapping[str, Any]) -> Policy:
+    if not isinstance(body, Mapping):
+        raise InvalidPolicyError("a ProducerHealthPolicy must be an object")
     meta = body.get("metadata") or {}
     spec = _section(body, "spec")
     return _check(
@@ -258,6 +336,7 @@ def matching_policy(pod: Mapping[str, Any], policies: Iterable[Policy]) -> Polic
 
 
 def _check(policy: Policy) -> Policy:
+    """The CRD's cross-field (CEL) rules, and requests above limits, which CEL cannot check."""
     interval = policy.probes.probe_interval_seconds
     for name in ("stall_seconds", "heartbeat_seconds", "metadata_max_age_seconds"):
         if getattr(policy.detection, name) <= interval:
@@ -265,6 +344,12 @@ def _check(policy: Policy) -> Policy:
                 f"spec.detection.{_camel(name)} must be longer than "
                 f"spec.probes.probeIntervalSeconds ({interval})"
             )
+    probes = policy.probes
+    if probes.connect_timeout_seconds + probes.request_timeout_seconds > interval:
+        raise InvalidPolicyError(
+            "spec.probes: connectTimeoutSeconds + requestTimeoutSeconds must not exceed "
+            f"probeIntervalSeconds ({interval})"
+        )
     if policy.safety.allow_driver_deletion and Role.DRIVER not in policy.roles:
         raise InvalidPolicyError("spec.safety.allowDriverDeletion needs 'driver' in spec.roles")
     sidecar = policy.sidecar
@@ -275,6 +360,29 @@ def _check(policy: Policy) -> Policy:
                 f"spec.sidecar.resources.requests.{res} ({request}) exceeds the limit ({limit})"
             )
     return policy
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _integer(section: Mapping[str, Any], path: str, default: int) -> int:
+    """`spec.<path>` (its last part read from `section`) within the CRD's bounds."""
+    value = section.get(path.rsplit(".", 1)[-1], default)
+    low, high = INTEGER_BOUNDS[path]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidPolicyError(
+            f"spec.{path} must be an integer in {low}..{high}, got {_shown(value)}"
+        )
+    return value
+
+
+def _flag(section: Mapping[str, Any], path: str, default: bool) -> bool:
+    value = section.get(path.rsplit(".", 1)[-1], default)
+    if not isinstance(value, bool):
+        raise InvalidPolicyError(f"spec.{path} must be true or false, got {_shown(value)}")
+    return value
 
 
 def _section(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -293,19 +401,18 @@ def _camel(snake: str) -> str:
 
 def _ints(spec: Mapping[str, Any], key: str, defaults: Probes | Detection) -> dict[str, int]:
     section = _section(spec, key)
-    values: dict[str, int] = {}
-    for name, default in dataclasses.asdict(defaults).items():
-        value = section.get(_camel(name), default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidPolicyError(f"spec.{key}.{_camel(name)} must be a positive integer")
-        values[name] = value
-    return values
+    return {
+        name: _integer(section, f"{key}.{_camel(name)}", default)
+        for name, default in dataclasses.asdict(defaults).items()
+    }
 
 
 def _enum_list(section: Mapping[str, Any], key: str, kind: type[_E], default: list[_E]) -> list[_E]:
     raw = section.get(key)
     if raw is None:
         return default
+    if not isinstance(raw, list):
+        raise InvalidPolicyError(f"{key} must be a list, got {_shown(raw)}")
     try:
         return [kind(v) for v in raw]
     except ValueError as exc:
@@ -329,6 +436,12 @@ def _kafka(raw: Mapping[str, Any]) -> KafkaTarget:
     servers = tuple(str(s) for s in raw.get("bootstrapServers") or ())
     if not servers:
         raise InvalidPolicyError("spec.kafka.bootstrapServers needs at least one host:port")
+    for server in servers:
+        if not _BOOTSTRAP.match(server):
+            raise InvalidPolicyError(
+                f"spec.kafka.bootstrapServers: {_shown(server)} is not host:port with a port "
+                "in 1..65535"
+            )
     security = _section(raw, "security")
     protocol = str(security.get("protocol", "PLAINTEXT"))
     mechanism = security.get("saslMechanism")
@@ -363,26 +476,49 @@ def _actions(raw: Mapping[str, Any]) -> Actions:
             raise InvalidPolicyError(f"spec.actions.{key}: cordonNode is for nodeNetworkFault")
         if verdict in _CLUSTER_AT_FAULT and DISRUPTIVE & set(actions):
             raise InvalidPolicyError(f"spec.actions.{key}: restarting adds churn, use alert")
+        if set(actions) >= DISRUPTIVE:
+            raise InvalidPolicyError(
+                f"spec.actions.{key}: restart and decommission exclude each other"
+            )
         by_verdict[verdict] = actions
     uncordon = _section(raw, "autoUncordon")
+    defaults = Actions()
     return Actions(
         by_verdict=by_verdict,
-        auto_uncordon=bool(uncordon.get("enabled", False)),
-        uncordon_healthy_for_seconds=int(uncordon.get("healthyForSeconds", 900)),
+        auto_uncordon=_flag(uncordon, "actions.autoUncordon.enabled", defaults.auto_uncordon),
+        uncordon_healthy_for_seconds=_integer(
+            uncordon,
+            "actions.autoUncordon.healthyForSeconds",
+            defaults.uncordon_healthy_for_seconds,
+        ),
     )
 
 
 def _safety(raw: Mapping[str, Any]) -> SafetyLimits:
-    share = raw.get("maxUnhealthyShare", 0.5)
-    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
-        raise InvalidPolicyError("spec.safety.maxUnhealthyShare must be in (0, 1]")
+    defaults = SafetyLimits()
+    share = raw.get("maxUnhealthyShare", defaults.max_unhealthy_share)
+    low, high = MAX_UNHEALTHY_SHARE
+    if isinstance(share, bool) or not isinstance(share, int | float) or not low < share <= high:
+        raise InvalidPolicyError(
+            f"spec.safety.maxUnhealthyShare must be in ({low:g}, {high:g}], got {_shown(share)}"
+        )
     return SafetyLimits(
-        dry_run=bool(raw.get("dryRun", False)),
-        max_concurrent=int(raw.get("maxConcurrent", 1)),
+        dry_run=_flag(raw, "safety.dryRun", defaults.dry_run),
+        max_concurrent=_integer(raw, "safety.maxConcurrent", defaults.max_concurrent),
         max_unhealthy_share=float(share),
-        max_actions_per_application_per_hour=int(raw.get("maxActionsPerApplicationPerHour", 6)),
-        pod_cooldown_seconds=int(raw.get("podCooldownSeconds", 600)),
-        allow_driver_deletion=bool(raw.get("allowDriverDeletion", False)),
+        max_actions_per_application_per_hour=_integer(
+            raw,
+            "safety.maxActionsPerApplicationPerHour",
+            defaults.max_actions_per_application_per_hour,
+        ),
+        pod_cooldown_seconds=_integer(
+            raw, "safety.podCooldownSeconds", defaults.pod_cooldown_seconds
+        ),
+        allow_driver_deletion=_flag(
+            raw, "safety.allowDriverDeletion", defaults.allow_driver_deletion
+        ),
+        max_cordoned_nodes=_integer(raw, "safety.maxCordonedNodes", defaults.max_cordoned_nodes),
+        node_fault_min_pods=_integer(raw, "safety.nodeFaultMinPods", defaults.node_fault_min_pods),
     )
 
 

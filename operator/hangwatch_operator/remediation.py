@@ -1,39 +1,35 @@
-"""One policy's round: poll sidecars, correlate, decide, act, report. The I/O glue.
+"""One policy's round: poll sidecars, plan, act, report. The I/O glue.
 
 Driven by the per-policy daemon in `handlers`, once per `probes.probeIntervalSeconds`
 (the sidecar's verdict cannot change faster). Each round gathers its inputs (the
 policy body, the pods and cordoned nodes from kopf's indexes, the sidecars' /status),
-hands them to the pure `correlation.correlate`, `decisions.decide` and
-`history.newsworthy`, carries out the decisions that passed every limit
-(`actuation`), then writes what happened: an Event per reported decision and per
-silent sidecar, the policy's status (patched only when it changed) and the metrics.
+keeps only the pods the policy's webhook injected (`watched.injection_problem`),
+hands the reports to the pure `rounds.plan_round`, carries out the decisions that
+passed every limit (`actuation`), settles the round with `rounds.settle_round`, then
+writes what happened: its Events, the policy's status (patched only when it changed)
+and the metrics. The demo drives the same two pure halves (`hangwatch_demo`).
+
+`Runtime.cordons` is the operator-wide ledger of cordons the node index may not show
+yet: a round reserves its cordons before its first await, so two policies deciding
+at once never exceed the operator's cap between them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 
-from hangwatch.contracts import Verdict
 from hangwatch_operator import operator_metrics as metrics
 from hangwatch_operator.actuation import carry_out
-from hangwatch_operator.correlation import SIDECAR_UNREACHABLE, Findings, correlate
-from hangwatch_operator.decisions import Decision, assess_gates, decide
-from hangwatch_operator.history import (
-    ActionRecord,
-    History,
-    newsworthy,
-    remember,
-    seed_history,
-    with_cordons,
-)
+from hangwatch_operator.correlation import SIDECAR_UNREACHABLE
+from hangwatch_operator.decisions import Decision
+from hangwatch_operator.history import CordonLedger, History, seed_history
 from hangwatch_operator.kube_api import KubeApi, KubeApiError
 from hangwatch_operator.operations import Operation, Outcome
 from hangwatch_operator.policies import (
@@ -43,23 +39,17 @@ from hangwatch_operator.policies import (
     stale_after_seconds,
 )
 from hangwatch_operator.reporting import (
-    SidecarSilence,
-    action_record,
     build_status,
     decision_message,
     event_body,
-    event_reason,
     invalid_status,
-    involved_object,
-    pod_reference,
-    silence_message,
 )
+from hangwatch_operator.rounds import EventDraft, Plan, Settled, plan_round, settle_round
 from hangwatch_operator.settings import OperatorSettings
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_operator.status_polling import poll_sidecars
-from hangwatch_operator.watched import CordonedNode, WatchedPod
+from hangwatch_operator.watched import CordonedNode, WatchedPod, injection_problem
 
-_REPORT_ONLY = frozenset({Operation.ALERT})
 INVALID_RETRY_SECONDS = 30.0
 """How often an invalid policy is re-read (it changes only when someone edits it)."""
 
@@ -73,13 +63,7 @@ class Runtime:
     settings: OperatorSettings
     api: KubeApi
     session: aiohttp.ClientSession
-
-
-def effective_policy(policy: Policy, settings: OperatorSettings) -> Policy:
-    """The policy with the operator-wide `--dry-run` applied."""
-    if not settings.dry_run or policy.safety.dry_run:
-        return policy
-    return dataclasses.replace(policy, safety=dataclasses.replace(policy.safety, dry_run=True))
+    cordons: CordonLedger = field(default_factory=CordonLedger)
 
 
 class PolicyWatch:
@@ -94,6 +78,8 @@ class PolicyWatch:
         self.key = f"{namespace}/{name}"
         self.history: History = seed_history(status, namespace)
         self.status: Mapping[str, Any] | None = status
+        self.ignored: frozenset[str] = frozenset()
+        """Labelled pods not watched, as of the last round (each logged once)."""
 
     async def round(
         self,
@@ -102,49 +88,66 @@ class PolicyWatch:
         cordons: Sequence[CordonedNode],
         logger: Logger,
     ) -> float:
-        """One poll-decide-act-report round; returns seconds until the next one."""
+        """One poll-plan-act-report round; returns seconds until the next one."""
         generation = (body.get("metadata") or {}).get("generation")
         try:
-            policy = effective_policy(parse_policy(body), self.runtime.settings)
+            policy = parse_policy(body)
         except InvalidPolicyError as exc:
             logger.error("Invalid ProducerHealthPolicy, not polling: %s", exc)
             await self._write_status(invalid_status(self.status, str(exc), generation, time.time()))
             return INVALID_RETRY_SECONDS
-        findings = await self._poll(policy, pods)
+        watched = self._watched(policy, pods, logger)
+        reports = await self._poll(policy, watched)
         now = time.time()
-        ours = {c.name: c.since for c in cordons if c.policy_key == self.key}
-        others = [c.name for c in cordons if c.policy_key != self.key]
-        history = with_cordons(self.history, ours, others, now)
-        decisions, reported = await self._act(
-            decide(findings, policy, history, now), history, now, logger
+        ledger = self.runtime.cordons
+        known = ledger.known(cordons, now)
+        plan = plan_round(
+            reports,
+            policy,
+            self.history,
+            now,
+            policy_key=self.key,
+            cordons=known,
+            settings=self.runtime.settings,
         )
-        silences = [SidecarSilence(f) for f in findings.watched if f.unobservable]
-        silent_news = newsworthy(silences, history, now, self.runtime.settings.renotify_seconds)
-        records = await self._report(reported, silent_news, now)
-        self.history = remember(
-            history,
-            current=[*decisions, *silences],
-            reported=[*reported, *silent_news],
-            records=records,
-            election_seen=bool(findings.with_verdict(Verdict.LEADER_ELECTION)),
-            faulty_nodes=findings.faulty_nodes,
-            now=now,
-        )
-        self._measure(findings, reported, cordons)
-        gates = assess_gates(findings, policy, history, now)
+        for decision in plan.to_carry_out:  # reserved before the first await
+            if decision.operation is Operation.CORDON_NODE and decision.node:
+                ledger.reserve(decision.node, self.key, now)
+        settled = settle_round(plan, await self._carry_out(plan, logger))
+        await self._post(settled.events, now)
+        self.history = settled.history
+        self._measure(plan, settled, len(ledger.known(cordons, now)))
         status = build_status(
             previous=self.status,
-            findings=findings,
-            gates=gates,
-            policy=policy,
-            records=records,
+            findings=plan.findings,
+            gates=plan.gates,
+            policy=plan.policy,
+            records=settled.records,
             generation=generation,
             now=now,
+            ignored=len(self.ignored),
         )
         await self._write_status(status)
         return float(policy.probes.probe_interval_seconds)
 
-    async def _poll(self, policy: Policy, pods: Sequence[WatchedPod]) -> Findings:
+    def _watched(
+        self, policy: Policy, pods: Sequence[WatchedPod], logger: Logger
+    ) -> list[WatchedPod]:
+        """The pods the policy watches; the others are logged once each and counted."""
+        watched = []
+        ignored = set()
+        for pod in pods:
+            problem = injection_problem(pod, policy, self.runtime.settings.sidecar_image)
+            if problem is None:
+                watched.append(pod)
+                continue
+            ignored.add(pod.key)
+            if pod.key not in self.ignored:
+                logger.warning("Not watching pod %s: %s.", pod.key, problem)
+        self.ignored = frozenset(ignored)
+        return watched
+
+    async def _poll(self, policy: Policy, pods: Sequence[WatchedPod]) -> list[PodReport]:
         settings = self.runtime.settings
         started = time.monotonic()
         live = [p for p in pods if not p.terminating]
@@ -156,76 +159,61 @@ class PolicyWatch:
             stale_after_seconds=stale_after_seconds(policy),
         )
         metrics.POLL_DURATION.observe(time.monotonic() - started)
-        leaving = [PodReport(p) for p in pods if p.terminating]
-        return correlate([*reports, *leaving])
+        return [*reports, *(PodReport(p) for p in pods if p.terminating)]
 
-    async def _act(
-        self, decisions: Sequence[Decision], history: History, now: float, logger: Logger
-    ) -> tuple[list[Decision], list[Decision]]:
-        """Carry out what passed the limits; return all decisions as they ended, and those
-        to report (new, changed or due again, and every action carried out)."""
+    async def _carry_out(self, plan: Plan, logger: Logger) -> list[Decision]:
+        """Each decision of the plan to carry out, one after the other, as it ended."""
         settings = self.runtime.settings
-        due = {d.key for d in newsworthy(decisions, history, now, settings.renotify_seconds)}
-        final = []
-        reported = []
-        for planned in decisions:
-            decision = planned
-            executes = decision.outcome is Outcome.ACTED and decision.operation not in _REPORT_ONLY
-            if executes:
-                decision = await carry_out(
-                    planned,
-                    self.runtime.api,
-                    policy_key=self.key,
-                    restart_grace_seconds=settings.restart_grace_seconds,
-                    now=now,
-                )
-                level = logging.WARNING if decision.outcome is Outcome.FAILED else logging.INFO
-                logger.log(level, "%s", decision_message(decision, self.key))
-            final.append(decision)
-            if executes or decision.key in due:
-                reported.append(decision)
-        return final, reported
+        done = []
+        for planned in plan.to_carry_out:
+            decision = await carry_out(
+                planned,
+                self.runtime.api,
+                policy_key=self.key,
+                restart_grace_seconds=settings.restart_grace_seconds,
+                now=plan.now,
+            )
+            failed_cordon = (
+                decision.operation is Operation.CORDON_NODE and decision.outcome is Outcome.FAILED
+            )
+            if decision.node and (failed_cordon or decision.operation is Operation.UNCORDON_NODE):
+                self.runtime.cordons.release(decision.node)
+            level = logging.WARNING if decision.outcome is Outcome.FAILED else logging.INFO
+            logger.log(level, "%s", decision_message(decision, self.key))
+            done.append(decision)
+        return done
 
-    async def _report(
-        self, decisions: Sequence[Decision], silences: Sequence[SidecarSilence], now: float
-    ) -> list[ActionRecord]:
-        """Post the Events; return the action records for status and history, newest first."""
-        events: list[tuple[dict[str, str], str, str, str]] = []
-        records = []
-        for decision in decisions:
-            message = decision_message(decision, self.key)
-            events.append((involved_object(decision), *event_reason(decision), message))
-            records.append(action_record(decision, message, now))
-        for silence in silences:
-            involved = pod_reference(silence.finding.pod)
-            message = silence_message(silence, self.key)
-            events.append((involved, "Warning", "HangwatchSidecarUnreachable", message))
+    async def _post(self, events: Sequence[EventDraft], now: float) -> None:
+        """Post the round's Events at once; a failed post is logged, never raised."""
         base = time.time_ns()
         await asyncio.gather(
             *(
-                self._post(
+                self._post_one(
                     event_body(
-                        obj, kind=kind, reason=reason, message=text, now=now, suffix=f"{base + i:x}"
+                        e.involved,
+                        kind=e.kind,
+                        reason=e.reason,
+                        message=e.message,
+                        now=now,
+                        suffix=f"{base + i:x}",
                     )
                 )
-                for i, (obj, kind, reason, text) in enumerate(events)
+                for i, e in enumerate(events)
             )
         )
-        return list(reversed(records))
 
-    async def _post(self, body: dict[str, Any]) -> None:
+    async def _post_one(self, body: dict[str, Any]) -> None:
         try:
             await self.runtime.api.create_event(body)
         except KubeApiError as exc:
             logging.getLogger(__name__).warning("Event %s not posted: %s", body["reason"], exc)
 
-    def _measure(
-        self, findings: Findings, reported: Sequence[Decision], cordons: Sequence[CordonedNode]
-    ) -> None:
-        counts = findings.counts()
-        metrics.set_pod_gauges(self.key, len(findings.watched), counts, counts[SIDECAR_UNREACHABLE])
-        metrics.count_decisions(self.key, reported)
-        metrics.CORDONED_NODES.set(len(cordons))
+    def _measure(self, plan: Plan, settled: Settled, cordoned: int) -> None:
+        counts = plan.findings.counts()
+        watched = len(plan.findings.watched)
+        metrics.set_pod_gauges(self.key, watched, counts, counts[SIDECAR_UNREACHABLE])
+        metrics.count_decisions(self.key, settled.reported)
+        metrics.CORDONED_NODES.set(cordoned)
         metrics.POLL_ROUNDS.labels(self.key).inc()
 
     async def _write_status(self, status: dict[str, Any]) -> None:

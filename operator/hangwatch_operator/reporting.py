@@ -185,8 +185,10 @@ def build_status(
     records: Sequence[ActionRecord],
     generation: int | None,
     now: float,
+    ignored: int = 0,
 ) -> dict[str, Any]:
-    """The policy's whole status after a round; `records` are this round's, newest first."""
+    """The policy's whole status after a round; `records` are this round's, newest first;
+    `ignored` counts the labelled pods the policy does not watch (not injected for it)."""
     previous = previous or {}
     entries = [record_entry(r) for r in records]
     recent = [*entries, *(previous.get("recentActions") or [])][:RECENT_ACTIONS_MAX]
@@ -199,7 +201,10 @@ def build_status(
         "unhealthy": sum(1 for f in findings.watched if f.unhealthy),
         "verdictCounts": counts,
         "conditions": merge_conditions(
-            previous.get("conditions"), _conditions(findings, gates, policy), now, generation
+            previous.get("conditions"),
+            _conditions(findings, gates, policy, ignored),
+            now,
+            generation,
         ),
         "recentActions": recent,
     }
@@ -241,8 +246,13 @@ def merge_conditions(
     return [*merged, *kept][:16]
 
 
-def _conditions(findings: Findings, gates: Gates, policy: Policy) -> list[dict[str, Any]]:
+def _conditions(
+    findings: Findings, gates: Gates, policy: Policy, ignored: int
+) -> list[dict[str, Any]]:
     watched = len(findings.watched)
+    polling = f"polling {watched} watched pod(s)"
+    if ignored:
+        polling += f"; ignoring {ignored} labelled pod(s) not injected for this policy"
     silent = [f.pod.name for f in findings.watched if f.unobservable]
     gate = gates.first()
     if gate is not None:
@@ -255,7 +265,7 @@ def _conditions(findings: Findings, gates: Gates, policy: Policy) -> list[dict[s
         )
     faults = "; ".join(findings.faulty_nodes.values())
     return [
-        _condition("Ready", True, "Polling", f"polling {watched} watched pod(s)"),
+        _condition("Ready", True, "Polling", polling),
         suppressed,
         _condition(
             "SidecarsReachable",

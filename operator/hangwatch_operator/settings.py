@@ -4,8 +4,8 @@ Fed by the chart (environment variables of the operator Deployment), by `hangwat
 operator` (`operator_cli`, with its command-line overrides) or by a test that builds
 `OperatorSettings(...)` directly. Read by the webhook handlers (`webhook`), the patch
 builder (`injection`), the webhook registration (`webhook_configuration`) and the
-remediation handlers (`handlers`, `remediation`: metrics port, sidecar polling, grace
-periods, dry run, re-notification).
+remediation handlers (`handlers`, `remediation`, `rounds`: metrics port, sidecar
+polling, grace periods, dry run, re-notification, the cap on cordoned nodes).
 Per-policy knobs live in the ProducerHealthPolicy (`policies`); these are the
 cluster-wide ones an operator installation decides once.
 """
@@ -23,6 +23,8 @@ from hangwatch.wire import sidecar_http
 from hangwatch.wire.telemetry import DEFAULT_DIR as DEFAULT_TELEMETRY_DIR
 
 ENV_PREFIX = "HANGWATCH_OPERATOR_"
+MAX_CORDONED_NODES_LIMIT = 1000
+"""Upper bound of `max_cordoned_nodes`: beyond it a cap would not be one."""
 """`sidecar_image` is read from `HANGWATCH_OPERATOR_SIDECAR_IMAGE`, and so on."""
 
 
@@ -144,6 +146,13 @@ class OperatorSettings:
     an Event and counted again after this long; changes are reported at once. Ten minutes
     keeps a stuck condition visible in `kubectl get events` (1 h TTL) without flooding it."""
 
+    max_cordoned_nodes: int = 1
+    """Nodes hangwatch holds cordoned at once across every policy; 0 never cordons. A
+    cordon takes a whole node, with other tenants' pods, out of scheduling, on evidence
+    the pods of one policy provide: one node at a time bounds what a wrong (or forged)
+    verdict can cost. The chart sets 0 unless `operator.nodeCordoning.enabled`, so the
+    operator never tries what its RBAC forbids."""
+
     def __post_init__(self) -> None:
         for name in ("sidecar_port", "webhook_port"):
             if not 1 <= getattr(self, name) <= 65535:
@@ -154,6 +163,11 @@ class OperatorSettings:
             raise SettingsError("status_timeout_seconds and status_poll_concurrency must be > 0")
         if self.restart_grace_seconds < 0 or self.renotify_seconds < 1:
             raise SettingsError("restart_grace_seconds must be >= 0, renotify_seconds >= 1")
+        if not 0 <= self.max_cordoned_nodes <= MAX_CORDONED_NODES_LIMIT:
+            raise SettingsError(
+                f"max_cordoned_nodes must be 0..{MAX_CORDONED_NODES_LIMIT}, "
+                f"got {self.max_cordoned_nodes}"
+            )
         if not 1 <= self.webhook_timeout_seconds <= 30:
             raise SettingsError("webhook_timeout_seconds must be 1..30 (the API server's range)")
         if self.webhook_failure_policy not in {"Ignore", "Fail"}:

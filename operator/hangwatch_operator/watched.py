@@ -4,6 +4,14 @@ Fed by the kopf indexes in `handlers` (every pod carrying the `hangwatch.dev/pol
 label the webhook sets, every node carrying hangwatch's cordon annotation). The
 values are small frozen records, so an index of thousands of executors stays cheap
 and the pure functions downstream (`correlation`, `decisions`) never see raw bodies.
+
+The label only says which pods to list. `injection_problem` decides which of them a
+policy watches: the pods its webhook injected, as far as a pod's spec can show it —
+the `hangwatch.dev/injected` annotation naming the policy, and a `hangwatch-sidecar`
+container running `hangwatch sidecar` from the sidecar image's repository against
+the policy's bootstrap list, serving the port named `hangwatch` itself. Labels and
+annotations are the pod creator's to write, so the container is what counts; it
+cannot show what the pod's owner does around it (docs/threat-model.md).
 """
 
 from __future__ import annotations
@@ -13,8 +21,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hangwatch_operator.injection import POLICY_LABEL, PORT_NAME
-from hangwatch_operator.policies import SPARK_ROLE_LABEL
+from hangwatch_operator.injection import (
+    BOOTSTRAP_FLAG,
+    INJECTED_ANNOTATION,
+    POLICY_LABEL,
+    PORT_NAME,
+    SIDECAR_COMMAND,
+    SIDECAR_CONTAINER,
+)
+from hangwatch_operator.policies import SPARK_ROLE_LABEL, Policy
 
 APPLICATION_LABEL = "spark-app-selector"
 """Set by Spark on every pod of an application: the application id (`spark-...`)."""
@@ -38,6 +53,18 @@ DECOMMISSION_MARKER = "decom"
 
 
 @dataclass(frozen=True)
+class SidecarContainer:
+    """A pod's `hangwatch-sidecar` container, as far as the operator checks it."""
+
+    image: str
+    command: tuple[str, ...]
+    bootstrap: tuple[str, ...]
+    """The entries of its `--bootstrap` argument (empty when it has none)."""
+    port: int | None
+    """Its own container port named `hangwatch`."""
+
+
+@dataclass(frozen=True)
 class WatchedPod:
     """One pod the operator polls: identity, placement and where its sidecar listens."""
 
@@ -56,6 +83,9 @@ class WatchedPod:
     decommission_hook: bool = False
     """The Spark container has a preStop exec hook (Spark adds /opt/decom.sh when
     `spark.decommission.enabled=true`): deleting the pod decommissions the executor."""
+    injected_for: str | None = None
+    """The policy named by the pod's `hangwatch.dev/injected` annotation."""
+    sidecar: SidecarContainer | None = None
 
     @property
     def key(self) -> str:
@@ -77,13 +107,15 @@ class CordonedNode:
 
 
 def watched_pod(body: Mapping[str, Any], default_port: int) -> WatchedPod:
-    """A `WatchedPod` from a pod body; the sidecar port is the container port named
-    `hangwatch` (the webhook adds it), else `default_port`."""
+    """A `WatchedPod` from a pod body; the sidecar port is the sidecar container's port
+    named `hangwatch` (the webhook adds it), else `default_port`."""
     meta = body.get("metadata") or {}
     spec = body.get("spec") or {}
     status = body.get("status") or {}
     labels: Mapping[str, str] = meta.get("labels") or {}
+    annotations: Mapping[str, str] = meta.get("annotations") or {}
     containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
+    sidecar = _sidecar_container(containers)
     return WatchedPod(
         namespace=str(meta.get("namespace") or ""),
         name=str(meta.get("name") or ""),
@@ -92,13 +124,48 @@ def watched_pod(body: Mapping[str, Any], default_port: int) -> WatchedPod:
         role=labels.get(SPARK_ROLE_LABEL, ""),
         node=spec.get("nodeName") or None,
         ip=status.get("podIP") or None,
-        port=_sidecar_port(containers, default_port),
+        port=sidecar.port if sidecar is not None and sidecar.port else default_port,
         application_id=labels.get(APPLICATION_LABEL),
         executor_id=labels.get(EXECUTOR_ID_LABEL),
         running=status.get("phase") == "Running",
         terminating=bool(meta.get("deletionTimestamp")),
         decommission_hook=any(_has_decommission_hook(c) for c in spec.get("containers") or ()),
+        injected_for=annotations.get(INJECTED_ANNOTATION),
+        sidecar=sidecar,
     )
+
+
+def injection_problem(pod: WatchedPod, policy: Policy, sidecar_image: str) -> str | None:
+    """Why `policy` does not watch `pod`, or None when it does (see the module docstring).
+
+    `sidecar_image` is the operator's default sidecar image; its repository is accepted
+    beside the one of the policy's own `spec.sidecar.image`, whatever the tag.
+    """
+    if pod.injected_for != policy.name:
+        return f"annotation {INJECTED_ANNOTATION} does not name policy {policy.name}"
+    if pod.role not in {role.value for role in policy.roles}:
+        return f"spark-role {pod.role!r} is not one of the policy's roles"
+    sidecar = pod.sidecar
+    if sidecar is None:
+        return f"no {SIDECAR_CONTAINER} container"
+    if sidecar.command != SIDECAR_COMMAND:
+        return f"{SIDECAR_CONTAINER} does not run {' '.join(SIDECAR_COMMAND)}"
+    allowed = {image_repository(i) for i in (sidecar_image, policy.sidecar.image) if i}
+    if image_repository(sidecar.image) not in allowed:
+        return f"{SIDECAR_CONTAINER} image is not from {' or '.join(sorted(allowed))}"
+    if sidecar.bootstrap != policy.kafka.bootstrap_servers:
+        return f"{SIDECAR_CONTAINER} probes another bootstrap list than the policy's"
+    if sidecar.port is None:
+        return f"{SIDECAR_CONTAINER} declares no port named {PORT_NAME}"
+    return None
+
+
+def image_repository(image: str) -> str:
+    """`registry:5000/team/app:1.2@sha256:...` -> `registry:5000/team/app`."""
+    name = image.split("@", 1)[0]
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    return name[:colon] if colon > slash else name
 
 
 def cordoned_node(body: Mapping[str, Any]) -> CordonedNode | None:
@@ -132,12 +199,25 @@ def parse_time(text: object) -> float | None:
     return moment.timestamp()
 
 
-def _sidecar_port(containers: list[Mapping[str, Any]], default_port: int) -> int:
-    for container in containers:
-        for port in container.get("ports") or ():
-            if port.get("name") == PORT_NAME and isinstance(port.get("containerPort"), int):
-                return int(port["containerPort"])
-    return default_port
+def _sidecar_container(containers: list[Mapping[str, Any]]) -> SidecarContainer | None:
+    found = [c for c in containers if c.get("name") == SIDECAR_CONTAINER]
+    if len(found) != 1:
+        return None
+    container = found[0]
+    args = [str(a) for a in container.get("args") or ()]
+    flag = args.index(BOOTSTRAP_FLAG) if BOOTSTRAP_FLAG in args else -1
+    bootstrap = args[flag + 1].split(",") if 0 <= flag < len(args) - 1 else []
+    ports = [
+        int(p["containerPort"])
+        for p in container.get("ports") or ()
+        if p.get("name") == PORT_NAME and isinstance(p.get("containerPort"), int)
+    ]
+    return SidecarContainer(
+        image=str(container.get("image") or ""),
+        command=tuple(str(c) for c in container.get("command") or ()),
+        bootstrap=tuple(bootstrap),
+        port=ports[0] if ports else None,
+    )
 
 
 def _has_decommission_hook(container: Mapping[str, Any]) -> bool:

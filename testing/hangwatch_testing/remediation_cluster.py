@@ -7,7 +7,9 @@ nodes and with listing (Events, pods). `FakeSidecar` is the sidecar's real HTTP 
 stale. `watched_executor` is an executor pod as the webhook leaves it (the real
 injection patch applied, its `hangwatch` port pointing at the fake sidecar), scheduled
 on a node, Running, with a pod IP. `running_hangwatch_operator` runs
-`python -m hangwatch operator --standalone --all-namespaces` as its own process.
+`python -m hangwatch operator --standalone --all-namespaces` as its own process;
+`remediating_operator` does so on loopback and waits until remediation started;
+`poll_rounds` reads how many rounds a policy completed from the operator's metrics.
 """
 
 from __future__ import annotations
@@ -256,3 +258,29 @@ def running_hangwatch_operator(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def poll_rounds(metrics_port: int, policy_key: str) -> float:
+    """Rounds the operator completed for `policy_key` (`namespace/name`), from /metrics."""
+    key = ("hangwatch_operator_poll_rounds_total", (("policy", policy_key),))
+    return scrape(metrics_port).get(key, 0.0)
+
+
+@contextmanager
+def remediating_operator(
+    cluster: EmulatedCluster, workdir: Path, **settings: Any
+) -> Iterator[tuple[OperatorRun, int]]:
+    """The operator on loopback (webhook and /metrics on 127.0.0.1, free ports, sidecars
+    given 0.5 s), once its remediation started; yields it and its /metrics port."""
+    metrics_port = free_port()
+    loopback = {
+        "webhook_listen_address": "127.0.0.1",
+        "webhook_port": free_port(),
+        "metrics_listen_address": "127.0.0.1",
+        "metrics_port": metrics_port,
+        "status_timeout_seconds": 0.5,
+        **settings,
+    }
+    with running_hangwatch_operator(cluster, workdir, loopback) as operator:
+        operator.wait_for_log("Activity 'start_remediation' succeeded")
+        yield operator, metrics_port

@@ -5,7 +5,9 @@ kopf, policies get/list/watch/patch and their status get/patch, pods
 get/list/watch/delete, events create, ClusterKopfPeering get/list/watch/patch, and
 nodes list/watch only (the index of cordoned nodes), nothing on secrets, webhook
 configurations or with wildcards; node cordoning adds nodes get/patch only, and with
-named namespaces a Role in `default` to create node Events; peering off drops the
+named namespaces (where that cluster-wide grant must be confirmed, or the chart
+refuses to render) a Role in `default` to create node Events; the operator is told
+its cap on cordoned nodes, 0 whenever RBAC grants no node writes; peering off drops the
 peering rule; watching named namespaces moves the workload rules into a Role per
 namespace (with KopfPeering there) and leaves the ClusterRole with kopf's discovery
 only; every binding names the operator's ServiceAccount.
@@ -14,6 +16,9 @@ only; every binding names the operator's ServiceAccount.
 from __future__ import annotations
 
 from typing import Any
+
+import helm_python as helm
+import pytest
 
 from tests.chart.rendering import NAMESPACE, Rendered, only, render, rendered, scenario_values
 
@@ -64,7 +69,10 @@ def test_node_cordoning_adds_node_get_and_patch_only() -> None:
 
 def test_namespaced_cordoning_may_write_node_events_in_default() -> None:
     values = scenario_values("namespaced")
-    values.setdefault("operator", {})["nodeCordoning"] = {"enabled": True}
+    values.setdefault("operator", {})["nodeCordoning"] = {
+        "enabled": True,
+        "allowWithNamespacedWatch": True,
+    }
     roles = [o for o in render(values) if o.kind == "Role"]
     node_events = [r for r in roles if r.obj["metadata"]["namespace"] == "default"]
     assert len(node_events) == 1
@@ -103,3 +111,24 @@ def test_bindings_name_the_operator_service_account() -> None:
                 {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
             ]
             assert binding["roleRef"]["name"] == "hangwatch-operator"
+
+
+def test_namespaced_cordoning_needs_its_cluster_wide_grant_confirmed() -> None:
+    values = scenario_values("namespaced")
+    values.setdefault("operator", {})["nodeCordoning"] = {"enabled": True}
+    with pytest.raises(helm.HelmRenderError, match=r"grants nodes: patch cluster-wide"):
+        render(values)
+
+
+def _max_cordoned(objects: list[Rendered]) -> str:
+    container = only(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    return str(env["HANGWATCH_OPERATOR_MAX_CORDONED_NODES"])
+
+
+def test_the_operator_never_tries_to_cordon_what_rbac_forbids() -> None:
+    assert _max_cordoned(rendered("default")) == "0"
+    assert _max_cordoned(rendered("namespaced")) == "0"
+    assert _max_cordoned(rendered("node-cordoning")) == "1"
+    capped = {"operator": {"nodeCordoning": {"enabled": True, "maxCordonedNodes": 3}}}
+    assert _max_cordoned(render(capped)) == "3"

@@ -8,17 +8,21 @@ same settings); a sidecar's port is read from its "sidecar started" log line (an
 not before); pipeline progress reaches the demo line by line; each scenario's run is
 long enough for its watch, and only S4's producers log client debug lines; the
 table's action cell names restarts, else a suppression, else alerts; the local
-operator remembers elections (grace) and its restarts (cooldown) as the operator does.
+operator runs the operator's own round (`rounds.plan_round`/`settle_round`): it
+remembers elections (grace) and the restarts it had carried out (cooldown), and keeps
+an hour of history, as the operator does; the demo's policy is one the API server
+accepts.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from hangwatch.contracts import Verdict
-from hangwatch_demo.local_operator import LocalOperator
+from hangwatch_demo.local_operator import DEMO_POLICY, LocalOperator
 from hangwatch_demo.runner import (
     CONTROL_WATCH_SECONDS,
     RATE_PER_SECOND,
@@ -28,9 +32,11 @@ from hangwatch_demo.runner import (
 from hangwatch_demo.scenarios import SCENARIOS, Timing
 from hangwatch_demo.sidecars import announced_port, executor_pod, sidecar_argv
 from hangwatch_demo.spark_cluster import Executor, LineStream, executors_of
+from hangwatch_operator.decisions import Decision
 from hangwatch_operator.operations import Operation, Outcome, Suppression
 from hangwatch_operator.sidecar_status import PodReport, SidecarReport
 from hangwatch_sidecar.settings import SidecarSettings, add_arguments, from_args
+from hangwatch_testing.structural import validation_errors
 
 APP = "app-20261122053206-0000"
 
@@ -143,16 +149,41 @@ def test_local_operator_keeps_the_election_grace_like_the_operator() -> None:
         status = SidecarReport(verdict=verdict, since=0.0, reasons=(), brokers=(), evaluated_ts=0.0)
         return PodReport(pod=pod, status=status)
 
+    carried: list[Decision] = []
+
+    def carry_out(decision: Decision) -> Decision:
+        carried.append(decision)
+        return replace(decision, note="executor JVM killed")
+
     operator = LocalOperator()
-    operator.decide([report(Verdict.LEADER_ELECTION)], now=1000.0)
-    within = operator.decide([report(Verdict.PRODUCER_HUNG)], now=1002.0)
+    operator.decide([report(Verdict.LEADER_ELECTION)], 1000.0, carry_out)
+    within = operator.decide([report(Verdict.PRODUCER_HUNG)], 1002.0, carry_out)
     restart = next(d for d in within if d.operation is Operation.RESTART)
     assert restart.outcome is Outcome.SUPPRESSED
     assert restart.suppression is Suppression.LEADER_ELECTION
-    after = operator.decide([report(Verdict.PRODUCER_HUNG)], now=1010.0)
+    assert carried == []
+    after = operator.decide([report(Verdict.PRODUCER_HUNG)], 1010.0, carry_out)
     restart = next(d for d in after if d.operation is Operation.RESTART)
     assert restart.outcome is Outcome.ACTED
-    operator.acted(restart, now=1010.0)
-    again = operator.decide([report(Verdict.PRODUCER_HUNG)], now=1012.0)
+    assert [d.key for d in carried] == [restart.key] and restart.note == "executor JVM killed"
+    again = operator.decide([report(Verdict.PRODUCER_HUNG)], 1012.0, carry_out)
     restart = next(d for d in again if d.operation is Operation.RESTART)
     assert restart.suppression is Suppression.COOLDOWN, "the restart is remembered"
+
+
+def test_local_operator_keeps_an_hour_of_history_like_the_operator() -> None:
+    """The demo's history is trimmed as the operator's (it once grew without bound)."""
+    executor = Executor("0", 1, Path("/tmp/exec-0"))
+    hung = SidecarReport(
+        verdict=Verdict.PRODUCER_HUNG, since=0.0, reasons=(), brokers=(), evaluated_ts=0.0
+    )
+    operator = LocalOperator()
+    for hour in range(3):
+        pod = executor_pod(Executor(str(hour), 1, executor.work_dir), 4040, APP)
+        operator.decide([PodReport(pod=pod, status=hung)], 3600.0 * hour, lambda d: d)
+    assert [r.pod for r in operator.history.records] == ["demo/exec-2"] * 2  # restart, alert
+    assert {r.time for r in operator.history.records} == {7200.0}
+
+
+def test_the_demo_policy_is_one_the_api_server_accepts() -> None:
+    assert validation_errors(DEMO_POLICY) == []

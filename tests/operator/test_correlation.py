@@ -1,11 +1,14 @@
 """Correlation across a policy's pods: outage, node network fault, silent sidecars.
 
 Covers `correlation.correlate` as a pure function: every answering pod cut off is an
-outage (verdicts kept, no node blamed); the pods of one node all cut off while a pod
-on another node reaches the brokers make that node faulty and those pods
-`node_network_fault` (reason names brokers and witnesses); a node with one cut-off and
-one healthy pod is not faulty; cut-off pods on every node is an outage, not a fault of
-each node; a single-node policy cannot blame its node; a silent sidecar has no
+outage (verdicts kept, no node blamed); the pods of one node all cut off (at least
+`nodeFaultMinPods`, 2 by default) while pods on two other nodes reach the brokers make
+that node faulty and those pods `node_network_fault` (reason names brokers and
+witnesses); one cut-off pod never blames its node by default (the cordon walk: one pod
+per node), unless the policy lowers the minimum to 1; witnesses on one other node are
+not enough; a node with one cut-off and one healthy pod is not faulty; cut-off pods on
+every node is an outage, not a fault of each node; a single-node policy cannot blame
+its node; a silent sidecar has no
 verdict, is counted as `sidecar_unreachable`, and neither proves nor disproves a fault;
 terminating pods are present but not watched; counts list every verdict; a pod is cut
 off by its sidecar's verdict or by its broker list (all brokers failing).
@@ -19,6 +22,7 @@ from hangwatch.contracts import Verdict
 from hangwatch_operator.correlation import SIDECAR_UNREACHABLE, correlate
 from hangwatch_operator.sidecar_status import BrokerReach, PodReport, SidecarReport
 from tests.operator.builders import NOW, findings, pod, report
+from tests.operator.builders import reports as make_reports
 
 CUT = Verdict.CLUSTER_UNREACHABLE
 OK = Verdict.HEALTHY
@@ -39,11 +43,12 @@ def test_one_node_cut_off_while_another_reaches_kafka_is_a_node_network_fault() 
         (pod("e2", node="a"), CUT),
         (pod("e3", node="b"), OK),
         (pod("e4", node="b"), Verdict.PRODUCER_HUNG),
+        (pod("e5", node="c"), OK),
     )
     assert not result.outage
     assert set(result.faulty_nodes) == {"a"}
     assert "2 pod(s) on node a reach none of kafka-0:9092" in result.faulty_nodes["a"]
-    assert "on node(s) b reach the cluster" in result.faulty_nodes["a"]
+    assert "on node(s) b, c reach the cluster" in result.faulty_nodes["a"]
     by_name = {f.pod.name: f for f in result.pods}
     assert by_name["e1"].verdict is Verdict.NODE_NETWORK_FAULT
     assert by_name["e1"].reported is CUT
@@ -59,11 +64,32 @@ def test_a_node_with_one_healthy_pod_is_not_at_fault() -> None:
     assert result.with_verdict(CUT)[0].pod.name == "e1"
 
 
-def test_two_of_three_nodes_cut_off_blames_both_nodes() -> None:
+def test_two_of_four_nodes_cut_off_blames_both_nodes() -> None:
     result = findings(
-        (pod("e1", node="a"), CUT), (pod("e2", node="b"), CUT), (pod("e3", node="c"), OK)
+        *[(pod(f"a{i}", node="a"), CUT) for i in range(2)],
+        *[(pod(f"b{i}", node="b"), CUT) for i in range(3)],
+        (pod("c1", node="c"), OK),
+        (pod("d1", node="d"), OK),
     )
     assert set(result.faulty_nodes) == {"a", "b"}
+
+
+def test_one_cut_off_pod_never_blames_its_node_by_default() -> None:
+    """The cordon walk: one pod per node, one of them cut off, everyone else fine."""
+    walk = [(pod(f"e{i}", node=f"n{i}"), CUT if i == 0 else OK) for i in range(10)]
+    result = findings(*walk)
+    assert result.faulty_nodes == {} and not result.outage
+    assert result.with_verdict(CUT)[0].pod.name == "e0"
+    lowered = correlate(make_reports(*walk), node_fault_min_pods=1)
+    assert set(lowered.faulty_nodes) == {"n0"}, "a policy may lower nodeFaultMinPods to 1"
+
+
+def test_witnesses_on_one_other_node_are_not_enough() -> None:
+    cut = [(pod(f"a{i}", node="a"), CUT) for i in range(3)]
+    one_witness_node = findings(*cut, *[(pod(f"b{i}", node="b"), OK) for i in range(5)])
+    assert one_witness_node.faulty_nodes == {}
+    two = findings(*cut, (pod("b1", node="b"), OK), (pod("c1", node="c"), OK))
+    assert set(two.faulty_nodes) == {"a"}
 
 
 def test_single_node_policy_cannot_blame_its_node() -> None:

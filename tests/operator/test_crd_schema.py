@@ -8,20 +8,36 @@ carry their unit in the name; every documented example validates against the sch
 *and* its CEL rules (evaluated with cel-python), every `examples/invalid/*.yaml` is
 rejected with the message in its `# expect:` line, each CEL rule rejects what its
 message names; the operator's defaults equal the CRD's; what the schema cannot check
-(requests above limits) the operator rejects.
+(requests above limits) the operator rejects. One set of bounds: the operator's
+`INTEGER_BOUNDS`, share range and bootstrap pattern are the schema's (walked), and
+`parse_policy` accepts exactly what the API server accepts at every bound, for every
+CEL rule, for ports outside 1..65535, malformed IPv6 and over-long host names, and for
+random policies (hypothesis), refusing wrong types (`"2"`, `1.5`, `null`, `"false"`)
+with one line naming the field; every bootstrap entry the CRD accepts, the sidecar's
+parser accepts (hypothesis).
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import kubernetes_validate
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from hangwatch_operator.policies import InvalidPolicyError, parse_policy
+from hangwatch_operator.policies import (
+    BOOTSTRAP_ENTRY,
+    INTEGER_BOUNDS,
+    MAX_UNHEALTHY_SHARE,
+    InvalidPolicyError,
+    parse_policy,
+)
+from hangwatch_sidecar.probe.settings import parse_endpoint
 from hangwatch_testing.structural import (
     EXAMPLES,
     apply_defaults,
@@ -100,7 +116,7 @@ def test_integer_fields_carry_their_unit_in_the_name() -> None:
         if node.get("type") != "integer" or path.startswith("status.verdictCounts"):
             continue
         assert (
-            name.endswith(("Seconds", "PerHour"))
+            name.endswith(("Seconds", "PerHour", "Nodes", "Pods"))
             or name in unitless
             or path
             in {
@@ -197,3 +213,140 @@ def test_operator_refuses_uncordon_as_a_policy_action_as_the_schema_does() -> No
         InvalidPolicyError, match=r"nodeNetworkFault: uncordonNode is not an action"
     ):
         parse_policy(policy)
+
+
+def _spec_bounds() -> dict[str, tuple[Any, Any]]:
+    """Every number under spec with its CRD minimum and maximum, by dotted spec path."""
+    return {
+        path.removeprefix("spec."): (node.get("minimum"), node.get("maximum"))
+        for path, node in walk_schema(version_schema())
+        if path.startswith("spec.") and node.get("type") in {"integer", "number"}
+    }
+
+
+def _accepted_by_both(obj: dict[str, Any]) -> tuple[bool, bool]:
+    crd_ok = validation_errors(obj) == []
+    try:
+        parse_policy(apply_defaults(version_schema(), obj))
+    except InvalidPolicyError:
+        return crd_ok, False
+    return crd_ok, True
+
+
+def test_the_operator_knows_every_bound_of_the_crd_and_no_other() -> None:
+    bounds = _spec_bounds()
+    share = bounds.pop("safety.maxUnhealthyShare")
+    assert share == MAX_UNHEALTHY_SHARE
+    assert bounds == INTEGER_BOUNDS
+    pattern = version_schema()["properties"]["spec"]["properties"]["kafka"]["properties"]
+    assert pattern["bootstrapServers"]["items"]["pattern"] == BOOTSTRAP_ENTRY
+
+
+@pytest.mark.parametrize("path", sorted(INTEGER_BOUNDS))
+def test_parse_policy_accepts_exactly_what_the_api_server_accepts_at_each_bound(
+    path: str,
+) -> None:
+    low, high = INTEGER_BOUNDS[path]
+    # Wide probe interval and thresholds, so that the cross-field rules rarely decide.
+    loose = {"probes__probeIntervalSeconds": 300, "probes__connectTimeoutSeconds": 1}
+    loose |= {"probes__requestTimeoutSeconds": 1, "detection__stallSeconds": 3600}
+    loose |= {"detection__heartbeatSeconds": 3600, "detection__metadataMaxAgeSeconds": 86400}
+    seen = []
+    for value in (low - 1, low, high, high + 1):
+        obj = _with(path, value, **{k: v for k, v in loose.items() if k != path.replace(".", "__")})
+        crd_ok, parsed = _accepted_by_both(obj)
+        assert crd_ok == parsed, (path, value, validation_errors(obj))
+        seen.append(parsed)
+    assert seen[0] is False and seen[3] is False, "out of range must be refused by both"
+    with pytest.raises(InvalidPolicyError, match=rf"spec\.{path} must be an integer in"):
+        parse_policy(_with(path, high + 1))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (0, "must be in (0, 1]"),
+        (-0.5, "must be in (0, 1]"),
+        (1.0000001, "must be in (0, 1]"),
+        (float("nan"), "must be in (0, 1]"),
+        (True, "must be in (0, 1]"),
+        ("0.5", "must be in (0, 1]"),
+    ],
+)
+def test_parse_policy_refuses_an_unhealthy_share_outside_the_crd_range(
+    value: Any, message: str
+) -> None:
+    with pytest.raises(InvalidPolicyError, match=re.escape(message)):
+        parse_policy(_with("safety.maxUnhealthyShare", value))
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("safety.maxConcurrent", 0),
+        ("safety.maxConcurrent", -3),
+        ("safety.podCooldownSeconds", -1),
+        ("safety.maxConcurrent", "2"),
+        ("safety.maxConcurrent", 1.5),
+        ("safety.maxConcurrent", None),
+        ("safety.dryRun", "false"),
+        ("actions.autoUncordon.enabled", 1),
+        ("probes.probeIntervalSeconds", True),
+    ],
+)
+def test_parse_policy_refuses_what_the_schema_refuses_with_one_line_naming_the_field(
+    path: str, value: Any
+) -> None:
+    assert validation_errors(_with(path, value))
+    with pytest.raises(InvalidPolicyError, match=rf"^spec\.{re.escape(path)} must be"):
+        parse_policy(_with(path, value))
+
+
+@pytest.mark.parametrize("case", [c for c in CEL_CASES if c[2]], ids=lambda c: f"{c[0]}={c[1]}")
+def test_parse_policy_refuses_what_each_cel_rule_refuses(case: tuple[Any, ...]) -> None:
+    path, value, _message, *more = case
+    obj = _with(path, value, **(more[0] if more else {}))
+    with pytest.raises(InvalidPolicyError):
+        parse_policy(apply_defaults(version_schema(), obj))
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        *("kafka:0", "kafka:99999", "kafka:65536", "kafka:09092"),
+        *("[:]:9092", "[1::2::3]:9092", "a" * 254 + ":9092"),
+    ],
+    ids=lambda s: s[:24],
+)
+def test_entries_the_sidecar_would_refuse_are_refused_by_both(server: str) -> None:
+    obj = _with("kafka.bootstrapServers", [server])
+    assert _accepted_by_both(obj) == (False, False)
+
+
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            path: st.integers(min_value=low - 3, max_value=high + 3)
+            for path, (low, high) in INTEGER_BOUNDS.items()
+        },
+    ),
+    st.lists(st.integers(min_value=-5, max_value=70000), min_size=1, max_size=3),
+)
+@settings(max_examples=150, deadline=None)
+def test_parse_policy_and_the_api_server_agree_on_random_policies(
+    numbers: dict[str, int], ports: list[int]
+) -> None:
+    servers = list(dict.fromkeys(f"kafka-{p}:{p}" for p in ports))
+    obj = _with(
+        "kafka.bootstrapServers", servers, **{k.replace(".", "__"): v for k, v in numbers.items()}
+    )
+    crd_ok, parsed = _accepted_by_both(obj)
+    assert crd_ok == parsed, validation_errors(obj)
+
+
+@given(st.from_regex(BOOTSTRAP_ENTRY, fullmatch=True))
+@settings(max_examples=200, deadline=None)
+def test_every_bootstrap_entry_the_crd_accepts_the_sidecar_accepts(entry: str) -> None:
+    endpoint = parse_endpoint(entry)
+    assert 1 <= endpoint.port <= 65535

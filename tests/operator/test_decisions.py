@@ -2,15 +2,18 @@
 
 Covers `decisions.decide` and `assess_gates` table-driven: a hung executor among
 healthy ones is restarted; dry run reports instead; a storm (share above
-maxUnhealthyShare, silent sidecars included, never a single pod) stops everything
-disruptive; a pod that cannot reach Kafka, an ongoing leader election and the grace
-after it stop restarts; drivers are protected unless allowed; cooldown per pod (dry
-runs count); rate per application per rolling hour (old and suppressed records do
-not count, this round's do); maxConcurrent counts actions still in progress and this
-round's plan; the first limit in the documented order is the one reported; the
+maxUnhealthyShare, never a single pod) stops everything disruptive, and silent
+sidecars never make one (they stay in the whole: any number of them cannot switch
+remediation off); a pod that cannot reach Kafka, an ongoing leader election and the
+grace after it stop restarts; drivers are protected unless allowed; cooldown per pod
+(dry runs and alerts start none); rate per application per rolling hour (old and
+suppressed records do not count, this round's do); maxConcurrent counts actions still
+in progress (a node the policy holds cordoned included, another policy's not) and
+this round's plan; the first limit in the documented order is the one reported; the
 longest-unhealthy pod goes first; alerts are never suppressed; `unknown` does nothing;
 node faults cordon once (not twice, not a node another policy cordoned) and are
-limited like restarts; auto-uncordon waits for a quiet node and is off by default.
+limited like restarts, and by the policy's and the operator's caps on cordoned nodes
+(0 switches cordoning off); auto-uncordon waits for a quiet node and is on by default.
 """
 
 from __future__ import annotations
@@ -85,9 +88,31 @@ CASES = [
         [("e1", "restart", ACTED, None), ("e2", "restart", SUPPRESSED, Suppression.MAX_CONCURRENT)],
     ),
     Case(
-        "silent-sidecars-count-towards-a-storm",
+        "a-silent-sidecar-does-not-make-a-storm",
         [(pod("e1"), HUNG), (pod("e2"), None), (pod("e3"), OK)],
-        [("e1", "restart", SUPPRESSED, Suppression.STORM)],
+        [("e1", "restart", ACTED, None)],
+    ),
+    Case(
+        "many-silent-sidecars-cannot-switch-remediation-off",
+        [(pod("e1"), HUNG), *[(pod(f"mute-{i}"), None) for i in range(20)]],
+        [("e1", "restart", ACTED, None)],
+    ),
+    Case(
+        "silent-sidecars-are-still-watched-pods-in-the-share",
+        [(pod("e1"), HUNG), (pod("e2"), HUNG), (pod("e3"), None), (pod("e4"), None)],
+        [("e1", "restart", ACTED, None), ("e2", "restart", SUPPRESSED, Suppression.MAX_CONCURRENT)],
+    ),
+    Case(
+        "a-cordoned-node-is-an-action-in-progress",
+        hung_among(3, "e1"),
+        [("e1", "restart", SUPPRESSED, Suppression.MAX_CONCURRENT)],
+        history=History(cordoned={"node-z": NOW - 60}),
+    ),
+    Case(
+        "another-policys-cordon-is-not-ours",
+        hung_among(3, "e1"),
+        [("e1", "restart", ACTED, None)],
+        history=History(cordoned_elsewhere=frozenset({"node-z"})),
     ),
     Case(
         "a-raised-share-lets-it-act",
@@ -143,6 +168,17 @@ CASES = [
         hung_among(3, "e1"),
         [("e1", "restart", SUPPRESSED, Suppression.COOLDOWN)],
         history=History(records=(restart_record("e1", 100, Outcome.FAILED),)),
+    ),
+    Case(
+        "an-alert-starts-no-cooldown",
+        hung_among(3, "e1"),
+        [("e1", "restart", ACTED, None)],
+        history=History(
+            records=(
+                ActionRecord(NOW - 8, Operation.ALERT, HUNG, ACTED, pod="jobs/e1"),
+                restart_record("e1", 9, SUPPRESSED),
+            )
+        ),
     ),
     Case(
         "cooldown-over",
@@ -284,7 +320,7 @@ def test_gates_name_their_cause() -> None:
     stormy = findings(*hung_among(1, "e1", "e2"))
     storm = assess_gates(stormy, policy(), History(), NOW).storm
     assert storm == (
-        "2 of 3 watched pods are unhealthy or unobservable, more than maxUnhealthyShare 0.5: "
+        "2 of 3 watched pods are unhealthy, more than maxUnhealthyShare 0.5: "
         "a shared cause, not a hang"
     )
 
@@ -293,6 +329,7 @@ NODE_FAULT = [
     (pod("a1", node="node-a"), CUT),
     (pod("a2", node="node-a"), CUT),
     *fleet(3, node="node-b", start=100),
+    *fleet(1, node="node-c", start=200),
 ]
 CORDON = {"actions": {"nodeNetworkFault": ["cordonNode", "restart", "alert"]}}
 
@@ -318,7 +355,9 @@ def test_a_cordoned_node_is_not_cordoned_again() -> None:
 
 
 def test_cordon_is_limited_like_any_disruptive_action() -> None:
-    many = [*NODE_FAULT[:2], *fleet(1, node="node-b", start=100)]  # 2 of 3 unhealthy: storm
+    many = [*NODE_FAULT[:2], (pod("a3", node="node-a"), CUT)]
+    many += [*fleet(1, node="node-b", start=100), *fleet(1, node="node-c", start=200)]
+    # 3 of 5 unhealthy: storm
     decisions = decide(findings(*many), policy(**CORDON), History(), NOW)
     assert _summary(decisions)[0] == ("node-a", "cordonNode", SUPPRESSED, Suppression.STORM)
     dry = {**CORDON, "safety": {"dryRun": True}}
@@ -334,7 +373,8 @@ UNCORDON = {"actions": {"autoUncordon": {"enabled": True, "healthyForSeconds": 9
     [
         (UNCORDON, fleet(3), 901, [("node-a", "uncordonNode", ACTED, None)]),
         (UNCORDON, fleet(3), 600, []),  # not quiet long enough
-        ({}, fleet(3), 5000, []),  # auto-uncordon is opt-in
+        ({"actions": {"autoUncordon": {"enabled": False}}}, fleet(3), 5000, []),  # opted out
+        ({}, fleet(3), 901, [("node-a", "uncordonNode", ACTED, None)]),  # on by default
         (UNCORDON, [(pod("e1", node="a"), CUT), (pod("e2", node="b"), CUT)], 5000, []),  # outage
         (
             {**UNCORDON, "safety": {"dryRun": True}},
@@ -343,7 +383,7 @@ UNCORDON = {"actions": {"autoUncordon": {"enabled": True, "healthyForSeconds": 9
             [("node-a", "uncordonNode", DRY, Suppression.DRY_RUN)],
         ),
     ],
-    ids=["quiet-node", "too-soon", "disabled", "during-outage", "dry-run"],
+    ids=["quiet-node", "too-soon", "disabled", "on-by-default", "during-outage", "dry-run"],
 )
 def test_auto_uncordon(
     spec: dict[str, Any], pods: list[Any], fault_ago: float, expected: list[Any]
@@ -357,3 +397,70 @@ def test_a_node_still_at_fault_is_not_uncordoned() -> None:
     history = History(cordoned={"node-a": NOW - 6000}, node_fault_ts={"node-a": NOW - 5000})
     decisions = decide(findings(*NODE_FAULT), policy(**UNCORDON), history, NOW)
     assert "uncordonNode" not in [str(d.operation) for d in decisions]
+
+
+TWO_FAULTS = [
+    *NODE_FAULT,
+    (pod("d1", node="node-d"), CUT),
+    (pod("d2", node="node-d"), CUT),
+]
+ROOMY = {**CORDON, "safety": {"maxConcurrent": 10, "maxCordonedNodes": 5}}
+
+
+@pytest.mark.parametrize(
+    ("spec", "history", "operator_cap", "expected", "limit"),
+    [
+        (CORDON, History(), 1, [ACTED, SUPPRESSED], "this policy holds 1 cordoned node(s)"),
+        (
+            CORDON,
+            History(cordoned={"node-x": NOW - 60}),
+            5,
+            [SUPPRESSED, SUPPRESSED],
+            "(safety.maxCordonedNodes 1)",
+        ),
+        (
+            ROOMY,
+            History(cordoned_elsewhere=frozenset({"node-x"})),
+            1,
+            [SUPPRESSED, SUPPRESSED],
+            "hangwatch holds 1 cordoned node(s) across all policies "
+            "(operator max_cordoned_nodes 1)",
+        ),
+        (ROOMY, History(), 2, [ACTED, ACTED], None),
+        (ROOMY, History(), 1, [ACTED, SUPPRESSED], "across all policies"),
+        (ROOMY, History(), 0, [SUPPRESSED, SUPPRESSED], "cordoning is off in this operator"),
+        (
+            {**ROOMY, "safety": {"maxCordonedNodes": 0}},
+            History(),
+            5,
+            [SUPPRESSED, SUPPRESSED],
+            "(safety.maxCordonedNodes 0)",
+        ),
+    ],
+    ids=[
+        "policy-cap-one",
+        "policy-cap-counts-held-cordons",
+        "operator-cap-counts-other-policies",
+        "room-for-two",
+        "operator-cap-in-this-round",
+        "operator-cap-zero",
+        "policy-cap-zero",
+    ],
+)
+def test_cordons_are_capped_per_policy_and_across_the_operator(
+    spec: dict[str, Any],
+    history: History,
+    operator_cap: int,
+    expected: list[Outcome],
+    limit: str | None,
+) -> None:
+    decisions = decide(
+        findings(*TWO_FAULTS), policy(**spec), history, NOW, operator_max_cordoned=operator_cap
+    )
+    cordons = [d for d in decisions if d.operation is Operation.CORDON_NODE]
+    assert [d.node for d in cordons] == ["node-a", "node-d"]
+    assert [d.outcome for d in cordons] == expected
+    capped = [d for d in cordons if d.outcome is SUPPRESSED]
+    if limit is not None:
+        assert capped and all(d.suppression is Suppression.MAX_CORDONED for d in capped)
+        assert limit in capped[-1].limit

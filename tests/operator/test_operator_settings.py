@@ -1,9 +1,9 @@
 """Operator settings from HANGWATCH_OPERATOR_* variables.
 
 Covers: defaults (sidecar image, port, telemetry dir, auto injection, fail-open webhook
-with a short timeout); every field has a docstring saying why; variables override
-defaults with type conversion (int, path, mode, empty means None); bad values fail with
-a message naming the variable or the field.
+with a short timeout, one cordoned node at most); every field has a docstring saying
+why; variables override defaults with type conversion (int, path, mode, empty means
+None); bad values fail with a message naming the variable or the field.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ def test_defaults() -> None:
     assert (settings.sidecar_port, settings.telemetry_dir) == (9477, "/var/run/hangwatch/telemetry")
     assert settings.injection_mode is InjectionMode.AUTO
     assert (settings.webhook_failure_policy, settings.webhook_timeout_seconds) == ("Ignore", 5)
+    assert settings.max_cordoned_nodes == 1
 
 
 def test_every_field_documents_why_its_default() -> None:
@@ -68,6 +69,8 @@ def test_variables_override_defaults() -> None:
         ({"HANGWATCH_OPERATOR_WEBHOOK_TIMEOUT_SECONDS": "60"}, "1..30"),
         ({"HANGWATCH_OPERATOR_WEBHOOK_FAILURE_POLICY": "Retry"}, "Ignore or Fail"),
         ({"HANGWATCH_OPERATOR_TELEMETRY_DIR": "telemetry"}, "must be absolute"),
+        ({"HANGWATCH_OPERATOR_MAX_CORDONED_NODES": "-1"}, "max_cordoned_nodes must be 0..1000"),
+        ({"HANGWATCH_OPERATOR_MAX_CORDONED_NODES": "all"}, "HANGWATCH_OPERATOR_MAX_CORDONED"),
     ],
 )
 def test_bad_values_name_the_variable_or_field(environ: dict[str, str], message: str) -> None:

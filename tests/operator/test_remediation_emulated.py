@@ -11,10 +11,11 @@ sidecar reporting `producer_hung` -> the pod deleted once, a HangwatchRestart Ev
 lastAction, metrics; the same during a storm, in dry run, past the rate limit, while
 another pod cannot reach Kafka, during a leader election, and for a driver -> no
 deletion and a HangwatchSuppressed/HangwatchDryRun Event naming the limit; a node
-fault (pods on one node cut off from the brokers, pods on another fine) -> the node
-cordoned, tainted, annotated, an Event on the node and alerts on the pods; sidecars
-that refuse or never answer -> `sidecar_unreachable` in status, Events and metrics,
-no action; the operator's /metrics carries the contract's names and labels; pods and
+fault (two pods on one node cut off from the brokers, pods on two others fine) -> the
+node cordoned, tainted, annotated, an Event on the node and alerts on the pods;
+sidecars that refuse or never answer -> `sidecar_unreachable` in status, Events and
+metrics, no action, and they do not stop the restart of a hung pod beside them (no
+storm); the operator's /metrics carries the contract's names and labels; pods and
 nodes are watched through server-side label selectors only.
 """
 
@@ -37,8 +38,8 @@ from hangwatch_testing.remediation_cluster import (
     POLICIES,
     FakeSidecar,
     RemediationCluster,
-    free_port,
-    running_hangwatch_operator,
+    poll_rounds,
+    remediating_operator,
     scrape,
     stored_policy,
     watched_executor,
@@ -82,8 +83,7 @@ class Lab:
         return self.cluster.get(PODS, namespace, name) is not None
 
     def rounds(self, namespace: str) -> float:
-        key = ("hangwatch_operator_poll_rounds_total", (("policy", f"{namespace}/writers"),))
-        return scrape(self.metrics_port).get(key, 0.0)
+        return poll_rounds(self.metrics_port, f"{namespace}/writers")
 
     def wait_rounds(self, namespace: str, count: int) -> None:
         start = self.rounds(namespace)
@@ -130,29 +130,25 @@ SCENARIOS: dict[str, tuple[dict[str, Any], list[tuple[Verdict | None, bool, str,
         [
             *[(Verdict.CLUSTER_UNREACHABLE, False, "nf-a", "executor")] * 2,
             *[(OK, True, "nf-b", "executor")] * 2,
+            (OK, True, "nf-c", "executor"),  # witnesses on two other nodes
         ],
     ),
     "silent": ({}, [(None, True, "node-a", "executor"), *[(OK, True, "node-a", "executor")] * 3]),
+    "silent-and-hung": (
+        {},
+        [(HUNG, True, "node-a", "executor"), *[(None, True, "node-a", "executor")] * 2],
+    ),
 }
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     workdir = tmp_path_factory.mktemp("remediation")
-    metrics_port = free_port()
-    settings = {
-        "webhook_listen_address": "127.0.0.1",
-        "webhook_port": free_port(),
-        "metrics_listen_address": "127.0.0.1",
-        "metrics_port": metrics_port,
-        "status_timeout_seconds": 0.5,
-    }
     with ExitStack() as stack:
         cluster = stack.enter_context(RemediationCluster())
-        for node in ("nf-a", "nf-b"):
+        for node in ("nf-a", "nf-b", "nf-c"):
             cluster.add_node(node)
-        operator = stack.enter_context(running_hangwatch_operator(cluster, workdir, settings))
-        operator.wait_for_log("Activity 'start_remediation' succeeded")
+        operator, metrics_port = stack.enter_context(remediating_operator(cluster, workdir))
         scenarios = {ns: _create(stack, cluster, ns, *spec) for ns, spec in SCENARIOS.items()}
         yield Lab(cluster, operator, metrics_port, scenarios)
 
@@ -397,3 +393,13 @@ def test_metrics_carry_the_contract_names_and_labels(lab: Lab) -> None:
     assert metrics[("hangwatch_operator_watched_pods", (("policy", "storm/writers"),))] == 3
     storm = (("policy", "storm/writers"), ("verdict", "producer_hung"))
     assert metrics[("hangwatch_operator_unhealthy_pods", storm)] == 2
+
+
+def test_silent_sidecars_do_not_stop_the_restart_of_a_hung_pod(lab: Lab) -> None:
+    """1 hung and 2 silent of 3 watched pods: once a storm, now the hung pod is deleted."""
+    hung = lab.scenarios["silent-and-hung"].name(0)
+    lab.operator.wait_for(
+        "the hung pod deleted", lambda: not lab.pod_exists("silent-and-hung", hung)
+    )
+    assert lab.events("silent-and-hung", "HangwatchSuppressed") == []
+    assert len(lab.events("silent-and-hung", "HangwatchSidecarUnreachable")) == 2

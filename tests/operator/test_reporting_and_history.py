@@ -191,7 +191,8 @@ def test_status_counts_verdicts_bounds_recent_actions_and_hides_suppressions_fro
     None
 ):
     found = findings((pod("e1"), HUNG), (pod("e2"), HUNG), (pod("e3"), None), *fleet(1, start=100))
-    gates = assess_gates(found, policy(), History(), NOW)
+    stormy = policy(safety={"maxUnhealthyShare": 0.4})  # 2 of 4 (the silent e3 is not one)
+    gates = assess_gates(found, stormy, History(), NOW)
     records = [action_record(storm_suppressed(f"s{i}"), "m", NOW) for i in range(25)]
     previous_last = record_entry(action_record(restart("e0"), "earlier", NOW - 100))
     status = build_status(
