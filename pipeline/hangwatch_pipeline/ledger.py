@@ -89,11 +89,11 @@ class DeliveryLedger:
         scrub: Callable[[str], str],
         max_recorded_errors: int,
     ) -> None:
+        self.enqueued = self.delivered = self.failed = self.queue_full_waits = 0
         self._lock = lock
         self._clock = clock
         self._scrub = scrub
         self._max_recorded = max_recorded_errors
-        self.enqueued = self.delivered = self.failed = self.queue_full_waits = 0
         self.errors: list[str] = []
         """The first `max_recorded_errors` delivery errors, `topic[partition]: code: reason`."""
         self.error_counts: dict[str, int] = {}

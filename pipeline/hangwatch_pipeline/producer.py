@@ -76,16 +76,6 @@ from hangwatch_pipeline.settings import (
 )
 from hangwatch_pipeline.snapshot import Snapshot, build_snapshot
 
-__all__ = [
-    "CallbackError",
-    "Counters",
-    "DeliveryCallback",
-    "DeliveryFailed",
-    "HangwatchProducer",
-    "ProducerError",
-    "producer",
-]
-
 log = logging.getLogger(__name__)
 
 DeliveryCallback = Callable[[KafkaError | None, Message], None]
