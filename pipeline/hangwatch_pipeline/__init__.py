@@ -2,9 +2,9 @@
 time-to-error check.
 """
 
+from hangwatch_pipeline.ledger import Counters
 from hangwatch_pipeline.producer import (
     CallbackError,
-    Counters,
     DeliveryCallback,
     DeliveryFailed,
     HangwatchProducer,

@@ -11,18 +11,32 @@ and first errors) unless every message was acknowledged, so Spark retries the ta
 and nothing is dropped silently. An exception inside the block purges what is still
 queued and propagates unchanged (the task fails and is retried).
 
+`HangwatchProducer` owns the librdkafka client, its poll thread, `send`, `flush` and
+`close`; three parts of its own do the rest:
+
+* the *delivery ledger* (`hangwatch_pipeline.ledger`, pure) counts what was enqueued,
+  acknowledged and failed, keeps the first errors, and says whether a task's messages
+  are proven delivered;
+* the *callback runner* (`hangwatch_pipeline.callbacks`) runs the job's callbacks on
+  their own thread;
+* the *telemetry publisher* (`hangwatch_pipeline.publisher`) writes the telemetry
+  file from a snapshot (`hangwatch_pipeline.snapshot`, pure) after each statistics
+  event, on its own thread.
+
 Threads and the callback rule (the lesson of incident S4, where a delivery callback
 called a blocking send on the client's only I/O thread):
 
 * the *poll thread* is the only thread that calls librdkafka's poll. It runs the
   wrapper's own delivery, error and statistics callbacks, which only record
-  outcomes and copy data; nothing the wrapper runs there blocks;
+  outcomes in the ledger and hand statistics to the publisher; nothing the wrapper
+  runs there blocks;
 * the job's callbacks (`on_delivery`, `error_cb`, `throttle_cb`) never run on the
-  poll thread: they are queued to a separate *callback thread*. A job callback that
+  poll thread: they are queued to the runner's *callback thread*. A job callback that
   blocks (or even calls `send()` and `flush()`, the S4 pattern) delays only later job
   callbacks; delivery and the heartbeat go on, and telemetry reports the stuck
   callback (`callbacks.pending`, `callbacks.running_seconds`);
-* the *telemetry thread* writes the telemetry file after each statistics event.
+* the publisher's *telemetry thread* writes the telemetry file after each statistics
+  event and logs delivery and client errors (each code at most once a minute).
 
 Heartbeat contract (what the sidecar relies on): the telemetry file is refreshed, and
 its `seq` increases, once per `statistics.interval.ms` *only while the poll thread
@@ -37,31 +51,30 @@ from __future__ import annotations
 import collections
 import functools
 import itertools
-import json
 import logging
 import os
-import queue
-import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from hangwatch import __version__
 from hangwatch.errors import HangwatchError, UsageError
-from hangwatch.secrets import is_secret_key, redact
-from hangwatch.wire import telemetry as wire
+from hangwatch.secrets import is_secret_key
 from hangwatch_pipeline import telemetry
+from hangwatch_pipeline.callbacks import CallbackRunner
+from hangwatch_pipeline.ledger import Counters, DeliveryLedger, ErrorLogThrottle
+from hangwatch_pipeline.publisher import TelemetryPublisher, open_file, producer_facts
 from hangwatch_pipeline.settings import (
     EffectiveConfig,
     ProducerSettings,
     build_config,
     default_client_id,
 )
+from hangwatch_pipeline.snapshot import Snapshot, build_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -98,27 +111,6 @@ class CallbackError(ProducerError):
     """The job's own delivery callbacks raised, or had not finished when the producer closed."""
 
 
-@dataclass(frozen=True)
-class Counters:
-    """Message counts of one producer (see docs/telemetry.md, `counters`)."""
-
-    enqueued: int
-    """Messages accepted by `send()`."""
-    delivered: int
-    """Messages acknowledged by the cluster."""
-    failed: int
-    """Messages whose delivery report was an error (timed out, rejected, purged)."""
-    in_queue: int
-    """librdkafka's `len(producer)`: queued, in flight, or reports not yet served."""
-    queue_full_waits: int
-    """`send()` calls that found the local queue full and had to wait."""
-
-    @property
-    def unacknowledged(self) -> int:
-        """Messages with no delivery report yet."""
-        return self.enqueued - self.delivered - self.failed
-
-
 def producer(
     conf: Mapping[str, Any],
     settings: ProducerSettings | None = None,
@@ -141,26 +133,36 @@ class HangwatchProducer:
     ) -> None:
         self.settings = settings or ProducerSettings()
         self.number = next(_numbers)
-        self._pid = os.getpid()
+        pid = os.getpid()
         telemetry_dir = self.settings.resolved_telemetry_dir()
         config = build_config(
             conf,
             self.settings,
             telemetry_on=telemetry_dir is not None,
-            client_id=default_client_id(self._pid, self.number),
+            client_id=default_client_id(pid, self.number),
         )
         if on_delivery is not None and "on_delivery" in config.callbacks:
             raise UsageError("on_delivery is given both as an argument and in the configuration")
-        self._secrets = [str(v) for k, v in config.properties.items() if is_secret_key(k) and v]
-        self._config_view = telemetry.json_safe_config(redact(config.properties))
-        self._bootstrap = config.bootstrap
-        self._interval = config.statistics_interval_seconds
+        secrets = [str(v) for k, v in config.properties.items() if is_secret_key(k) and v]
+        self._scrub = functools.partial(telemetry.scrub, secrets=secrets)
         flush = self.settings.flush_timeout_seconds
         self._flush_timeout = config.message_timeout_seconds + 5.0 if flush is None else flush
-        self._init_state()
+        self._ledger = DeliveryLedger(
+            lock=threading.Lock(),
+            clock=time.time,
+            scrub=self._scrub,
+            max_recorded_errors=self.settings.max_recorded_errors,
+        )
+        self._error_log = ErrorLogThrottle(ERROR_LOG_INTERVAL_SECONDS)
+        self._callbacks = CallbackRunner(f"hangwatch-callbacks-{self.number}")
+        self._progress = threading.Event()  # set by the poll thread when it served events
+        self._stop_poll = threading.Event()
+        self._state = "running"
+        self._closed = False
+        started_ts = time.time()
         user_default = on_delivery or config.callbacks.get("on_delivery")
-        self._default_delivery: Callable[[KafkaError | None, Message], None] = (
-            self._on_delivery
+        self._default_delivery: DeliveryCallback = (
+            self._ledger.record_report
             if user_default is None
             else functools.partial(self._on_delivery_then, user_default)
         )
@@ -168,57 +170,39 @@ class HangwatchProducer:
         try:
             self._producer = Producer(self._rdkafka_conf(config, telemetry_dir is not None))
         except KafkaException as exc:
-            reason = telemetry.scrub(_error_text(exc), self._secrets)
+            reason = self._scrub(_error_text(exc))
             raise UsageError(f"invalid producer configuration: {reason}") from None
-        self._identity = telemetry.producer_identity(
-            os.environ,
-            telemetry.spark_task_identity(),
-            pid=self._pid,
+        self._facts = producer_facts(
+            config,
+            self.settings,
+            pid=pid,
             number=self.number,
-            client_id=str(config.properties["client.id"]),
-            hostname=socket.gethostname(),
+            flush_timeout_seconds=self._flush_timeout,
+            started_ts=started_ts,
         )
-        self._file = self._open_file(telemetry_dir)
-        self._publish(None)
-        self._poll_thread = self._thread(self._poll_loop, "poll")
-        self._background = self._thread(self._background_loop, "telemetry")
+        self._publisher = TelemetryPublisher(
+            open_file(telemetry_dir, pid, self.number, self.settings.telemetry_enabled),
+            self._snapshot,
+            max_bytes=self.settings.telemetry_max_bytes,
+            housekeeping=self._log_errors,
+            thread_name=f"hangwatch-telemetry-{self.number}",
+        )
+        self._publisher.publish_now()
+        self._poll_thread = threading.Thread(
+            target=self._poll_loop, name=f"hangwatch-poll-{self.number}", daemon=True
+        )
+        self._poll_thread.start()
+        self._publisher.start()
         if user_default is not None or config.callbacks:
-            self._start_callback_thread()
+            self._callbacks.start()
         log.info(
             "producer open",
             extra={
-                "client_id": self._identity["client_id"],
-                "bootstrap": self._bootstrap,
+                "client_id": self._facts.identity["client_id"],
+                "bootstrap": self._facts.bootstrap,
                 "telemetry_path": str(self.telemetry_path) if self.telemetry_path else None,
             },
         )
-
-    def _init_state(self) -> None:
-        self._lock = threading.Lock()
-        self._progress = threading.Event()
-        self._stop_poll = threading.Event()
-        self._stop_background = threading.Event()
-        self._stats_event = threading.Event()
-        self._enqueued = self._delivered = self._failed = self._queue_full_waits = 0
-        self._errors: list[str] = []
-        self._error_counts: dict[str, int] = {}
-        self._error_events: collections.deque[tuple[str, str, bool]]
-        self._error_events = collections.deque(maxlen=1000)
-        self._error_logged: dict[str, tuple[float, int]] = {}
-        self._last_delivery_ts: float | None = None
-        self._last_error: dict[str, Any] | None = None
-        self._topics: set[str] = set()
-        self._stats: tuple[str, float] | None = None
-        self._seq = 0
-        self._state = "running"
-        self._closed = False
-        self._started_ts = time.time()
-        self._callbacks: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...]] | None]
-        self._callbacks = queue.SimpleQueue()
-        self._cb_queued = self._cb_done = self._cb_errors = 0
-        self._cb_running_since: float | None = None
-        self._cb_first_error: BaseException | None = None
-        self._cb_thread: threading.Thread | None = None
 
     def _rdkafka_conf(self, config: EffectiveConfig, with_stats: bool) -> dict[str, Any]:
         rdkafka_conf: dict[str, Any] = {
@@ -229,24 +213,10 @@ class HangwatchProducer:
         }
         if "throttle_cb" in config.callbacks:
             user_throttle = config.callbacks["throttle_cb"]
-            rdkafka_conf["throttle_cb"] = lambda event: self._dispatch(user_throttle, event)
+            rdkafka_conf["throttle_cb"] = functools.partial(self._callbacks.dispatch, user_throttle)
         if with_stats:
             rdkafka_conf["stats_cb"] = self._on_stats
         return rdkafka_conf
-
-    def _open_file(self, telemetry_dir: str | None) -> telemetry.TelemetryFile | None:
-        if telemetry_dir is not None:
-            name = wire.file_name(self._pid, self.number)
-            # Relative: to this process's working directory now (a Spark standalone
-            # executor's own work directory), whatever the job does with its cwd later.
-            return telemetry.TelemetryFile(os.path.abspath(telemetry_dir), name)
-        if self.settings.telemetry_enabled:
-            telemetry.warn_once(
-                "telemetry:<unset>",
-                "HANGWATCH_TELEMETRY_DIR is not set: producer telemetry is off, "
-                "producing continues",
-            )
-        return None
 
     # -- public API ---------------------------------------------------------------------------
     def send(
@@ -269,7 +239,7 @@ class HangwatchProducer:
             raise ProducerError("send() on a closed producer")
         callback = self._default_delivery
         if on_delivery is not None:
-            self._start_callback_thread()
+            self._callbacks.start()
             callback = functools.partial(self._on_delivery_then, on_delivery)
         kwargs: dict[str, Any] = {"on_delivery": callback}
         if partition is not None:
@@ -278,15 +248,13 @@ class HangwatchProducer:
             kwargs["headers"] = dict(headers)
         if timestamp_ms is not None:
             kwargs["timestamp"] = timestamp_ms
-        with self._lock:
-            self._enqueued += 1
+        self._ledger.enqueue()
         try:
             self._produce(topic, value, key, kwargs)
         except BaseException:
-            with self._lock:
-                self._enqueued -= 1
+            self._ledger.withdraw()
             raise
-        self._topics.add(topic)
+        self._ledger.taken(topic)
 
     def flush(self, timeout_seconds: float | None = None) -> None:
         """Wait until every message sent so far has a delivery report; raise unless all succeeded.
@@ -321,25 +289,22 @@ class HangwatchProducer:
 
     def counters(self) -> Counters:
         """The current message counts."""
-        in_queue = 0 if self._closed else len(self._producer)
-        return Counters(
-            self._enqueued, self._delivered, self._failed, in_queue, self._queue_full_waits
-        )
+        return self._ledger.counters(in_queue=0 if self._closed else len(self._producer))
 
     @property
     def telemetry_path(self) -> Path | None:
         """The telemetry file of this producer, None when telemetry is off."""
-        return self._file.path if self._file else None
+        return self._publisher.path
 
     @property
     def telemetry_failures(self) -> int:
         """How many telemetry writes failed (each failure after the first is not logged)."""
-        return self._file.failures if self._file else 0
+        return self._publisher.failures
 
     @property
     def config(self) -> dict[str, Any]:
         """The effective librdkafka configuration, secrets redacted (as in telemetry)."""
-        return dict(self._config_view)
+        return dict(self._facts.config)
 
     def __enter__(self) -> HangwatchProducer:
         return self
@@ -355,6 +320,9 @@ class HangwatchProducer:
             )
             self._shutdown(purge=True)
 
+    def __len__(self) -> int:
+        return self.counters().in_queue
+
     # -- sending and waiting ------------------------------------------------------------------
     def _produce(self, topic: str, value: Any, key: Any, kwargs: dict[str, Any]) -> None:
         deadline: float | None = None
@@ -365,7 +333,7 @@ class HangwatchProducer:
             except BufferError:
                 now = time.monotonic()
                 if deadline is None:
-                    self._queue_full_waits += 1
+                    self._ledger.queue_full_wait()
                     deadline = now + self.settings.queue_full_timeout_seconds
                 elif now >= deadline:
                     raise self._failure(
@@ -375,29 +343,18 @@ class HangwatchProducer:
                 self._progress.clear()  # set by the poll thread when reports free room
                 self._progress.wait(min(deadline - now, 0.01))
             except KafkaException as exc:
-                reason = telemetry.scrub(_error_text(exc), self._secrets)
+                reason = self._scrub(_error_text(exc))
                 raise self._failure(f"message to {topic!r} rejected: {reason}") from None
-
-    def _outstanding(self) -> int:
-        return self._enqueued - self._delivered - self._failed
 
     def _wait_settled(self, deadline: float) -> bool:
         while True:
             self._progress.clear()
-            if self._outstanding() <= 0:
+            if self._ledger.outstanding <= 0:
                 return True
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
             self._progress.wait(min(remaining, 0.05))
-
-    def _wait_callbacks(self, deadline: float) -> bool:
-        while self._cb_queued > self._cb_done:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            time.sleep(min(remaining, 0.01))
-        return True
 
     def _drain(self, flush_deadline: float) -> tuple[bool, bool]:
         callback_deadline: float | None = None
@@ -406,33 +363,30 @@ class HangwatchProducer:
             if callback_deadline is None:
                 callback_deadline = time.monotonic() + self.settings.callback_drain_timeout_seconds
                 flush_deadline = max(flush_deadline, callback_deadline)
-            drained = self._wait_callbacks(callback_deadline)
-            if not (settled and drained) or self._outstanding() <= 0:
+            drained = self._callbacks.wait_drained(callback_deadline)
+            if not (settled and drained) or self._ledger.outstanding <= 0:
                 return settled, drained
 
     def _failure(self, reason: str) -> DeliveryFailed:
-        return DeliveryFailed(reason, self.counters(), list(self._errors))
+        return DeliveryFailed(reason, self.counters(), list(self._ledger.errors))
 
     def _delivery_failure(self, settled: bool, timeout: float) -> DeliveryFailed | None:
-        if self._failed:
-            return self._failure("delivery failed")
-        if not settled:
-            return self._failure(f"not acknowledged within {timeout:g} s")
-        return None
+        reason = self._ledger.failure_reason(settled, timeout)
+        return None if reason is None else self._failure(reason)
 
     def _callback_failure(self, drained: bool) -> CallbackError | None:
-        pending = self._cb_queued - self._cb_done
+        runner = self._callbacks
         if not drained:
             return CallbackError(
-                f"{pending} on_delivery callbacks still pending after "
+                f"{runner.pending} on_delivery callbacks still pending after "
                 f"{self.settings.callback_drain_timeout_seconds:g} s (one is blocked)"
             )
-        if self._cb_first_error is not None:
+        if runner.first_error is not None:
             err = CallbackError(
-                f"{self._cb_errors} on_delivery callbacks raised; first: "
-                f"{type(self._cb_first_error).__name__}: {self._cb_first_error}"
+                f"{runner.errors} on_delivery callbacks raised; first: "
+                f"{type(runner.first_error).__name__}: {runner.first_error}"
             )
-            err.__cause__ = self._cb_first_error
+            err.__cause__ = runner.first_error
             return err
         return None
 
@@ -446,23 +400,10 @@ class HangwatchProducer:
         self._poll_thread.join(self.settings.poll_interval_seconds + 5.0)
         if len(self._producer) == 0:
             self._producer.close()
-        if self._cb_thread is not None:
-            self._callbacks.put(None)
-            if self._cb_thread is not threading.current_thread():  # close() from a callback
-                self._cb_thread.join(0.5)
-        self._stop_background.set()
-        self._stats_event.set()  # wake it now rather than at its next timed check
-        self._background.join(5.0)
-        if self._file is not None:
-            self._file.remove()
+        self._callbacks.stop()
+        self._publisher.stop()
 
-    # -- threads ------------------------------------------------------------------------------
-    def _thread(self, target: Callable[[], None], role: str) -> threading.Thread:
-        thread = threading.Thread(target=target, name=f"hangwatch-{role}-{self.number}")
-        thread.daemon = True
-        thread.start()
-        return thread
-
+    # -- the poll thread and the callbacks it runs: record and hand over, never block ----------
     def _poll_loop(self) -> None:
         poll, interval = self._producer.poll, self.settings.poll_interval_seconds
         while not self._stop_poll.is_set():
@@ -472,143 +413,43 @@ class HangwatchProducer:
             except Exception:  # a bug in a callback must not end the heartbeat silently
                 log.exception("error while serving producer callbacks")
 
-    def _start_callback_thread(self) -> None:
-        with self._lock:
-            if self._cb_thread is None:
-                self._cb_thread = self._thread(self._callback_loop, "callbacks")
-
-    def _callback_loop(self) -> None:
-        while (item := self._callbacks.get()) is not None:
-            fn, args = item
-            self._cb_running_since = time.monotonic()
-            try:
-                fn(*args)
-            except Exception as exc:  # the job's code: recorded and raised at close
-                self._cb_errors += 1
-                if self._cb_first_error is None:
-                    self._cb_first_error = exc
-                log.exception("on_delivery callback raised")
-            finally:
-                self._cb_running_since = None
-                self._cb_done += 1
-
-    def _dispatch(self, fn: Callable[..., Any], *args: Any) -> None:
-        self._cb_queued += 1
-        self._callbacks.put((fn, args))
-
-    def _background_loop(self) -> None:
-        while not self._stop_background.is_set():
-            if self._stats_event.wait(0.25):
-                self._stats_event.clear()
-                if self._stats is not None and not self._stop_background.is_set():
-                    self._publish(self._stats)
-            self._log_errors()
-        self._log_errors()
-
-    # -- callbacks on the poll thread: record only, never block -----------------------------
-    def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
-        if err is None:
-            self._delivered += 1
-            self._last_delivery_ts = time.time()
-            return
-        self._failed += 1
-        code = err.name()
-        self._error_counts[code] = self._error_counts.get(code, 0) + 1
-        reason = telemetry.scrub(err.str(), self._secrets)
-        self._last_error = {"code": code, "reason": reason, "ts": time.time(), "fatal": err.fatal()}
-        if len(self._errors) < self.settings.max_recorded_errors:
-            part = msg.partition()
-            where = f"[{part}]" if part is not None and part >= 0 else " (no partition yet)"
-            self._errors.append(f"{msg.topic()}{where}: {code}: {reason}")
-        self._error_events.append((code, reason, False))
-
     def _on_delivery_then(
         self, user: DeliveryCallback, err: KafkaError | None, msg: Message
     ) -> None:
-        self._dispatch(user, err, msg)  # queued before it counts as settled: close waits for it
-        self._on_delivery(err, msg)
+        self._callbacks.dispatch(user, err, msg)  # queued before it counts as settled
+        self._ledger.record_report(err, msg)
 
     def _on_error(self, err: KafkaError) -> None:
-        code = err.name()
-        reason = telemetry.scrub(err.str(), self._secrets)
-        self._error_counts[code] = self._error_counts.get(code, 0) + 1
-        self._last_error = {"code": code, "reason": reason, "ts": time.time(), "fatal": err.fatal()}
-        self._error_events.append((code, reason, True))
+        self._ledger.record_client_error(err)
         if self._user_error_cb is not None:
-            self._dispatch(self._user_error_cb, err)
+            self._callbacks.dispatch(self._user_error_cb, err)
 
     def _on_stats(self, stats_json: str) -> None:
-        self._stats = (stats_json, time.time())
-        self._stats_event.set()
+        self._publisher.on_stats(stats_json)
 
-    # -- telemetry thread ---------------------------------------------------------------------
-    def _publish(self, stats: tuple[str, float] | None) -> None:
-        if self._file is None:
-            return
-        raw: dict[str, Any] | None = None
-        if stats is not None:
-            try:
-                raw = json.loads(stats[0])
-            except ValueError:
-                log.debug("unparsable librdkafka statistics ignored")
-        snapshot = self._snapshot(None if stats is None else stats[1])
-        try:
-            data = telemetry.encode_document(snapshot, raw, self.settings.telemetry_max_bytes)
-        except ValueError as exc:
-            telemetry.warn_once(f"telemetry-size:{self._file.directory}", str(exc))
-            return
-        self._file.write(data)
-
-    def _snapshot(self, stats_ts: float | None) -> telemetry.Snapshot:
-        self._seq += 1
-        counters = asdict(self.counters())
-        counters["unacknowledged"] = self._outstanding()
-        running = self._cb_running_since
-        return telemetry.Snapshot(
-            seq=self._seq,
-            ts=time.time(),
-            monotonic=time.monotonic(),
-            started_ts=self._started_ts,
-            interval_seconds=self._interval,
+    # -- the telemetry thread ---------------------------------------------------------------
+    def _snapshot(self, seq: int, stats_received_ts: float | None) -> Snapshot:
+        monotonic = time.monotonic()
+        return build_snapshot(
+            self._facts,
+            seq=seq,
             state=self._state,
-            identity=self._identity,
-            counters=counters,
-            last_delivery_ts=self._last_delivery_ts,
-            last_error=self._last_error,
-            error_counts=dict(self._error_counts),
-            callbacks={
-                "pending": self._cb_queued - self._cb_done,
-                "running_seconds": None if running is None else time.monotonic() - running,
-                "completed": self._cb_done,
-                "errors": self._cb_errors,
-            },
-            config=self._config_view,
-            wrapper={
-                "version": __version__,
-                "flush_timeout_seconds": self._flush_timeout,
-                "queue_full_timeout_seconds": self.settings.queue_full_timeout_seconds,
-                "callback_drain_timeout_seconds": self.settings.callback_drain_timeout_seconds,
-            },
-            bootstrap=self._bootstrap,
-            topics=list(self._topics),
-            stats_received_ts=stats_ts,
+            counters=self.counters(),
+            ledger=self._ledger,
+            callbacks=self._callbacks.status(monotonic),
+            ts=time.time(),
+            monotonic=monotonic,
+            stats_received_ts=stats_received_ts,
         )
 
     def _log_errors(self) -> None:
         now = time.monotonic()
-        while self._error_events:
-            code, reason, client_error = self._error_events.popleft()
-            last = self._error_logged.get(code)
-            if last is not None and now - last[0] < ERROR_LOG_INTERVAL_SECONDS:
-                self._error_logged[code] = (last[0], last[1] + 1)
+        for code, reason, client_error in self._ledger.take_error_events():
+            suppressed = self._error_log.admit(code, now)
+            if suppressed is None:
                 continue
-            suppressed = last[1] if last else 0
-            self._error_logged[code] = (now, 0)
             kind = "kafka client error" if client_error else "message delivery failed"
             log.warning(kind, extra={"code": code, "reason": reason, "suppressed": suppressed})
-
-    def __len__(self) -> int:
-        return self.counters().in_queue
 
 
 def _error_text(exc: KafkaException) -> str:

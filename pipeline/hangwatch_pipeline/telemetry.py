@@ -1,13 +1,13 @@
 """The producer telemetry file: identity, document builder, statistics trimming and writer.
 
-The producer wrapper (`hangwatch_pipeline.producer`) feeds this module: at every
-librdkafka statistics event its background thread takes a `Snapshot` of the
-producer's counters and calls `encode_document(snapshot, raw_statistics, max_bytes)`,
-a pure function, then `TelemetryFile.write()` replaces the file atomically. The
-hangwatch sidecar reads these files; the document's types, bounds and file names are
-`hangwatch.wire.telemetry` (one definition for both sides), `docs/telemetry.md` is the
-prose. Everything except `TelemetryFile` and `spark_task_identity` is pure and tested
-without Kafka.
+The producer wrapper's telemetry publisher (`hangwatch_pipeline.publisher`) feeds this
+module: at every librdkafka statistics event its thread takes a `Snapshot`
+(`hangwatch_pipeline.snapshot`) of the producer and calls
+`encode_document(snapshot, raw_statistics, max_bytes)`, a pure function, then
+`TelemetryFile.write()` replaces the file atomically. The hangwatch sidecar reads
+these files; the document's types, bounds and file names are `hangwatch.wire.telemetry`
+(one definition for both sides), `docs/telemetry.md` is the prose. Everything except
+`TelemetryFile`, `warn_once` and `spark_task_identity` is pure and tested without Kafka.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import os
 import sys
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +33,16 @@ from hangwatch.wire.telemetry import (
     SCHEMA_VERSION,
     WireFormatError,
 )
+from hangwatch_pipeline.snapshot import Snapshot
 
-__all__ = ["DETAIL_LEVELS", "MAX_LIST", "MAX_STRING", "MINIMAL_LIST", "SCHEMA_VERSION"]
+__all__ = [
+    "DETAIL_LEVELS",
+    "MAX_LIST",
+    "MAX_STRING",
+    "MINIMAL_LIST",
+    "SCHEMA_VERSION",
+    "Snapshot",
+]
 
 log = logging.getLogger(__name__)
 
@@ -52,29 +59,6 @@ _RTT = wire.field_names(wire.Rtt)
 _PARTITION_COMPACT = ("leader", "msgq_cnt", "xmit_msgq_cnt", "msgs_inflight")
 _PARTITION = wire.field_names(wire.PartitionStats)
 _QUEUE_COUNTS = ("msgq_cnt", "xmit_msgq_cnt", "msgs_inflight")
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """Everything the wrapper knows about one producer at one instant (no statistics)."""
-
-    seq: int
-    ts: float
-    monotonic: float
-    started_ts: float
-    interval_seconds: float
-    state: str
-    identity: Mapping[str, Any]
-    counters: Mapping[str, int]
-    last_delivery_ts: float | None
-    last_error: Mapping[str, Any] | None
-    error_counts: Mapping[str, int]
-    callbacks: Mapping[str, Any]
-    config: Mapping[str, Any]
-    wrapper: Mapping[str, Any]
-    bootstrap: list[str]
-    topics: list[str]
-    stats_received_ts: float | None = None
 
 
 def environment_identity(environ: Mapping[str, str]) -> dict[str, Any]:
