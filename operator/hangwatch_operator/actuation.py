@@ -29,7 +29,9 @@ controller's taint added in between must survive.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -48,6 +50,8 @@ NOT_FOUND = 404
 CONFLICT = 409
 NODE_PATCH_ATTEMPTS = 5
 """Read-modify-write rounds of a node patch before giving up (the next poll round retries)."""
+NODE_PATCH_BACKOFF_SECONDS = 0.05
+"""Upper bound of the random pause before the n-th retry, times n (at most 0.5 s in all)."""
 
 
 class DecommissionUnavailableError(Exception):
@@ -145,7 +149,9 @@ async def _patch_node_guarded(
     """Read the node, patch it only if it is unchanged since (resourceVersion), retry on
     a conflict. A merge patch replaces the whole taint list, so without the precondition
     a taint another controller adds between our read and our write would be lost."""
-    for _ in range(NODE_PATCH_ATTEMPTS):
+    for attempt in range(NODE_PATCH_ATTEMPTS):
+        if attempt:  # a busy node: let the other writer finish, jittered
+            await asyncio.sleep(random.uniform(0.0, NODE_PATCH_BACKOFF_SECONDS * attempt))
         body = await api.get_node(node)
         patch, note = await change(body)
         if patch is None:

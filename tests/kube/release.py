@@ -89,10 +89,12 @@ class HelmRelease:
         }
 
     def _action(self, action: str, values: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+        # install takes a boolean, upgrade Helm's --server-side value ("false")
+        client_side = False if action == "helm_install" else "false"
         options = {
             "namespace": NAMESPACE,
             "timeout_seconds": 120,
-            "server_side_apply": False,
+            "server_side_apply": client_side,
             **extra,
         }
         with helm.Config(
