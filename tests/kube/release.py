@@ -178,7 +178,11 @@ class OperatorCommand:
 
 
 def operator_command(
-    cluster: LocalCluster, workdir: Path, pod_name: str, **overrides: str
+    cluster: LocalCluster,
+    workdir: Path,
+    pod_name: str,
+    extra_args: tuple[str, ...] = (),
+    **overrides: str,
 ) -> OperatorCommand:
     """The operator container of the installed Deployment as a local process."""
     with admin_api(cluster) as api:
@@ -218,16 +222,20 @@ def operator_command(
     kubeconfig = operator_kubeconfig(cluster, workdir / pod_name)
     base = {k: v for k, v in os.environ.items() if not k.startswith("HANGWATCH_")}
     full_env = {**base, **env, "KUBECONFIG": str(kubeconfig)}
-    argv = [sys.executable, "-m", "hangwatch", *args]
+    argv = [sys.executable, "-m", "hangwatch", *args, *extra_args]
     return OperatorCommand(argv, full_env, metrics_port, health_port)
 
 
 @contextmanager
 def running_operator(
-    cluster: LocalCluster, workdir: Path, pod_name: str = "hangwatch-operator-0", **overrides: str
+    cluster: LocalCluster,
+    workdir: Path,
+    pod_name: str = "hangwatch-operator-0",
+    extra_args: tuple[str, ...] = (),
+    **overrides: str,
 ) -> Iterator[tuple[OperatorRun, OperatorCommand]]:
-    """The chart's operator as a process, stopped (SIGTERM) afterwards."""
-    command = operator_command(cluster, workdir, pod_name, **overrides)
+    """The chart's operator as a process (plus `extra_args`), stopped (SIGTERM) afterwards."""
+    command = operator_command(cluster, workdir, pod_name, extra_args, **overrides)
     log = workdir / pod_name / "operator.log"
     process = spawn(command.argv, log, env=command.env)
     try:

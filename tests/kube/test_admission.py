@@ -16,7 +16,9 @@ Covered:
 - with the operator stopped, executor pods are still admitted (failurePolicy Ignore),
   without a sidecar; the admission time then is measured and bounded;
 - every request the operator made is in the audit log as its ServiceAccount, and none
-  was forbidden.
+  was forbidden; with the same token, reading Secrets, reading or patching nodes
+  (cordoning off), creating namespaces and deleting the webhook configuration are
+  forbidden.
 """
 
 from __future__ import annotations
@@ -43,7 +45,12 @@ from hangwatch_operator.injection import (
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
 from tests.kube.cluster import LocalCluster
-from tests.kube.release import OPERATOR_USER, HelmRelease, running_operator
+from tests.kube.release import (
+    OPERATOR_USER,
+    HelmRelease,
+    operator_kubeconfig,
+    running_operator,
+)
 from tests.kube.spark import (
     container_names,
     create_pod,
@@ -155,6 +162,24 @@ def test_every_operator_call_was_authorised_by_rbac(
         ("list", "nodes"),  # the index of cordoned nodes
     ]:
         assert expected in seen, sorted(map(str, seen))
+
+
+def test_calls_outside_the_role_are_forbidden_with_the_operators_token(
+    cluster: LocalCluster, release: HelmRelease, tmp_path: Path
+) -> None:
+    kubeconfig = operator_kubeconfig(cluster, tmp_path)
+    assert cluster.kubectl("get", "pods", "-n", NAMESPACE, kubeconfig=kubeconfig).returncode == 0
+    for args in [
+        ("get", "secrets", "-n", "hangwatch-system"),
+        ("get", "secret", "hangwatch-webhook-tls", "-n", "hangwatch-system"),
+        ("patch", "node", "any-node", "-p", '{"spec":{"unschedulable":true}}'),
+        ("get", "node", "any-node"),
+        ("create", "namespace", "operator-may-not"),
+        ("delete", "mutatingwebhookconfiguration", "hangwatch-sidecar-injector"),
+    ]:
+        done = cluster.kubectl(*args, kubeconfig=kubeconfig, check=False)
+        assert done.returncode != 0 and "Forbidden" in done.stderr, (args, done.stderr)
+        assert f'User "{OPERATOR_USER}" cannot' in done.stderr
 
 
 def test_pods_are_admitted_with_the_operator_stopped(
