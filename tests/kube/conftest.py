@@ -2,7 +2,8 @@
 
 `cluster` starts etcd + kube-apiserver v1.20.2 + kube-controller-manager once per
 session (a missing binary fails every test with one line saying what to run or
-install); `release` installs the chart into it with real Helm once per session. Every
+install); `release` installs the chart into it with real Helm once per session, with
+the values of the README's own `helm install` command. Every
 test module of the tier marks itself `xdist_group("kube")`, so under pytest-xdist
 (`--dist loadgroup`) one worker owns the control plane.
 """
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.kube.cluster import ClusterUnavailableError, LocalCluster, local_cluster
-from tests.kube.release import HelmRelease, chart_for_1_20
+from tests.kube.readme import helm_install
+from tests.kube.release import NAMESPACE, RELEASE, HelmRelease, chart_for_1_20
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +36,13 @@ def release(cluster: LocalCluster) -> Iterator[HelmRelease]:
     directory = Path(tempfile.mkdtemp(prefix="hangwatch-chart-"))
     try:
         installed = HelmRelease(cluster, chart_for_1_20(directory))
-        installed.install()
+        readme = helm_install()  # the README's own `helm install` command
+        assert (readme.release, readme.namespace, readme.chart) == (
+            RELEASE,
+            NAMESPACE,
+            "charts/hangwatch",
+        )
+        installed.install(readme.values)
         yield installed
     finally:
         shutil.rmtree(directory, ignore_errors=True)

@@ -49,6 +49,20 @@ def policy_body(namespace: str, **spec: Any) -> dict[str, Any]:
     }
 
 
+def wait_for_policy_status(
+    cluster: LocalCluster, namespace: str, name: str, seconds: float = 30.0
+) -> None:
+    """Until the operator has written the policy's status: kopf runs a resource's index
+    handlers before its other handlers, so the webhook's index then knows the policy."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done = cluster.kubectl("get", "phpolicy", name, "-n", namespace, "-o", "json", check=False)
+        if done.returncode == 0 and json.loads(done.stdout).get("status"):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the operator never wrote the status of policy {namespace}/{name}")
+
+
 @dataclass
 class RunningPod:
     name: str
@@ -86,13 +100,18 @@ def launch(
     nodes: list[str],
     sidecar_port: int,
     policy_spec: dict[str, Any] | None = None,
+    *,
+    policy: str = "writers",
+    apply_policy: bool = True,
 ) -> Fleet:
-    """Policy first (the webhook injects only pods a policy covers), then one executor per
-    entry of `nodes`, bound there, Running, healthy sidecar at its own pod IP."""
+    """Policy first (the webhook injects only pods a policy covers; `apply_policy=False`
+    when `policy` is already there), then one executor per entry of `nodes`, bound
+    there, Running, healthy sidecar at its own pod IP."""
     ensure_namespace(cluster, namespace)
-    cluster.kubectl(
-        "apply", "-f", "-", stdin=json.dumps(policy_body(namespace, **(policy_spec or {})))
-    )
+    if apply_policy:
+        body = policy_body(namespace, **(policy_spec or {}))
+        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    wait_for_policy_status(cluster, namespace, policy)
     _, executors = submit_application(cluster, namespace, len(nodes), suffix=f"-{namespace}")
     subnet = f"127.{random.randint(1, 99)}.{random.randint(0, 255)}"
     fleet = Fleet(cluster, namespace)
@@ -100,7 +119,7 @@ def launch(
         core = client.CoreV1Api(api)
         for index, (executor, node) in enumerate(zip(executors, nodes, strict=True), start=10):
             meta = executor["metadata"]
-            assert meta["labels"].get("hangwatch.dev/policy") == "writers", meta
+            assert meta["labels"].get("hangwatch.dev/policy") == policy, meta
             ip = f"{subnet}.{index}"
             sidecar = FakeSidecar(host=ip, listen_port=sidecar_port).start()
             fleet.pods.append(RunningPod(meta["name"], meta["uid"], node, ip, sidecar))
