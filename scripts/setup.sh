@@ -4,8 +4,15 @@
 # the real-API-server tier's etcd and the toolchain that builds kube-apiserver v1.20.2
 # once (golang-go, dpkg-dev; cached in ~/.cache/hangwatch), the image test's container
 # tools (buildah, podman, runc, debootstrap), and the project itself with its
-# development extras. Safe to run again.
+# development extras. Safe to run again. `--kube` (what `make test` passes) also builds
+# the API server when it is not cached; `make demo` does not need it.
 set -euo pipefail
+build_kube=""
+case "${1:-}" in
+  --kube) build_kube=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--kube]" >&2; exit 3 ;;
+esac
 cd "$(dirname "$0")/.."
 need_apt=()
 command -v iptables >/dev/null 2>&1 || need_apt+=(iptables)
@@ -40,4 +47,4 @@ echo "setup: installing hangwatch with its dev extras (pip)" >&2
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[dev]'
 # The real API server of tests/kube: built once from Debian's source package (about 8
 # minutes on 2 cores), a no-op when cached.
-bash scripts/build-kube-apiserver.sh
+[ -z "$build_kube" ] || bash scripts/build-kube-apiserver.sh
