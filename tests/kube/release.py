@@ -25,8 +25,7 @@ import os
 import re
 import shutil
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +45,8 @@ SERVICE_ACCOUNT = "hangwatch-operator"
 OPERATOR_USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}"
 KUBE_FLOOR = 'kubeVersion: ">=1.20.0-0"'
 WAIT_SECONDS = 90.0
-"""How long the tier waits for the operator to get somewhere before failing."""
+"""How long the tier waits for the operator to get somewhere: a real API server and a
+loaded 2-core machine make kopf's start-up and peering slower than the emulator's."""
 
 
 def chart_for_1_20(directory: Path) -> Path:
@@ -229,22 +229,6 @@ def operator_command(
     return OperatorCommand(argv, full_env, metrics_port, health_port)
 
 
-class TierOperatorRun(OperatorRun):
-    """`OperatorRun` with the tier's patience: a real API server and a loaded 2-core
-    machine make kopf's start-up and peering take longer than the emulator's 30 s."""
-
-    def wait_for(self, what: str, predicate: Callable[[], Any]) -> Any:
-        deadline = time.monotonic() + WAIT_SECONDS
-        while time.monotonic() < deadline:
-            result = predicate()
-            if result:
-                return result
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise AssertionError(f"operator never got to: {what}\n--- operator log ---\n{self.log()}")
-
-
 @contextmanager
 def running_operator(
     cluster: LocalCluster,
@@ -258,6 +242,6 @@ def running_operator(
     log = workdir / pod_name / "operator.log"
     process = spawn(command.argv, log, env=command.env)
     try:
-        yield TierOperatorRun(process, log), command
+        yield OperatorRun(process, log, wait_seconds=WAIT_SECONDS), command
     finally:
         stop(process, grace_seconds=20)
