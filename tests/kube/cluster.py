@@ -11,8 +11,9 @@ child processes die with the test process (PR_SET_PDEATHSIG) even if it is kille
 
 What the API server runs with: RBAC authorization, client-certificate authentication
 (the admin is in `system:masters`), service-account tokens signed by a key of ours
-(TokenRequest and legacy token Secrets, both from the controller manager's token
-controller), the default admission plugins of 1.20 (ServiceAccount, the mutating and
+(TokenRequest from the API server, token Secrets from the controller manager's token
+controller, which also creates every namespace's `default` ServiceAccount), the default
+admission plugins of 1.20 (ServiceAccount, the mutating and
 validating webhooks, ...), and an audit log (`audit_events`) that records every request
 with its user, verb, resource, response code and, for writes to pods, nodes and
 policies, the request body.

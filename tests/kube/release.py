@@ -14,7 +14,7 @@ the process a kubelet would start: the same arguments and environment (fieldRefs
 resolved, the webhook certificate files written from the chart's Secret with the
 volume's mode), credentials from a real token of the chart's ServiceAccount
 (TokenRequest), so every call the operator makes is authorised by the chart's RBAC.
-`OperatorProcess` runs it (`python -m hangwatch ...`, as the image's entrypoint).
+`running_operator` runs it (`python -m hangwatch ...`, as the image's entrypoint).
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography import x509
 from kubernetes import client
 
 from tests.kube.cluster import LocalCluster
@@ -202,9 +203,9 @@ def test_webhook_configuration_carries_the_chart_ca(
     key.write_bytes(base64.b64decode(secret["data"]["tls.key"]))
     server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server.load_cert_chain(cert, key)  # the key matches the certificate
-    decoded = ssl._ssl._test_decode_cert(str(cert))  # type: ignore[attr-defined]
-    names = {value for kind, value in decoded["subjectAltName"] if kind == "DNS"}
-    assert f"hangwatch-operator.{NAMESPACE}.svc" in names
+    parsed = x509.load_pem_x509_certificate(cert.read_bytes())
+    names = parsed.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert f"hangwatch-operator.{NAMESPACE}.svc" in names.get_values_for_type(x509.DNSName)
 
 
 @pytest.mark.parametrize("example", ["policy-spark-executors.yaml", "policy-dry-run.yaml"])

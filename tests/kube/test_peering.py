@@ -11,7 +11,8 @@ restart and writes the policy's status.
 Known bug shown here (strict xfail): a replica on standby keeps serving admission (the
 Service sends it half of the requests) but kopf freezes its indexes while paused, so a
 policy created after it paused is unknown to it and the executors it admits get no
-sidecar.
+sidecar. Worse, a replica that starts while the other leads never fills its indexes at
+all (seen here before the fixture let replica 0 lead first): it injects nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +27,14 @@ import pytest
 
 from hangwatch.contracts import Verdict
 from tests.kube.cluster import LocalCluster, free_port
-from tests.kube.fleet import Fleet, ensure_node, launch, policy_body, set_verdicts
+from tests.kube.fleet import (
+    Fleet,
+    ensure_node,
+    launch,
+    policy_body,
+    set_verdicts,
+    wait_for_policy_status,
+)
 from tests.kube.release import OPERATOR_USER, HelmRelease, running_operator
 from tests.kube.spark import container_names, ensure_namespace, submit_application
 from tests.operator.emulated_cluster import OperatorRun
@@ -59,7 +67,12 @@ def replicas(
                 running_operator(cluster, workdir, f"hangwatch-operator-p{index}", priority, **port)
             )
             runs.append(run)
+            if index == 0:
+                # Replica 0 leads alone first, so its indexes are filled before it pauses:
+                # a replica that starts as a standby never fills them (see below).
+                wait_for_policy_status(cluster, NAMESPACE, "writers")
         runs[0].wait_for("both keep-alives", lambda: len(_peers(cluster)) == 2)
+        runs[0].wait_for("replica 0 paused", lambda: PAUSED in runs[0].log())
         yield runs
 
 
@@ -76,9 +89,6 @@ def test_both_replicas_keep_alive_and_the_lower_one_pauses(
     peers = _peers(cluster)
     assert sorted(peers.values()) == [100, 101], peers
     assert {p.split("@")[0] for p in peers} == {"hangwatch-operator-p0", "hangwatch-operator-p1"}
-    # kopf logs the pause only when a replica was running before it sees the other one;
-    # one that starts after its superior stays paused silently. Either way it never
-    # resumes while the other lives:
     assert "Resuming operations" not in replicas[0].log().split(PAUSED)[-1]
     assert PAUSED not in replicas[1].log()
 
