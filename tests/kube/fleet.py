@@ -22,10 +22,10 @@ from typing import Any
 from kubernetes import client
 
 from hangwatch.contracts import Verdict
+from hangwatch_testing.remediation_cluster import BROKERS, FAST, FakeSidecar
 from tests.kube.cluster import LocalCluster
 from tests.kube.release import admin_api
 from tests.kube.spark import ensure_namespace, submit_application
-from tests.operator.remediation_cluster import BROKERS, FAST, FakeSidecar
 
 
 def ensure_node(cluster: LocalCluster, name: str) -> None:

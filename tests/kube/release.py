@@ -35,8 +35,8 @@ import helm_python as helm
 from helm_python import _native
 from kubernetes import client, config
 
+from hangwatch_testing.emulated_cluster import OperatorRun
 from tests.kube.cluster import ROOT, LocalCluster, free_port, spawn, stop, write_kubeconfig
-from tests.operator.emulated_cluster import OperatorRun
 
 CHART = ROOT / "charts" / "hangwatch"
 RELEASE = "hangwatch"
@@ -143,7 +143,10 @@ class HelmRelease:
 
 def admin_api(cluster: LocalCluster) -> client.ApiClient:
     """The synchronous Kubernetes client as cluster admin."""
-    return config.new_client_from_config(config_file=str(cluster.admin_kubeconfig))  # type: ignore[no-any-return]
+    api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=str(cluster.admin_kubeconfig)
+    )
+    return api
 
 
 def service_account_token(
@@ -157,8 +160,8 @@ def service_account_token(
         answer = client.CoreV1Api(api).create_namespaced_service_account_token(
             name, NAMESPACE, request
         )
-    token: str = answer.status.token
-    return token
+    assert answer.status is not None and answer.status.token, "TokenRequest gave no token"
+    return str(answer.status.token)
 
 
 def operator_kubeconfig(cluster: LocalCluster, workdir: Path) -> Path:
@@ -189,10 +192,10 @@ def operator_command(
 ) -> OperatorCommand:
     """The operator container of the installed Deployment as a local process."""
     with admin_api(cluster) as api:
-        deployment = client.AppsV1Api(api).read_namespaced_deployment(
+        raw: Any = client.AppsV1Api(api).read_namespaced_deployment(
             "hangwatch-operator", NAMESPACE, _preload_content=False
         )
-        body = json.loads(deployment.data)
+        body = json.loads(raw.data)
         pod_spec = body["spec"]["template"]["spec"]
         container = pod_spec["containers"][0]
         tls_volume = next(v for v in pod_spec["volumes"] if v["name"] == "webhook-tls")
@@ -204,7 +207,7 @@ def operator_command(
     tls_dir = workdir / pod_name / "webhook-tls"
     tls_dir.mkdir(parents=True)
     mode = int(tls_volume["secret"].get("defaultMode", 0o644))
-    for key, value in secret.data.items():
+    for key, value in (secret.data or {}).items():
         path = tls_dir / key
         path.write_bytes(base64.b64decode(value))
         path.chmod(mode)

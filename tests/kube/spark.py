@@ -1,6 +1,6 @@
 """Spark pods created on the real API server the way spark-submit's driver creates them.
 
-Not a test module. The bodies come from `tests.operator.spark_pods` (what Spark 3.5's
+Not a test module. The bodies come from `hangwatch_testing.spark_pods` (what Spark 3.5's
 KubernetesExecutorBuilder produces), minus what the API server adds itself (the
 service-account token volume), so creation goes through the whole admission chain:
 defaulting, the ServiceAccount plugin (which mounts the namespace's default token on
@@ -17,9 +17,9 @@ from typing import Any
 
 from kubernetes import client
 
+from hangwatch_testing.spark_pods import driver_pod, executor_pod
 from tests.kube.cluster import LocalCluster
 from tests.kube.release import admin_api
-from tests.operator.spark_pods import driver_pod, executor_pod
 
 TOKEN_VOLUME_PREFIX = "kube-api-access-"
 
@@ -52,7 +52,7 @@ def ensure_namespace(cluster: LocalCluster, name: str) -> None:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             accounts = core.list_namespaced_service_account(name).items
-            if any(a.metadata.name == "default" and a.secrets for a in accounts):
+            if any(a.metadata and a.metadata.name == "default" and a.secrets for a in accounts):
                 return
             time.sleep(0.1)
     raise AssertionError(f"namespace {name} got no default ServiceAccount token")
@@ -67,7 +67,10 @@ def create_pod(
         with admin_api(cluster) as own:
             return create_pod(cluster, namespace, body, own)
     started = time.perf_counter()
-    answer = client.CoreV1Api(api).create_namespaced_pod(namespace, body, _preload_content=False)
+    pod: Any = body  # the client takes a plain dict as well as a V1Pod
+    answer: Any = client.CoreV1Api(api).create_namespaced_pod(
+        namespace, pod, _preload_content=False
+    )
     elapsed = time.perf_counter() - started
     stored: dict[str, Any] = json.loads(answer.data)
     return stored, elapsed

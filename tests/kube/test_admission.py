@@ -44,6 +44,8 @@ from hangwatch_operator.injection import (
 )
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
+from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.structural import EXAMPLES
 from tests.kube.cluster import LocalCluster
 from tests.kube.release import (
     OPERATOR_USER,
@@ -58,8 +60,6 @@ from tests.kube.spark import (
     executor_pod_for,
     submit_application,
 )
-from tests.operator.emulated_cluster import OperatorRun
-from tests.operator.structural import EXAMPLES
 
 pytestmark = pytest.mark.xdist_group("kube")
 

@@ -35,9 +35,9 @@ import yaml
 from cryptography import x509
 from kubernetes import client
 
+from hangwatch_testing.structural import EXAMPLES, apply_defaults, expected_error, version_schema
 from tests.kube.cluster import LocalCluster
 from tests.kube.release import NAMESPACE, OPERATOR_USER, HelmRelease, admin_api
-from tests.operator.structural import EXAMPLES, apply_defaults, expected_error, version_schema
 
 pytestmark = pytest.mark.xdist_group("kube")
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from hangwatch.contracts import Verdict
+from hangwatch_testing.emulated_cluster import OperatorRun
 from tests.kube.cluster import LocalCluster, free_port
 from tests.kube.fleet import (
     Fleet,
@@ -37,7 +38,6 @@ from tests.kube.fleet import (
 )
 from tests.kube.release import OPERATOR_USER, HelmRelease, running_operator
 from tests.kube.spark import container_names, ensure_namespace, submit_application
-from tests.operator.emulated_cluster import OperatorRun
 
 pytestmark = pytest.mark.xdist_group("kube")
 

@@ -25,6 +25,8 @@ import pytest
 import yaml
 
 from hangwatch.contracts import Verdict
+from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.structural import EXAMPLES
 from tests.kube.cluster import LocalCluster
 from tests.kube.fleet import Fleet, ensure_node, launch, set_verdicts
 from tests.kube.readme import cluster_commands, helm_install, parse_helm
@@ -36,8 +38,6 @@ from tests.kube.release import (
     deep_merge,
     running_operator,
 )
-from tests.operator.emulated_cluster import OperatorRun
-from tests.operator.structural import EXAMPLES
 
 pytestmark = pytest.mark.xdist_group("kube")
 
