@@ -1,7 +1,15 @@
 # The two Quickstart commands are `make demo` and `make test`; each installs what it needs.
 PY ?= python3
 
-.PHONY: setup demo test check pytest bench
+.PHONY: setup demo test check pytest bench image kube-apiserver
+
+# The image `make image` builds and the chart's default image (image.repository and
+# sidecar.image.repository, tag = the chart's appVersion): tests/chart checks they agree.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+IMAGE_REPOSITORY ?= ghcr.io/hangwatch/hangwatch
+IMAGE ?= $(IMAGE_REPOSITORY):$(VERSION)
+# Empty: the Dockerfile's default base (Debian bookworm, Python 3.11 slim).
+BASE_IMAGE ?=
 
 setup:
 	bash scripts/setup.sh
@@ -20,9 +28,20 @@ check:
 pytest:
 	$(PY) -m pytest
 
-test: setup
+# Like setup, plus the real API server of tests/kube (built once, then cached).
+test:
+	bash scripts/setup.sh --kube
 	$(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory pytest
 
-bench: setup
+# Build the hangwatch image with docker, podman or buildah (whichever is present).
+image:
+	bash scripts/build-image.sh "$(IMAGE)" "$(VERSION)" "$(BASE_IMAGE)"
+
+# The real API server of tests/kube (built once, cached in ~/.cache/hangwatch).
+kube-apiserver:
+	bash scripts/build-kube-apiserver.sh
+
+bench:
+	bash scripts/setup.sh --kube
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done

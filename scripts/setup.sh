@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Installs everything hangwatch's demo and tests need on a fresh Debian machine:
 # iptables (kernel faults in the lab), kcat (an independent Kafka client for tests),
-# and the project itself with its development extras. Safe to run again.
+# the real-API-server tier's etcd and the toolchain that builds kube-apiserver v1.20.2
+# once (golang-go, dpkg-dev; cached in ~/.cache/hangwatch), the image test's container
+# tools (buildah, podman, runc, debootstrap), and the project itself with its
+# development extras. Safe to run again. `--kube` (what `make test` passes) also builds
+# the API server when it is not cached; `make demo` does not need it.
 set -euo pipefail
+build_kube=""
+case "${1:-}" in
+  --kube) build_kube=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--kube]" >&2; exit 3 ;;
+esac
 cd "$(dirname "$0")/.."
 need_apt=()
 command -v iptables >/dev/null 2>&1 || need_apt+=(iptables)
@@ -10,11 +20,19 @@ command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
+command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
+command -v dpkg-source >/dev/null 2>&1 || need_apt+=(dpkg-dev)
+command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
+command -v podman >/dev/null 2>&1 || need_apt+=(podman)
+command -v runc >/dev/null 2>&1 || need_apt+=(runc)
+command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} from Debian" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  # The prometheus package must not start a server of its own (tests start theirs):
+  # The prometheus and etcd-server packages must not start servers of their own (tests
+  # start theirs):
   # forbid service starts during the install, only if nothing else already decides that.
   added_policy=""
   if [ ! -e /usr/sbin/policy-rc.d ]; then
@@ -27,3 +45,6 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 echo "setup: installing hangwatch with its dev extras (pip)" >&2
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[dev]'
+# The real API server of tests/kube: built once from Debian's source package (about 8
+# minutes on 2 cores), a no-op when cached.
+[ -z "$build_kube" ] || bash scripts/build-kube-apiserver.sh

@@ -21,11 +21,18 @@ of the round or the reporting of it.
   `hangwatch.dev/cordoned-by`/`-at` annotations. A node
   someone else made unschedulable is left alone (hangwatch must not later uncordon it).
 - `uncordonNode`: undo exactly that, only on a node annotated by this policy.
+
+Node changes are read-modify-write with the node's `resourceVersion` as a precondition
+(retried on a conflict): the taint list is replaced as a whole, and another
+controller's taint added in between must survive.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import random
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from hangwatch_operator.decisions import Decision
@@ -40,6 +47,11 @@ from hangwatch_operator.watched import (
 )
 
 NOT_FOUND = 404
+CONFLICT = 409
+NODE_PATCH_ATTEMPTS = 5
+"""Read-modify-write rounds of a node patch before giving up (the next poll round retries)."""
+NODE_PATCH_BACKOFF_SECONDS = 0.05
+"""Upper bound of the random pause before the n-th retry, times n (at most 0.5 s in all)."""
 
 
 class DecommissionUnavailableError(Exception):
@@ -94,34 +106,66 @@ async def _delete(
 
 
 async def cordon(api: KubeApi, node: str, policy_key: str, now: float) -> str:
-    body = await api.get_node(node)
-    annotations = (body.get("metadata") or {}).get("annotations") or {}
-    spec = body.get("spec") or {}
-    if spec.get("unschedulable") and annotations.get(CORDONED_BY_ANNOTATION) != policy_key:
-        return "node was already unschedulable (not by hangwatch): left as it is"
-    taints = [t for t in spec.get("taints") or () if t.get("key") != NETWORK_FAULT_TAINT["key"]]
-    annotations = {CORDONED_BY_ANNOTATION: policy_key, CORDONED_AT_ANNOTATION: format_time(now)}
-    patch: dict[str, Any] = {
-        "metadata": {"labels": {CORDONED_LABEL: "true"}, "annotations": annotations},
-        "spec": {"unschedulable": True, "taints": [*taints, dict(NETWORK_FAULT_TAINT)]},
-    }
-    await api.patch_node(node, patch)
-    return f"node cordoned and tainted {NETWORK_FAULT_TAINT['key']}=true:NoSchedule"
+    async def change(body: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+        annotations = (body.get("metadata") or {}).get("annotations") or {}
+        spec = body.get("spec") or {}
+        if spec.get("unschedulable") and annotations.get(CORDONED_BY_ANNOTATION) != policy_key:
+            return None, "node was already unschedulable (not by hangwatch): left as it is"
+        taints = [t for t in spec.get("taints") or () if t.get("key") != NETWORK_FAULT_TAINT["key"]]
+        ours = {CORDONED_BY_ANNOTATION: policy_key, CORDONED_AT_ANNOTATION: format_time(now)}
+        patch: dict[str, Any] = {
+            "metadata": {"labels": {CORDONED_LABEL: "true"}, "annotations": ours},
+            "spec": {"unschedulable": True, "taints": [*taints, dict(NETWORK_FAULT_TAINT)]},
+        }
+        return patch, f"node cordoned and tainted {NETWORK_FAULT_TAINT['key']}=true:NoSchedule"
+
+    return await _patch_node_guarded(api, node, change)
 
 
 async def uncordon(api: KubeApi, node: str, policy_key: str) -> str:
-    body = await api.get_node(node)
-    annotations = (body.get("metadata") or {}).get("annotations") or {}
-    if annotations.get(CORDONED_BY_ANNOTATION) != policy_key:
-        return "node is not cordoned by this policy: left as it is"
-    spec = body.get("spec") or {}
-    taints = [t for t in spec.get("taints") or () if t.get("key") != NETWORK_FAULT_TAINT["key"]]
-    patch: dict[str, Any] = {
-        "metadata": {
-            "labels": {CORDONED_LABEL: None},
-            "annotations": {CORDONED_BY_ANNOTATION: None, CORDONED_AT_ANNOTATION: None},
-        },
-        "spec": {"unschedulable": None, "taints": taints or None},
-    }
-    await api.patch_node(node, patch)
-    return "node uncordoned and untainted"
+    async def change(body: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+        annotations = (body.get("metadata") or {}).get("annotations") or {}
+        if annotations.get(CORDONED_BY_ANNOTATION) != policy_key:
+            return None, "node is not cordoned by this policy: left as it is"
+        spec = body.get("spec") or {}
+        taints = [t for t in spec.get("taints") or () if t.get("key") != NETWORK_FAULT_TAINT["key"]]
+        patch: dict[str, Any] = {
+            "metadata": {
+                "labels": {CORDONED_LABEL: None},
+                "annotations": {CORDONED_BY_ANNOTATION: None, CORDONED_AT_ANNOTATION: None},
+            },
+            "spec": {"unschedulable": None, "taints": taints or None},
+        }
+        return patch, "node uncordoned and untainted"
+
+    return await _patch_node_guarded(api, node, change)
+
+
+async def _patch_node_guarded(
+    api: KubeApi,
+    node: str,
+    change: Callable[[dict[str, Any]], Awaitable[tuple[dict[str, Any] | None, str]]],
+) -> str:
+    """Read the node, patch it only if it is unchanged since (resourceVersion), retry on
+    a conflict. A merge patch replaces the whole taint list, so without the precondition
+    a taint another controller adds between our read and our write would be lost."""
+    for attempt in range(NODE_PATCH_ATTEMPTS):
+        if attempt:  # a busy node: let the other writer finish, jittered
+            await asyncio.sleep(random.uniform(0.0, NODE_PATCH_BACKOFF_SECONDS * attempt))
+        body = await api.get_node(node)
+        patch, note = await change(body)
+        if patch is None:
+            return note
+        version = (body.get("metadata") or {}).get("resourceVersion")
+        if version:
+            patch["metadata"]["resourceVersion"] = version
+        try:
+            await api.patch_node(node, patch)
+        except KubeApiError as exc:
+            if exc.status == CONFLICT:
+                continue
+            raise
+        return note
+    raise KubeApiError(
+        CONFLICT, f"node {node} kept changing under us ({NODE_PATCH_ATTEMPTS} attempts)"
+    )

@@ -163,6 +163,8 @@ class EmulatedCluster:
 class OperatorRun:
     process: subprocess.Popen[bytes]
     log_path: Path
+    wait_seconds: float = WAIT_SECONDS
+    """How long `wait_for` waits (tests/kube waits longer on a real API server)."""
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -171,7 +173,7 @@ class OperatorRun:
         """Poll `predicate` until truthy; fail with the operator's log if it never is."""
         return wait_for(
             predicate,
-            WAIT_SECONDS,
+            self.wait_seconds,
             f"the operator to get to: {what}",
             interval=0.02,
             give_up=lambda: self.process.poll() is not None,

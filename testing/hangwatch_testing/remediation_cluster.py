@@ -144,6 +144,9 @@ class FakeSidecar:
     reasons: tuple[str, ...] = ()
     since: float = field(default_factory=lambda: time.time() - 120)
     server: StatusServer | None = None
+    host: str = "127.0.0.1"
+    """Listen address; tests/kube gives each pod its own loopback address (its pod IP)."""
+    listen_port: int = 0
 
     def state(self) -> SidecarState:
         now = time.time()
@@ -171,7 +174,11 @@ class FakeSidecar:
         one server, and a full backlog drops SYNs (1 s retransmits), which a real sidecar
         polled once per round never sees."""
         self.server = StatusServer(
-            self.state, port=0, stale_after_seconds=60, host="127.0.0.1", backlog=256
+            self.state,
+            port=self.listen_port,
+            stale_after_seconds=60,
+            host=self.host,
+            backlog=256,
         )
         self.server.start()
         return self

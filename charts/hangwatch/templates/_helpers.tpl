@@ -128,7 +128,32 @@ app.kubernetes.io/component: operator
 {{- end -}}
 
 {{- define "hangwatch.webhook.secretName" -}}
+{{- if .Values.webhook.existingSecret.name -}}
+{{- .Values.webhook.existingSecret.name -}}
+{{- else -}}
 {{- printf "%s-webhook-tls" (include "hangwatch.chart.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Where the webhook's serving certificate comes from: certManager, existingSecret,
+provided (PEM values) or generated (by the chart; the default). At most one may be set.
+*/}}
+{{- define "hangwatch.webhook.tlsSource" -}}
+{{- $sources := list -}}
+{{- if .Values.webhook.certManager.enabled -}}{{- $sources = append $sources "certManager" -}}{{- end -}}
+{{- if .Values.webhook.existingSecret.name -}}{{- $sources = append $sources "existingSecret" -}}{{- end -}}
+{{- $provided := .Values.webhook.providedCert -}}
+{{- if or $provided.caCert $provided.tlsCert $provided.tlsKey -}}
+{{- if not (and $provided.caCert $provided.tlsCert $provided.tlsKey) -}}
+{{- fail "webhook.providedCert needs caCert, tlsCert and tlsKey (PEM) together" -}}
+{{- end -}}
+{{- $sources = append $sources "provided" -}}
+{{- end -}}
+{{- if gt (len $sources) 1 -}}
+{{- fail (printf "webhook TLS: choose one of certManager.enabled, existingSecret.name and providedCert, not %s" (join " and " $sources)) -}}
+{{- end -}}
+{{- if $sources -}}{{- first $sources -}}{{- else -}}generated{{- end -}}
 {{- end -}}
 
 {{- define "hangwatch.webhook.certificateName" -}}

@@ -1,0 +1,108 @@
+"""Spark pods created on the real API server the way spark-submit's driver creates them.
+
+Not a test module. The bodies come from `hangwatch_testing.spark_pods` (what Spark 3.5's
+KubernetesExecutorBuilder produces), minus what the API server adds itself (the
+service-account token volume), so creation goes through the whole admission chain:
+defaulting, the ServiceAccount plugin (which mounts the namespace's default token on
+1.20), then the mutating webhooks. Like Spark, the driver pod exists first and every
+executor carries an ownerReference to its real uid.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from typing import Any
+
+from kubernetes import client
+
+from hangwatch_testing.spark_pods import driver_pod, executor_pod
+from tests.kube.cluster import LocalCluster
+from tests.kube.release import admin_api
+
+TOKEN_VOLUME_PREFIX = "kube-api-access-"
+
+
+def as_submitted(pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod body without the token volume and mount the API server adds."""
+    body = copy.deepcopy(pod)
+    spec = body["spec"]
+    spec["volumes"] = [v for v in spec["volumes"] if not v["name"].startswith(TOKEN_VOLUME_PREFIX)]
+    for container in spec["containers"]:
+        container["volumeMounts"] = [
+            m
+            for m in container.get("volumeMounts", ())
+            if not m["name"].startswith(TOKEN_VOLUME_PREFIX)
+        ]
+    body["metadata"].pop("namespace", None)
+    return body
+
+
+def ensure_namespace(cluster: LocalCluster, name: str) -> None:
+    """The namespace with its `default` ServiceAccount (the controller manager adds it and its
+    token, which the ServiceAccount admission plugin needs before pods can be created)."""
+    with admin_api(cluster) as api:
+        core = client.CoreV1Api(api)
+        try:
+            core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+        except client.ApiException as exc:
+            if exc.status != 409:
+                raise
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            accounts = core.list_namespaced_service_account(name).items
+            if any(a.metadata and a.metadata.name == "default" and a.secrets for a in accounts):
+                return
+            time.sleep(0.1)
+    raise AssertionError(f"namespace {name} got no default ServiceAccount token")
+
+
+def create_pod(
+    cluster: LocalCluster, namespace: str, body: dict[str, Any], api: client.ApiClient | None = None
+) -> tuple[dict[str, Any], float]:
+    """POST the pod as the admin; the stored pod and how long the API server took (s).
+    Pass `api` to reuse one client (and its TLS connection) across many pods."""
+    if api is None:
+        with admin_api(cluster) as own:
+            return create_pod(cluster, namespace, body, own)
+    started = time.perf_counter()
+    pod: Any = body  # the client takes a plain dict as well as a V1Pod
+    answer: Any = client.CoreV1Api(api).create_namespaced_pod(
+        namespace, pod, _preload_content=False
+    )
+    elapsed = time.perf_counter() - started
+    stored: dict[str, Any] = json.loads(answer.data)
+    return stored, elapsed
+
+
+def submit_application(
+    cluster: LocalCluster, namespace: str, executors: int, *, suffix: str = ""
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A driver pod, then `executors` executor pods owned by it; the stored bodies."""
+    driver = as_submitted(driver_pod())
+    driver["metadata"]["name"] += suffix
+    stored_driver, _ = create_pod(cluster, namespace, driver)
+    stored = []
+    for exec_id in range(1, executors + 1):
+        body = executor_pod_for(stored_driver, exec_id, suffix=suffix)
+        stored.append(create_pod(cluster, namespace, body)[0])
+    return stored_driver, stored
+
+
+def executor_pod_for(
+    driver: dict[str, Any], exec_id: int, *, suffix: str = "", **changes: Any
+) -> dict[str, Any]:
+    """Executor `exec_id` of `driver`, owned by it (its real uid)."""
+    body = as_submitted(executor_pod(exec_id, **changes))
+    body["metadata"]["name"] += suffix
+    owner = body["metadata"]["ownerReferences"][0]
+    owner["name"] = driver["metadata"]["name"]
+    owner["uid"] = driver["metadata"]["uid"]
+    return body
+
+
+def container_names(pod: dict[str, Any]) -> list[str]:
+    return [c["name"] for c in pod["spec"].get("containers", ())] + [
+        f"init:{c['name']}" for c in pod["spec"].get("initContainers", ())
+    ]

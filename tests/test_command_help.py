@@ -1,0 +1,29 @@
+"""Every `hangwatch` sub-command answers `--help`.
+
+Covers: `hangwatch COMMAND --help` prints a usage text and exits 0 for every command
+in `hangwatch.cli.COMMANDS` (argparse formats help strings with `%`, so a literal `%`
+in a setting's documentation once turned `hangwatch sidecar --help` into a traceback).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from hangwatch.cli import COMMANDS
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_help_prints_usage_and_exits_zero(command: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "hangwatch", command, "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(f"usage: hangwatch {command}")
+    assert "Traceback" not in done.stderr
