@@ -401,5 +401,9 @@ def test_silent_sidecars_do_not_stop_the_restart_of_a_hung_pod(lab: Lab) -> None
     lab.operator.wait_for(
         "the hung pod deleted", lambda: not lab.pod_exists("silent-and-hung", hung)
     )
+    # The round posts its Events after it acted: wait for the two silent pods' ones.
+    lab.operator.wait_for(
+        "both silent sidecars reported",
+        lambda: len(lab.events("silent-and-hung", "HangwatchSidecarUnreachable")) == 2,
+    )
     assert lab.events("silent-and-hung", "HangwatchSuppressed") == []
-    assert len(lab.events("silent-and-hung", "HangwatchSidecarUnreachable")) == 2
