@@ -101,7 +101,7 @@ def remediation(
     before = _tls_secret(cluster)
     release.upgrade(CORDONING)
     assert _tls_secret(cluster) == before, "helm upgrade re-issued the webhook certificate"
-    for node in ("node-a", "nf-a", "nf-b"):
+    for node in ("node-a", "nf-a", "nf-b", "nf-c"):
         ensure_node(cluster, node)
     workdir = tmp_path_factory.mktemp("remediation")
     with running_operator(cluster, workdir, "hangwatch-operator-r") as (run, command):
@@ -176,7 +176,8 @@ def test_a_node_fault_cordons_the_node_and_a_concurrent_taint_survives(
     cluster = remediation.cluster
     fleet = remediation.launch(
         "node-fault",
-        ["nf-a", "nf-a", "nf-b", "nf-b"],
+        # node blame needs witnesses: pods on at least two other nodes reach the brokers
+        ["nf-a", "nf-a", "nf-b", "nf-b", "nf-c", "nf-c"],
         actions={"nodeNetworkFault": ["cordonNode", "alert"]},
     )
     tainter = TaintingController(cluster, "nf-a").start()
