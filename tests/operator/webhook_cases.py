@@ -12,13 +12,21 @@ answers with that record.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from hangwatch_testing.spark_pods import driver_pod, executor_pod
 
 FIXTURE = "webhook_operations.json"
 """File name, next to this module, of the recorded answers."""
+RECORDED: dict[str, Any] = (
+    json.loads((Path(__file__).parent / FIXTURE).read_text())
+    if (Path(__file__).parent / FIXTURE).exists()
+    else {}
+)
+"""case -> {"pod", "namespace", "operations", "warnings"} as recorded."""
 
 
 def _without_env() -> dict[str, Any]:

@@ -16,6 +16,7 @@ import base64
 import json
 import socket
 import ssl
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -26,6 +27,7 @@ from typing import Any
 import jsonpatch
 
 from hangwatch_operator.certificates import generate_webhook_certificates
+from hangwatch_operator.settings import InjectionMode
 from hangwatch_testing.emulated_cluster import EmulatedCluster, OperatorRun, running_operator
 from hangwatch_testing.spark_pods import admission_review
 from hangwatch_testing.structural import EXAMPLES, apply_defaults, load_yaml, version_schema
@@ -55,6 +57,14 @@ class Webhook:
                 return reply.status, reply.read()
         except urllib.error.HTTPError as error:
             return error.code, error.read()
+
+    def listening(self) -> bool:
+        """Whether the server accepts HTTPS connections yet (any answer counts)."""
+        try:
+            self.post(b"{}", timeout=2)
+        except (urllib.error.URLError, OSError):
+            return False
+        return True
 
     def answer(self, review: Any) -> Any:
         """POST an AdmissionReview (any JSON value); its parsed answer (HTTP 200 only)."""
@@ -130,6 +140,18 @@ def client_config(cluster: EmulatedCluster, name: str) -> dict[str, Any] | None:
     return hooks[0] if hooks and "clientConfig" in hooks[0] else None
 
 
+LEGACY_POLICY = inline_policy("legacy-jobs", "old-nodes", sidecar={"injectionMode": "legacy"})
+POLICY_OF = {
+    "spark-jobs": (
+        stored(load_yaml(EXAMPLES / "policy-spark-executors.yaml")),
+        InjectionMode.NATIVE,
+    ),
+    "analytics": (stored(load_yaml(EXAMPLES / "policy-dry-run.yaml")), InjectionMode.NATIVE),
+    "legacy-jobs": (stored(LEGACY_POLICY), InjectionMode.LEGACY),
+}
+"""The valid policy `serving_webhook` holds per namespace, and its mode on API server 1.30."""
+
+
 @contextmanager
 def serving_webhook(workdir: Path) -> Iterator[Webhook]:
     """The operator with the policies described above, serving the webhook."""
@@ -139,9 +161,7 @@ def serving_webhook(workdir: Path) -> Iterator[Webhook]:
         cluster = stack.enter_context(EmulatedCluster(minor_version=30))
         for example in ("policy-spark-executors.yaml", "policy-dry-run.yaml"):
             put_policy(cluster, load_yaml(EXAMPLES / example))
-        put_policy(
-            cluster, inline_policy("legacy-jobs", "old-nodes", sidecar={"injectionMode": "legacy"})
-        )
+        put_policy(cluster, LEGACY_POLICY)
         too_small = {"resources": {"requests": {"memory": "256Mi"}, "limits": {"memory": "128Mi"}}}
         put_policy(cluster, inline_policy("broken", "too-small", sidecar=too_small))
         settings = {
