@@ -46,10 +46,10 @@ from hangwatch_operator.injection import SIDECAR_CONTAINER, build_sidecar_patch
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
 from hangwatch_operator.webhook_configuration import build_webhook_configuration
+from hangwatch_testing import kopf_admission_path
 from hangwatch_testing.emulated_cluster import running_operator
 from hangwatch_testing.spark_pods import admission_review, driver_pod, executor_pod
 from hangwatch_testing.structural import EXAMPLES, load_yaml
-from tests.operator import kopf_admission_path
 from tests.operator.webhook_cases import CASES, RECORDED, case_pod
 from tests.operator.webhook_server import (
     MANAGED_CONFIGURATION,
@@ -145,8 +145,8 @@ def test_kopfs_admission_path_gives_the_same_answers(webhook: Webhook, tmp_path:
         "webhook_cert_file": cert,
         "webhook_key_file": key,
     }
-    script = Path(kopf_admission_path.__file__)
-    with running_operator(webhook.cluster, tmp_path, settings, script) as operator:
+    reference = kopf_admission_path.__name__
+    with running_operator(webhook.cluster, tmp_path, settings, reference) as operator:
         for namespace, name in [("spark-jobs", "orders-writers"), ("legacy-jobs", "old-nodes")]:
             operator.wait_for_log(indexed(namespace, name))
         url = f"https://localhost:{port}/{kopf_admission_path.VIA_KOPF_ID}"

@@ -1,7 +1,7 @@
 """The injection webhook answered by kopf's admission machinery: the reference path.
 
-Not a test module: a kopf script (`kopf run -m hangwatch_operator.webhook
-tests/operator/kopf_admission_path.py`) that registers `webhook.inject_sidecar` a
+A kopf handler module (`kopf run -m hangwatch_operator.webhook -m
+hangwatch_testing.kopf_admission_path`) that registers `webhook.inject_sidecar` a
 second time, under the id `inject-sidecar-via-kopf`. `AdmissionServer` answers only
 the injection webhook's own path, so requests to this one go through kopf as every
 request did before issue 15: the synchronous handler in a worker thread, then the
