@@ -8,12 +8,15 @@ Everything runs on loopback, measured in one run on this machine:
    two paths: `/inject-sidecar`, answered directly with the injection's own JSON Patch
    (today's route), and `/inject-sidecar-via-kopf`, answered by kopf's admission
    machinery (a worker thread per request, then a diff of the whole pod: the route
-   before issue 15). For each path, AdmissionReviews for executor pods are sent
-   open-loop (new requests leave on schedule whether or not earlier ones came back, as
-   the API server sends them) at rising rates, `--seconds` each, over keep-alive
-   connections verified against the webhook's CA. A rate passes with p99 under 10 ms
-   and no error; the saturation throughput is the highest passing rate (one bisection
-   between the last pass and the first failure). 200/s and 500/s are always measured.
+   before issue 15). After `--settle` seconds (the operator's start-up is over: the
+   Kubernetes client's lazily built models, the webhook's collector freeze at 60 s),
+   for each path, AdmissionReviews for executor pods are sent open-loop (new requests
+   leave on schedule whether or not earlier ones came back, as the API server sends
+   them) at rising rates, `--seconds` each, over keep-alive connections verified
+   against the webhook's CA; the generator's own garbage collector is off meanwhile.
+   A rate passes with p99 under 10 ms and no error; the saturation throughput is the
+   highest passing rate (one bisection between the last pass and the first failure).
+   200/s and 500/s are always measured.
    Beside each figure: the operator's CPU and the load generator's own CPU (its
    thread; both share the machine's cores), so a figure limited by the generator shows.
    Target: p99 under 10 ms at 500/s.
@@ -26,8 +29,8 @@ Everything runs on loopback, measured in one run on this machine:
    pods per real sidecar server, default 10 s poll) over three poll rounds, next to the
    RSS of the idle operator of step 2; plus the mean time to poll them all.
 
-    python benchmarks/operator.py [--seconds 10] [--paths direct,kopf] [--flips 20]
-                                  [--pods 2000]
+    python benchmarks/operator.py [--seconds 10] [--settle 70] [--paths direct,kopf]
+                                  [--flips 20] [--pods 2000]
 
 `--paths direct` alone measures `/inject-sidecar` only (e.g. on an older checkout,
 where that path is kopf's). Progress goes to stderr; results to stdout.
@@ -45,7 +48,6 @@ import platform
 import signal
 import ssl
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -61,7 +63,7 @@ from machine import cpu_model
 from hangwatch.contracts import Verdict
 from hangwatch_operator.certificates import generate_webhook_certificates
 from hangwatch_operator.webhook_configuration import WEBHOOK_ID
-from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.emulated_cluster import OperatorRun, running_operator
 from hangwatch_testing.remediation_cluster import (
     FAST,
     PODS,
@@ -223,8 +225,9 @@ class LoadGenerator:
         gc.enable()
         return Step(rate, latencies, answered.count(False), operator_cpu, generator_cpu)
 
-    async def saturation(self, path: str, seconds: float) -> list[Step]:
-        """The ladder on `path`; stops after the first failure (and a bisection)."""
+    async def saturation(self, path: str, seconds: float, settle: float) -> list[Step]:
+        """The ladder on `path` after `settle` seconds; stops after the first failure
+        (and a bisection)."""
         context = ssl.create_default_context(cafile=str(self.ca))
         connector = aiohttp.TCPConnector(ssl=context, limit=64)
         steps: list[Step] = []
@@ -232,6 +235,9 @@ class LoadGenerator:
             warm: list[float] = []
             while not await self._one(session, f"{self.base_url}/{path}", self.bodies[0], warm):
                 await asyncio.sleep(0.05)  # until the policy is indexed and pods get injected
+            if settle:
+                progress(f"webhook: letting the operator's start-up settle for {settle:.0f} s")
+                await asyncio.sleep(settle)
             for body in self.bodies[:100]:  # warm-up: TLS handshakes, first calls
                 await self._one(session, f"{self.base_url}/{path}", body, warm)
             failed = False
@@ -258,9 +264,26 @@ def saturation_rate(steps: list[Step]) -> int:
 
 
 def bench_webhook(
-    cluster: RemediationCluster, workdir: Path, paths: list[str], seconds: float
+    cluster: RemediationCluster, workdir: Path, paths: list[str], seconds: float, settle: float
 ) -> dict[str, list[Step]]:
     port = free_port()
+    ca, settings = webhook_settings(workdir, port)
+    modules = ["hangwatch_operator.handlers"]  # as `hangwatch operator` runs, at INFO
+    if "kopf" in paths:
+        modules.append("hangwatch_testing.kopf_admission_path")
+    with running_operator(cluster, workdir, settings, *modules, verbose=False) as operator:
+        generator = LoadGenerator(f"https://localhost:{port}", ca, operator.process.pid)
+        results = {}
+        for name in paths:
+            results[name] = asyncio.run(generator.saturation(webhook_path(name), seconds, settle))
+            settle = 0
+        if operator.process.poll() is not None:
+            raise RuntimeError(f"the operator exited:\n{operator.log()[-3000:]}")
+    return results
+
+
+def webhook_settings(workdir: Path, port: int) -> tuple[Path, dict[str, Any]]:
+    """A certificate for localhost (its CA returned) and the operator's webhook settings."""
     ca, cert, key = generate_webhook_certificates(["localhost"]).write(workdir / "tls")
     settings = {
         "webhook_listen_address": "127.0.0.1",
@@ -269,41 +292,7 @@ def bench_webhook(
         "webhook_key_file": key,
         "metrics_port": 0,
     }
-    modules = ["hangwatch_operator.webhook", "hangwatch_operator.handlers"]
-    if "kopf" in paths:
-        modules.append("hangwatch_testing.kopf_admission_path")
-    with running_kopf(cluster, workdir, settings, modules) as operator:
-        generator = LoadGenerator(f"https://localhost:{port}", ca, operator.process.pid)
-        results = {}
-        for name in paths:
-            results[name] = asyncio.run(generator.saturation(webhook_path(name), seconds))
-        if operator.process.poll() is not None:
-            raise RuntimeError(f"the operator exited:\n{operator.log()[-3000:]}")
-    return results
-
-
-@contextmanager
-def running_kopf(
-    cluster: RemediationCluster, workdir: Path, settings: dict[str, Any], modules: list[str]
-) -> Iterator[OperatorRun]:
-    """`kopf run --standalone --all-namespaces -m ...` at INFO, as `hangwatch operator`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HANGWATCH_OPERATOR_")}
-    env["KUBECONFIG"] = str(cluster.write_kubeconfig(workdir / "kubeconfig"))
-    env |= {f"HANGWATCH_OPERATOR_{k.upper()}": str(v) for k, v in settings.items()}
-    command = [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces"]
-    command += [arg for module in modules for arg in ("-m", module)]
-    log_path = workdir / "operator.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            yield OperatorRun(process, log_path)
-        finally:
-            process.terminate()
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    return ca, settings
 
 
 def report_webhook(results: dict[str, list[Step]], seconds: float) -> None:
@@ -422,15 +411,8 @@ def bench_memory(stack: ExitStack, workdir: Path, pods: int) -> dict[str, float]
 def operator_on(
     cluster: RemediationCluster, workdir: Path, webhook_port: int, metrics_port: int
 ) -> Iterator[tuple[OperatorRun, Path]]:
-    ca, cert, key = generate_webhook_certificates(["localhost"]).write(workdir / "tls")
-    settings = {
-        "webhook_listen_address": "127.0.0.1",
-        "webhook_port": webhook_port,
-        "webhook_cert_file": cert,
-        "webhook_key_file": key,
-        "metrics_listen_address": "127.0.0.1",
-        "metrics_port": metrics_port,
-    }
+    ca, settings = webhook_settings(workdir, webhook_port)
+    settings |= {"metrics_listen_address": "127.0.0.1", "metrics_port": metrics_port}
     with running_hangwatch_operator(cluster, workdir, settings) as operator:
         yield operator, ca
 
@@ -439,6 +421,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else "")
     parser.add_argument("--seconds", type=float, default=10.0, help="per webhook rate")
     parser.add_argument("--paths", default="direct,kopf", help="webhook paths: direct, kopf")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=70.0,
+        help="seconds from the webhook's first answer to the first measurement "
+        "(past the operator's start-up, into its steady state)",
+    )
     parser.add_argument("--flips", type=int, default=20)
     parser.add_argument("--pods", type=int, default=2000)
     args = parser.parse_args()
@@ -456,7 +445,7 @@ def main() -> int:
         for workdir in workdirs:
             workdir.mkdir()
         print("measuring (progress on stderr)", file=sys.stderr)
-        hook = bench_webhook(cluster, workdirs[0], paths, args.seconds)
+        hook = bench_webhook(cluster, workdirs[0], paths, args.seconds, args.settle)
         operator, _ = stack.enter_context(
             operator_on(cluster, workdirs[1], webhook_port, metrics_port)
         )
