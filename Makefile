@@ -25,8 +25,12 @@ check:
 	$(PY) -m mypy core/hangwatch lab/hangwatch_lab sidecar/hangwatch_sidecar pipeline/hangwatch_pipeline operator/hangwatch_operator demo/hangwatch_demo testing/hangwatch_testing scripts benchmarks
 	$(PY) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'
 
+# Test groups run in parallel on PYTEST_WORKERS processes (most tests wait on sockets,
+# processes and timeouts, not on the CPU); tests/conftest.py says what a group is.
+PYTEST_WORKERS ?= 3
+
 pytest:
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 # Like setup, plus the real API server of tests/kube (built once, then cached).
 test:

@@ -1,13 +1,25 @@
-"""Benchmark of the operator: webhook latency, verdict-to-action latency, memory at scale.
+"""Benchmark of the operator: webhook throughput, verdict-to-action latency, memory at scale.
 
 Everything runs on loopback, measured in one run on this machine:
 
-1. Webhook latency at a fixed rate: the operator (`hangwatch operator`, its own
-   process) serves the injection webhook over HTTPS; AdmissionReviews for executor
-   pods are sent open-loop at `--rate` per second for `--seconds` (new requests leave
-   on schedule whether or not earlier ones came back, as the API server would send
-   them), over keep-alive connections verified against the webhook's CA. Target: p99
-   under 10 ms.
+1. Webhook throughput at saturation: an operator process (`kopf run` of the webhook and
+   handler modules, as `hangwatch operator` runs them, plus
+   `hangwatch_testing.kopf_admission_path`) serves the injection webhook over HTTPS on
+   two paths: `/inject-sidecar`, answered directly with the injection's own JSON Patch
+   (today's route), and `/inject-sidecar-via-kopf`, answered by kopf's admission
+   machinery (a worker thread per request, then a diff of the whole pod: the route
+   before issue 15). After `--settle` seconds (the operator's start-up is over: the
+   Kubernetes client's lazily built models, the webhook's collector freeze at 60 s),
+   for each path, AdmissionReviews for executor pods are sent open-loop (new requests
+   leave on schedule whether or not earlier ones came back, as the API server sends
+   them) at rising rates, `--seconds` each, over keep-alive connections verified
+   against the webhook's CA; the generator's own garbage collector is off meanwhile.
+   A rate passes with p99 under 10 ms and no error; the saturation throughput is the
+   highest passing rate (one bisection between the last pass and the first failure).
+   200/s and 500/s are always measured.
+   Beside each figure: the operator's CPU and the load generator's own CPU (its
+   thread; both share the machine's cores), so a figure limited by the generator shows.
+   Target: p99 under 10 ms at 500/s.
 2. Verdict-to-action latency: a real sidecar status server flips from `healthy` to
    `producer_hung`; the time until kmock's Kubernetes emulator no longer has the pod
    (the operator deleted it), repeated `--flips` times with a fresh pod each time.
@@ -15,17 +27,22 @@ Everything runs on loopback, measured in one run on this machine:
    status-poll interval plus 1 s.
 3. Memory: the RSS of an operator watching `--pods` executor pods (one policy, 100
    pods per real sidecar server, default 10 s poll) over three poll rounds, next to the
-   RSS of the idle operator of step 1; plus the mean time to poll them all.
+   RSS of the idle operator of step 2; plus the mean time to poll them all.
 
-    python benchmarks/operator.py [--rate 200] [--seconds 10] [--flips 20] [--pods 2000]
+    python benchmarks/operator.py [--seconds 10] [--settle 70] [--paths direct,kopf]
+                                  [--flips 20] [--pods 2000]
 
-Progress goes to stderr; results to stdout.
+`--paths direct` alone measures `/inject-sidecar` only (e.g. on an older checkout,
+where that path is kopf's). Progress goes to stderr; results to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import json
+import math
 import os
 import platform
 import signal
@@ -36,6 +53,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +62,8 @@ from machine import cpu_model
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator.certificates import generate_webhook_certificates
-from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_operator.webhook_configuration import WEBHOOK_ID
+from hangwatch_testing.emulated_cluster import OperatorRun, running_operator
 from hangwatch_testing.remediation_cluster import (
     FAST,
     PODS,
@@ -63,6 +82,7 @@ WEBHOOK_P99_TARGET_MS = 10.0
 FLIP_INTERVAL_SECONDS = 2
 PODS_PER_SIDECAR = 100
 WAIT_SECONDS = 120.0
+JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 def progress(text: str) -> None:
@@ -100,64 +120,205 @@ def wait_until(what: str, predicate: Callable[[], Any], operator: OperatorRun) -
 
 # --- 1. webhook ----------------------------------------------------------------------
 
+LADDER = (100, 200, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000, 2500, 3000)
+"""Rates tried in order (per second) until one fails; 200 and 500 always run."""
+ALWAYS = (200, 500)
+PATHS = ("direct", "kopf")
 
-async def _send_reviews(url: str, ca: Path, rate: float, seconds: float) -> tuple[list[float], int]:
-    context = ssl.create_default_context(cafile=str(ca))
-    connector = aiohttp.TCPConnector(ssl=context, limit=64)
-    bodies = [
-        admission_review(executor_pod(i % 500 + 1), "spark-jobs")
-        for i in range(int(rate * seconds))
-    ]
-    latencies: list[float] = []
-    errors = 0
 
-    async def one(session: aiohttp.ClientSession, body: dict[str, Any]) -> None:
-        nonlocal errors
+def webhook_path(name: str) -> str:
+    """The URL path of a webhook path's name (imported late: older checkouts lack kopf's)."""
+    if name == "direct":
+        return WEBHOOK_ID
+    from hangwatch_testing.kopf_admission_path import VIA_KOPF_ID
+
+    return VIA_KOPF_ID
+
+
+@dataclass(frozen=True)
+class Step:
+    """One rate on one path: latencies of answered reviews and what the run cost."""
+
+    rate: int
+    latencies_ms: list[float]
+    errors: int
+    operator_cpu: float
+    """Share of one core the operator process used while the step ran."""
+    generator_cpu: float
+    """Share of one core the load generator's thread used."""
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.latencies_ms) if self.latencies_ms else math.inf
+
+    @property
+    def p99(self) -> float:
+        return percentile(self.latencies_ms, 0.99) if self.latencies_ms else math.inf
+
+    @property
+    def passed(self) -> bool:
+        return self.errors == 0 and self.p99 < WEBHOOK_P99_TARGET_MS
+
+    def line(self) -> str:
+        return (
+            f"{self.rate:>6}/s  p50 {self.p50:7.2f} ms  p99 {self.p99:8.2f} ms  "
+            f"max {max(self.latencies_ms, default=math.inf):8.1f} ms  {self.errors:>4} errors  "
+            f"operator CPU {self.operator_cpu:4.0%}  generator CPU {self.generator_cpu:4.0%}"
+        )
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class LoadGenerator:
+    """Open-loop AdmissionReviews over keep-alive HTTPS, on one asyncio loop."""
+
+    def __init__(self, base_url: str, ca: Path, operator_pid: int) -> None:
+        self.base_url = base_url
+        self.ca = ca
+        self.operator_pid = operator_pid
+        self.bodies = [
+            json.dumps(admission_review(executor_pod(i + 1), "spark-jobs")).encode()
+            for i in range(500)
+        ]
+
+    async def _one(
+        self, session: aiohttp.ClientSession, url: str, body: bytes, latencies: list[float]
+    ) -> bool:
+        """Send one review; True if it came back with a patch (its latency recorded)."""
         started = time.perf_counter()
         try:
-            async with session.post(url, json=body) as reply:
-                answer = await reply.json()
+            async with session.post(url, data=body, headers=JSON_HEADERS) as reply:
+                answer = await reply.read()
+                status = reply.status
         except aiohttp.ClientError:
-            errors += 1
-            return
+            return False
         latencies.append((time.perf_counter() - started) * 1000)
-        if "patch" not in answer.get("response", {}):
-            errors += 1
+        return status == 200 and b'"patch"' in answer
 
-    async with aiohttp.ClientSession(connector=connector) as session:
-        for body in bodies[:50]:  # warm-up: TLS handshakes, first imports in the handler
-            await one(session, body)
-        while errors:  # until the policy is indexed and pods get injected
-            errors = 0
-            await one(session, bodies[0])
-            await asyncio.sleep(0.05)
-        latencies.clear()
+    async def step(
+        self, session: aiohttp.ClientSession, path: str, rate: int, seconds: float
+    ) -> Step:
+        url = f"{self.base_url}/{path}"
+        count = int(rate * seconds)
+        latencies: list[float] = []
         tasks = []
+        gc.collect()
+        gc.disable()  # the generator's own collector pauses are not the webhook's latency
+        cpu_before, thread_before = cpu_seconds(self.operator_pid), time.thread_time()
         start = time.perf_counter()
-        for index, body in enumerate(bodies):
+        for index in range(count):
             delay = start + index / rate - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(one(session, body)))
-            if index % int(rate) == 0:
-                progress(f"webhook: {index / rate:.0f}/{seconds:.0f} s sent")
-        await asyncio.gather(*tasks)
-    return latencies, errors
+            body = self.bodies[index % len(self.bodies)]
+            tasks.append(asyncio.create_task(self._one(session, url, body, latencies)))
+            if index % rate == 0:
+                progress(f"webhook {path} at {rate}/s: {index / rate:.0f}/{seconds:.0f} s sent")
+        answered = await asyncio.gather(*tasks)
+        wall = time.perf_counter() - start
+        operator_cpu = (cpu_seconds(self.operator_pid) - cpu_before) / wall
+        generator_cpu = (time.thread_time() - thread_before) / wall
+        gc.enable()
+        return Step(rate, latencies, answered.count(False), operator_cpu, generator_cpu)
+
+    async def saturation(self, path: str, seconds: float, settle: float) -> list[Step]:
+        """The ladder on `path` after `settle` seconds; stops after the first failure
+        (and a bisection)."""
+        context = ssl.create_default_context(cafile=str(self.ca))
+        connector = aiohttp.TCPConnector(ssl=context, limit=64)
+        steps: list[Step] = []
+        async with aiohttp.ClientSession(connector=connector) as session:
+            warm: list[float] = []
+            while not await self._one(session, f"{self.base_url}/{path}", self.bodies[0], warm):
+                await asyncio.sleep(0.05)  # until the policy is indexed and pods get injected
+            if settle:
+                progress(f"webhook: letting the operator's start-up settle for {settle:.0f} s")
+                await asyncio.sleep(settle)
+            for body in self.bodies[:100]:  # warm-up: TLS handshakes, first calls
+                await self._one(session, f"{self.base_url}/{path}", body, warm)
+            failed = False
+            for rate in LADDER:
+                if failed and rate not in ALWAYS:
+                    continue
+                steps.append(await self.step(session, path, rate, seconds))
+                done(f"webhook {path}: {steps[-1].line().strip()}")
+                if not steps[-1].passed and not failed:
+                    failed = True
+                    passed = [s.rate for s in steps if s.passed]
+                    middle = (max(passed, default=0) + rate) // 2
+                    if passed and middle not in LADDER and middle > max(passed):
+                        steps.append(await self.step(session, path, middle, seconds))
+                        done(f"webhook {path}: {steps[-1].line().strip()}")
+                await asyncio.sleep(1)  # let the previous step's stragglers finish
+        return sorted(steps, key=lambda s: s.rate)
 
 
-def bench_webhook(url: str, ca: Path, rate: float, seconds: float) -> dict[str, float]:
-    started = time.perf_counter()
-    latencies, errors = asyncio.run(_send_reviews(url, ca, rate, seconds))
-    elapsed = time.perf_counter() - started
-    done(f"webhook: {len(latencies)} reviews answered, {errors} errors")
-    return {
-        "p50": statistics.median(latencies),
-        "p99": percentile(latencies, 0.99),
-        "max": max(latencies),
-        "sent": len(latencies) + errors,
-        "errors": errors,
-        "elapsed": elapsed,
+def saturation_rate(steps: list[Step]) -> int:
+    """The highest rate that passed below the lowest that failed (0 if none passed)."""
+    first_failure = min((s.rate for s in steps if not s.passed), default=math.inf)
+    return max((s.rate for s in steps if s.passed and s.rate < first_failure), default=0)
+
+
+def bench_webhook(
+    cluster: RemediationCluster, workdir: Path, paths: list[str], seconds: float, settle: float
+) -> dict[str, list[Step]]:
+    port = free_port()
+    ca, settings = webhook_settings(workdir, port)
+    modules = ["hangwatch_operator.handlers"]  # as `hangwatch operator` runs, at INFO
+    if "kopf" in paths:
+        modules.append("hangwatch_testing.kopf_admission_path")
+    with running_operator(cluster, workdir, settings, *modules, verbose=False) as operator:
+        generator = LoadGenerator(f"https://localhost:{port}", ca, operator.process.pid)
+        results = {}
+        for name in paths:
+            results[name] = asyncio.run(generator.saturation(webhook_path(name), seconds, settle))
+            settle = 0
+        if operator.process.poll() is not None:
+            raise RuntimeError(f"the operator exited:\n{operator.log()[-3000:]}")
+    return results
+
+
+def webhook_settings(workdir: Path, port: int) -> tuple[Path, dict[str, Any]]:
+    """A certificate for localhost (its CA returned) and the operator's webhook settings."""
+    ca, cert, key = generate_webhook_certificates(["localhost"]).write(workdir / "tls")
+    settings = {
+        "webhook_listen_address": "127.0.0.1",
+        "webhook_port": port,
+        "webhook_cert_file": cert,
+        "webhook_key_file": key,
+        "metrics_port": 0,
     }
+    return ca, settings
+
+
+def report_webhook(results: dict[str, list[Step]], seconds: float) -> None:
+    names = {"direct": "direct route (/inject-sidecar)", "kopf": "kopf's admission path"}
+    print(
+        f"webhook over HTTPS, open loop, {seconds:.0f} s per rate; a rate passes with "
+        f"p99 < {WEBHOOK_P99_TARGET_MS:.0f} ms and 0 errors:"
+    )
+    for name, steps in results.items():
+        print(f"  {names[name]}:")
+        for step in steps:
+            print(f"    {step.line()}{'' if step.passed else '  FAILED'}")
+    saturations = {name: saturation_rate(steps) for name, steps in results.items()}
+    print(
+        "  throughput at saturation (highest rate passing): "
+        + ", ".join(f"{names[n]} {rate}/s" for n, rate in saturations.items())
+        + (
+            f": {saturations['direct'] / saturations['kopf']:.1f}x"
+            if saturations.get("kopf") and "direct" in saturations
+            else ""
+        )
+    )
+    if "direct" in results:
+        at_500 = [s for s in results["direct"] if s.rate == 500]
+        met = bool(at_500) and at_500[0].passed
+        print(f"  target p99 < 10 ms at 500/s with 0 errors: {'met' if met else 'MISSED'}")
 
 
 # --- 2. verdict to action ------------------------------------------------------------
@@ -250,53 +411,50 @@ def bench_memory(stack: ExitStack, workdir: Path, pods: int) -> dict[str, float]
 def operator_on(
     cluster: RemediationCluster, workdir: Path, webhook_port: int, metrics_port: int
 ) -> Iterator[tuple[OperatorRun, Path]]:
-    ca, cert, key = generate_webhook_certificates(["localhost"]).write(workdir / "tls")
-    settings = {
-        "webhook_listen_address": "127.0.0.1",
-        "webhook_port": webhook_port,
-        "webhook_cert_file": cert,
-        "webhook_key_file": key,
-        "metrics_listen_address": "127.0.0.1",
-        "metrics_port": metrics_port,
-    }
+    ca, settings = webhook_settings(workdir, webhook_port)
+    settings |= {"metrics_listen_address": "127.0.0.1", "metrics_port": metrics_port}
     with running_hangwatch_operator(cluster, workdir, settings) as operator:
         yield operator, ca
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else "")
-    parser.add_argument("--rate", type=float, default=200.0)
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=10.0, help="per webhook rate")
+    parser.add_argument("--paths", default="direct,kopf", help="webhook paths: direct, kopf")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=70.0,
+        help="seconds from the webhook's first answer to the first measurement "
+        "(past the operator's start-up, into its steady state)",
+    )
     parser.add_argument("--flips", type=int, default=20)
     parser.add_argument("--pods", type=int, default=2000)
     args = parser.parse_args()
+    paths = [name for name in args.paths.split(",") if name]
+    if not paths or set(paths) - set(PATHS):
+        parser.error(f"--paths: a comma-separated list of {', '.join(PATHS)}")
     print(f"machine: {os.cpu_count()} CPUs, {cpu_model()}, Python {platform.python_version()}")
+    print(f"load average before: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     webhook_port, metrics_port = free_port(), free_port()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up children on kill
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         cluster = stack.enter_context(RemediationCluster())
         cluster.create(POLICIES, "spark-jobs", stored_policy("spark-jobs", "writers"))
-        first, second = Path(tmp) / "first", Path(tmp) / "second"
-        first.mkdir()
-        second.mkdir()
-        operator, ca = stack.enter_context(operator_on(cluster, first, webhook_port, metrics_port))
+        workdirs = [Path(tmp) / name for name in ("webhook", "first", "second")]
+        for workdir in workdirs:
+            workdir.mkdir()
+        print("measuring (progress on stderr)", file=sys.stderr)
+        hook = bench_webhook(cluster, workdirs[0], paths, args.seconds, args.settle)
+        operator, _ = stack.enter_context(
+            operator_on(cluster, workdirs[1], webhook_port, metrics_port)
+        )
         wait_until("metrics served", lambda: _metrics_up(metrics_port), operator)
         time.sleep(2)  # let start-up settle before reading the idle footprint
         idle = rss_mib(operator.process.pid)
-        url = f"https://localhost:{webhook_port}/inject-sidecar"
-        print("measuring (progress on stderr)", file=sys.stderr)
-        hook = bench_webhook(url, ca, args.rate, args.seconds)
         flips = bench_flips(cluster, operator, stack, args.flips)
-        memory = bench_memory(stack, second, args.pods)
-    print(
-        f"webhook at {args.rate:.0f} reviews/s for {args.seconds:.0f} s over HTTPS: "
-        f"p50 {hook['p50']:.2f} ms, p99 {hook['p99']:.2f} ms, max {hook['max']:.1f} ms "
-        f"({hook['sent']:.0f} sent, {hook['errors']:.0f} errors)"
-    )
-    print(
-        f"  target p99 < {WEBHOOK_P99_TARGET_MS:.0f} ms: "
-        f"{'met' if hook['p99'] < WEBHOOK_P99_TARGET_MS else 'MISSED'}"
-    )
+        memory = bench_memory(stack, workdirs[2], args.pods)
+    report_webhook(hook, args.seconds)
     budget = FLIP_INTERVAL_SECONDS + 1.0
     p99 = percentile(flips, 0.99)
     print(
@@ -310,6 +468,7 @@ def main() -> int:
         f"{(memory['steady'] - idle) * 1024 / args.pods:.1f} KiB per pod; "
         f"mean poll of all sidecars {memory['mean_poll_all'] * 1000:.0f} ms"
     )
+    print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

@@ -251,7 +251,7 @@ def _spark_container_ops(
     wanted = [_value_env(telemetry.DIR_ENV, settings.telemetry_dir)]
     wanted += [_field_env(name, path) for name, path in _DOWNWARD.items()]
     env = [e for e in wanted if e["name"] not in present]
-    if env and "env" not in container:
+    if env and container.get("env") is None:  # absent or null: create the list
         ops.append(_add(f"{base}/env", env))
     elif env:
         ops += [_add(f"{base}/env/-", e) for e in env]

@@ -70,7 +70,8 @@ POLL_DURATION = Histogram(
 )
 WEBHOOK_REQUESTS = Counter(
     "hangwatch_operator_webhook_requests_total",
-    "Pod admissions seen by the injection webhook, by result (injected, skipped, error).",
+    "Pod admissions seen by the injection webhook, by result (injected, skipped, error, "
+    "malformed).",
     ["result"],
     registry=REGISTRY,
 )

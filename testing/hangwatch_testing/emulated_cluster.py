@@ -186,14 +186,21 @@ class OperatorRun:
 
 @contextmanager
 def running_operator(
-    cluster: EmulatedCluster, workdir: Path, settings: dict[str, Any]
+    cluster: EmulatedCluster,
+    workdir: Path,
+    settings: dict[str, Any],
+    *modules: str,
+    verbose: bool = True,
 ) -> Iterator[OperatorRun]:
-    """The operator as a process against `cluster`, `settings` as HANGWATCH_OPERATOR_* vars."""
+    """The operator as a process against `cluster`, `settings` as HANGWATCH_OPERATOR_* vars
+    (`modules`: more kopf handler modules to load; `verbose`: log at DEBUG, not INFO)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HANGWATCH_OPERATOR_")}
     env["KUBECONFIG"] = str(cluster.write_kubeconfig(workdir / "kubeconfig"))
     env |= {f"HANGWATCH_OPERATOR_{k.upper()}": str(v) for k, v in settings.items()}
     command = [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces"]
-    command += ["--verbose", "-m", "hangwatch_operator.webhook"]
+    command += ["--verbose"] if verbose else []
+    command += ["-m", "hangwatch_operator.webhook"]
+    command += [arg for module in modules for arg in ("-m", module)]
     log_path = workdir / "operator.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)

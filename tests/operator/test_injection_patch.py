@@ -11,8 +11,10 @@ context); the executor container gets the mount and env without overriding what 
 set; everything else in the pod is untouched (before == after minus the injected
 parts); injection is idempotent and reinvocation-safe; opt-out by annotation; pods no
 policy covers (other labels, driver role, other namespace) are left alone; conflicts
-are refused; the mode resolution table; our own `apply_add_ops` agrees with
-`jsonpatch`.
+are refused; null lists and maps are created like absent ones; for every case of
+`webhook_cases` the operations yield the pod the webhook's answer yielded before issue
+15 (kopf's whole-pod diff, recorded in `webhook_operations.json`); the mode
+resolution table; our own `apply_add_ops` agrees with `jsonpatch`.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from hangwatch_operator.policies import Policy, matching_policy, parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
 from hangwatch_testing.spark_pods import driver_pod, executor_pod
 from hangwatch_testing.structural import EXAMPLES, apply_defaults, load_yaml, version_schema
+from tests.operator.webhook_cases import CASES, RECORDED, case_pod
+from tests.operator.webhook_server import POLICY_OF
 
 SETTINGS = OperatorSettings()
 NATIVE, LEGACY = InjectionMode.NATIVE, InjectionMode.LEGACY
@@ -289,6 +293,35 @@ def test_bare_pod_without_lists_or_maps_gets_them_created() -> None:
     assert {e["name"] for e in executor["env"]} == HANGWATCH_ENV
     assert [m["name"] for m in executor["volumeMounts"]] == [TELEMETRY_VOLUME]
     assert patched["metadata"]["annotations"][INJECTED_ANNOTATION] == "try-it-out"
+
+
+def test_null_lists_and_maps_are_created_like_absent_ones() -> None:
+    """JSON null where a list or map belongs (what a client may send for an empty one)."""
+    pod = executor_pod()
+    pod["metadata"]["annotations"] = None
+    pod["spec"]["volumes"] = None
+    pod["spec"]["containers"][0] |= {"env": None, "volumeMounts": None}
+    patched = _inject(pod, NATIVE)
+    kubernetes_validate.validate(patched, "1.29", strict=True)
+    executor = patched["spec"]["containers"][0]
+    assert {e["name"] for e in executor["env"]} == HANGWATCH_ENV
+    assert [m["name"] for m in executor["volumeMounts"]] == [TELEMETRY_VOLUME]
+    assert patched["spec"]["volumes"] == [{"name": TELEMETRY_VOLUME, "emptyDir": {}}]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_operations_equal_the_webhooks_answers_before_issue_15(case: str) -> None:
+    """The pure builder yields, for every recorded case, the pod kopf's diff yielded."""
+    pod, namespace = case_pod(case)
+    before = RECORDED[case]
+    policy, mode = POLICY_OF.get(namespace, (None, NATIVE))
+    covering = matching_policy(pod, [] if policy is None else [parse_policy(policy)])
+    try:
+        ops = [] if covering is None else build_sidecar_patch(pod, covering, SETTINGS, mode)
+    except InjectionConflictError as conflict:
+        assert before["warnings"] == [f"hangwatch: sidecar not injected: {conflict}"]
+        ops = []
+    assert jsonpatch.apply_patch(pod, ops) == jsonpatch.apply_patch(pod, before["operations"])
 
 
 def test_legacy_injection_leaves_host_pid_pods_without_share_process_namespace() -> None:

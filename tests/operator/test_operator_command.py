@@ -5,7 +5,8 @@ settings and a missing kubeconfig end in one line on stderr and exit code 3, nev
 traceback; `--dry-run` turns a policy that may act into one that only reports (a
 hung executor gets a HangwatchDryRun Event and stays); `--metrics-port` moves
 /metrics; the injection webhook (served by the same process) counts admissions in
-`hangwatch_operator_webhook_requests_total` by result; SIGTERM stops it cleanly.
+`hangwatch_operator_webhook_requests_total` by result (a malformed review too, and is
+answered allowed); SIGTERM stops it cleanly.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from hangwatch_testing.remediation_cluster import (
     watched_executor,
 )
 from hangwatch_testing.spark_pods import admission_review, executor_pod
-from tests.operator.test_webhook_https import _post
+from tests.operator.webhook_server import post_json
 
 
 def _hangwatch(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -99,11 +100,22 @@ def test_dry_run_override_metrics_port_and_webhook_counting(tmp_path: Path) -> N
 
                 def review(namespace: str) -> dict[str, Any]:
                     pod = executor_pod(9, namespace=namespace)
-                    answer: dict[str, Any] = _post(url, admission_review(pod, namespace), context)
+                    answer: dict[str, Any] = post_json(
+                        url, admission_review(pod, namespace), context
+                    )
                     return answer["response"]
 
                 operator.wait_for("an injection", lambda: "patch" in review("jobs"))
                 assert "patch" not in review("other")  # no policy there
+                malformed = post_json(url, {"kind": "AdmissionReview", "request": None}, context)
+                assert malformed["response"] == {
+                    "uid": "",
+                    "allowed": True,
+                    "warnings": [
+                        "hangwatch: sidecar not injected: malformed request "
+                        "(apiVersion is not admission.k8s.io/v1 or v1beta1)"
+                    ],
+                }
                 metrics = scrape(metrics_port)
                 counted = {
                     dict(labels)["result"]: value
@@ -111,6 +123,7 @@ def test_dry_run_override_metrics_port_and_webhook_counting(tmp_path: Path) -> N
                     if name == "hangwatch_operator_webhook_requests_total"
                 }
                 assert counted["injected"] == 1 and counted["skipped"] >= 1
+                assert counted["malformed"] == 1 and counted["error"] == 0
                 operator.process.terminate()
                 assert operator.process.wait(30) == 0
                 assert "Traceback" not in operator.log()

@@ -1,10 +1,11 @@
 """The injection webhook served for real: kopf's HTTPS server, real AdmissionReviews.
 
-The operator runs as its own process (`kopf run -m hangwatch_operator.webhook`, settings
-from HANGWATCH_OPERATOR_* variables) against kmock's Kubernetes emulator, which holds
-the example policies (with CRD defaults applied, as the API server stores them) and
-reports API server 1.30. Requests are POSTed over HTTPS with `ssl` verifying the
-webhook's certificate against the generated CA, as the API server does with caBundle.
+The operator runs as its own process (`webhook_server.serving_webhook`: `kopf run -m
+hangwatch_operator.webhook`, settings from HANGWATCH_OPERATOR_* variables) against
+kmock's Kubernetes emulator, which holds the example policies (with CRD defaults
+applied, as the API server stores them) and reports API server 1.30. Requests are
+POSTed over HTTPS with `ssl` verifying the webhook's certificate against the
+generated CA, as the API server does with caBundle.
 
 Covers: the configuration the chart installs is valid, short (5 s), fails open and
 skips system namespaces and the operator's own; kopf registers the webhook (our CA,
@@ -14,8 +15,12 @@ yields a pod the 1.29 Pod schema accepts and equals the pure builder's result; `
 resolves to native on 1.30, a legacy policy gets shareProcessNamespace; the namespace
 comes from the request when the object has none; opted-out, uncovered, driver and
 already-injected pods are admitted unchanged; a conflicting pod is admitted with a
-warning, and so is a pod that makes the handler fail (fail open: allowed, never
-denied); an invalid policy is reported in the log and injects nothing; a client
+warning, and so is a pod with a field of the wrong type (fail open: allowed, never
+denied); for every case of `webhook_cases` the answer (operations applied to the pod,
+warnings) equals the one recorded before issue 15 from kopf's admission machinery, and
+the operations are exactly the pure builder's, and kopf's own admission path (the
+benchmark's reference) answers the same; an AdmissionReview v1beta1 is answered
+in v1beta1; an invalid policy is reported in the log and injects nothing; a client
 without our CA is refused; with no certificate configured the operator self-signs and
 publishes its CA in the webhook configuration; bad settings stop the operator at once
 with the variable named.
@@ -26,13 +31,9 @@ from __future__ import annotations
 import base64
 import copy
 import json
-import socket
 import ssl
 import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,123 +46,33 @@ from hangwatch_operator.injection import SIDECAR_CONTAINER, build_sidecar_patch
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
 from hangwatch_operator.webhook_configuration import build_webhook_configuration
-from hangwatch_testing.emulated_cluster import EmulatedCluster, OperatorRun, running_operator
+from hangwatch_testing import kopf_admission_path
+from hangwatch_testing.emulated_cluster import running_operator
 from hangwatch_testing.spark_pods import admission_review, driver_pod, executor_pod
-from hangwatch_testing.structural import EXAMPLES, apply_defaults, load_yaml, version_schema
-
-POLICIES = "hangwatch.dev/v1alpha1/producerhealthpolicies"
-WEBHOOK_CONFIGS = "admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
-
-
-@dataclass
-class Webhook:
-    cluster: EmulatedCluster
-    operator: OperatorRun
-    url: str
-    ca_file: Path
-
-    def review(self, pod: dict[str, Any], namespace: str) -> tuple[dict[str, Any], Any]:
-        """POST an AdmissionReview; return its response and the patched pod (None if unpatched)."""
-        request = admission_review(pod, namespace)
-        answer = _post(self.url, request, ssl.create_default_context(cafile=str(self.ca_file)))
-        response = answer["response"]
-        assert answer["kind"] == "AdmissionReview" and answer["apiVersion"] == "admission.k8s.io/v1"
-        assert response["uid"] == request["request"]["uid"] and response["allowed"] is True
-        if "patch" not in response:
-            return response, None
-        assert response["patchType"] == "JSONPatch"
-        ops = json.loads(base64.b64decode(response["patch"]))
-        return response, jsonpatch.apply_patch(request["request"]["object"], ops)
-
-
-def _post(url: str, body: dict[str, Any], context: ssl.SSLContext) -> Any:
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, context=context, timeout=10) as reply:
-        return json.load(reply)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _stored(body: dict[str, Any]) -> dict[str, Any]:
-    """A policy as the API server stores it: defaults applied, uid and generation set."""
-    stored = apply_defaults(version_schema(), body)
-    meta = stored["metadata"]
-    meta |= {"uid": f"uid-{meta['namespace']}-{meta['name']}", "generation": 1}
-    return stored
-
-
-def _put_policy(cluster: EmulatedCluster, body: dict[str, Any]) -> dict[str, Any]:
-    stored = _stored(body)
-    cluster.put(POLICIES, stored["metadata"]["namespace"], stored["metadata"]["name"], stored)
-    return stored
-
-
-def _inline_policy(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "hangwatch.dev/v1alpha1",
-        "kind": "ProducerHealthPolicy",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"kafka": {"bootstrapServers": ["kafka.kafka.svc:9092"]}, **spec},
-    }
-
-
-def _indexed(namespace: str, name: str) -> str:
-    return f"[{namespace}/{name}] Indexer 'policies_by_namespace' succeeded"
+from hangwatch_testing.structural import EXAMPLES, load_yaml
+from tests.operator.webhook_cases import CASES, RECORDED, case_pod
+from tests.operator.webhook_server import (
+    MANAGED_CONFIGURATION,
+    POLICY_OF,
+    Webhook,
+    client_config,
+    free_port,
+    indexed,
+    patch_ops,
+    post_json,
+    serving_webhook,
+    stored,
+)
 
 
 @pytest.fixture(scope="module")
 def webhook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
-    workdir = tmp_path_factory.mktemp("webhook")
-    ca, cert, key = generate_webhook_certificates(["localhost", "127.0.0.1"]).write(workdir / "tls")
-    port = _free_port()
-    with ExitStack() as stack:
-        cluster = stack.enter_context(EmulatedCluster(minor_version=30))
-        for example in ("policy-spark-executors.yaml", "policy-dry-run.yaml"):
-            _put_policy(cluster, load_yaml(EXAMPLES / example))
-        _put_policy(
-            cluster, _inline_policy("legacy-jobs", "old-nodes", sidecar={"injectionMode": "legacy"})
-        )
-        too_small = {"resources": {"requests": {"memory": "256Mi"}, "limits": {"memory": "128Mi"}}}
-        _put_policy(cluster, _inline_policy("broken", "too-small", sidecar=too_small))
-        settings = {
-            "webhook_listen_address": "127.0.0.1",
-            "webhook_port": port,
-            "webhook_host": "localhost",
-            "webhook_cert_file": cert,
-            "webhook_key_file": key,
-            "webhook_ca_file": ca,
-            "webhook_managed_configuration": "hangwatch-test",
-        }
-        operator = stack.enter_context(running_operator(cluster, workdir, settings))
-        operator.wait_for(
-            "the webhook is registered", lambda: _client_config(cluster, "hangwatch-test")
-        )
-        for namespace, name in [
-            ("spark-jobs", "orders-writers"),
-            ("analytics", "try-it-out"),
-            ("legacy-jobs", "old-nodes"),
-        ]:
-            operator.wait_for_log(_indexed(namespace, name))
-        operator.wait_for_log(
-            "[broken/too-small] Indexer 'policies_by_namespace' failed permanently"
-        )
-        yield Webhook(cluster, operator, f"https://localhost:{port}/inject-sidecar", ca)
-
-
-def _client_config(cluster: EmulatedCluster, name: str) -> dict[str, Any] | None:
-    config = cluster.get(WEBHOOK_CONFIGS, None, name)
-    hooks = (config or {}).get("webhooks") or []
-    return hooks[0] if hooks and "clientConfig" in hooks[0] else None
+    with serving_webhook(tmp_path_factory.mktemp("webhook")) as served:
+        yield served
 
 
 def test_kopf_registers_the_webhook_with_our_ca_and_failure_policy_ignore(webhook: Webhook) -> None:
-    hook = _client_config(webhook.cluster, "hangwatch-test")
+    hook = client_config(webhook.cluster, MANAGED_CONFIGURATION)
     assert hook is not None
     assert hook["clientConfig"]["url"] == webhook.url
     assert base64.b64decode(hook["clientConfig"]["caBundle"]) == webhook.ca_file.read_bytes()
@@ -199,9 +110,65 @@ def test_executor_pod_gets_a_jsonpatch_that_yields_a_valid_pod(webhook: Webhook)
 def test_patch_over_https_equals_the_pure_builders_result(webhook: Webhook) -> None:
     pod = executor_pod(7)
     _, patched = webhook.review(pod, "spark-jobs")
-    policy = parse_policy(_stored(load_yaml(EXAMPLES / "policy-spark-executors.yaml")))
+    policy = parse_policy(stored(load_yaml(EXAMPLES / "policy-spark-executors.yaml")))
     ops = build_sidecar_patch(pod, policy, OperatorSettings(), InjectionMode.NATIVE)
     assert patched == jsonpatch.apply_patch(pod, ops)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_recorded_case_gets_the_answer_it_got_before(webhook: Webhook, case: str) -> None:
+    pod, namespace = case_pod(case)
+    before = RECORDED[case]
+    assert (before["pod"], before["namespace"]) == (pod, namespace)  # the same question
+    request = admission_review(pod, namespace)
+    answer = webhook.answer(request)
+    response = answer["response"]
+    assert answer["apiVersion"] == "admission.k8s.io/v1" and answer["kind"] == "AdmissionReview"
+    assert response["uid"] == request["request"]["uid"] and response["allowed"] is True
+    assert response.get("warnings", []) == before["warnings"]
+    ops = patch_ops(response)
+    assert bool(ops) == bool(before["operations"])
+    assert jsonpatch.apply_patch(pod, ops) == jsonpatch.apply_patch(pod, before["operations"])
+    if ops:  # what the pure builder computes, not a diff of the whole pod
+        assert response["patchType"] == "JSONPatch"
+        policy, mode = POLICY_OF[namespace]
+        assert ops == build_sidecar_patch(pod, parse_policy(policy), OperatorSettings(), mode)
+
+
+def test_kopfs_admission_path_gives_the_same_answers(webhook: Webhook, tmp_path: Path) -> None:
+    """The reference path of the benchmark (`kopf_admission_path`) answers as recorded too."""
+    ca, cert, key = generate_webhook_certificates(["localhost"]).write(tmp_path / "tls")
+    port = free_port()
+    settings = {
+        "webhook_listen_address": "127.0.0.1",
+        "webhook_port": port,
+        "webhook_cert_file": cert,
+        "webhook_key_file": key,
+    }
+    reference = kopf_admission_path.__name__
+    with running_operator(webhook.cluster, tmp_path, settings, reference) as operator:
+        for namespace, name in [("spark-jobs", "orders-writers"), ("legacy-jobs", "old-nodes")]:
+            operator.wait_for_log(indexed(namespace, name))
+        url = f"https://localhost:{port}/{kopf_admission_path.VIA_KOPF_ID}"
+        via_kopf = Webhook(webhook.cluster, operator, url, ca)
+        operator.wait_for("the webhook served", via_kopf.listening)
+        for case in sorted(CASES):
+            pod, namespace = case_pod(case)
+            response = via_kopf.answer(admission_review(pod, namespace))["response"]
+            before = RECORDED[case]
+            assert response.get("warnings", []) == before["warnings"], case
+            expected = jsonpatch.apply_patch(pod, before["operations"])
+            assert jsonpatch.apply_patch(pod, patch_ops(response)) == expected, case
+
+
+def test_a_v1beta1_review_is_answered_in_v1beta1(webhook: Webhook) -> None:
+    request = admission_review(executor_pod(), "spark-jobs")
+    request["apiVersion"] = "admission.k8s.io/v1beta1"
+    answer = webhook.answer(request)
+    assert answer["apiVersion"] == "admission.k8s.io/v1beta1"
+    assert answer["kind"] == "AdmissionReview"
+    assert answer["response"]["uid"] == request["request"]["uid"]
+    assert answer["response"]["allowed"] is True and patch_ops(answer["response"])
 
 
 def test_namespace_comes_from_the_request_when_the_object_has_none(webhook: Webhook) -> None:
@@ -251,13 +218,15 @@ def test_conflicting_pod_is_admitted_with_a_warning(webhook: Webhook) -> None:
     ]
 
 
-def test_a_failure_inside_the_webhook_admits_the_pod_unchanged(webhook: Webhook) -> None:
+def test_a_pod_the_webhook_cannot_read_is_admitted_unchanged(webhook: Webhook) -> None:
     pod = executor_pod()
-    pod["spec"]["containers"][0]["env"] = "not-a-list"  # provokes an error in the handler
+    pod["spec"]["containers"][0]["env"] = "not-a-list"  # used to make the handler fail
     response, patched = webhook.review(pod, "spark-jobs")
     assert patched is None
-    assert response["warnings"][0].startswith("hangwatch: sidecar not injected: internal error")
-    webhook.operator.wait_for_log("Sidecar injection failed; the pod is admitted unchanged.")
+    assert response["warnings"] == [
+        "hangwatch: sidecar not injected: malformed request (spec.containers[0].env is not a list)"
+    ]
+    webhook.operator.wait_for_log("Malformed admission request")
 
 
 def test_invalid_policy_is_reported_and_injects_nothing(webhook: Webhook) -> None:
@@ -272,12 +241,12 @@ def test_invalid_policy_is_reported_and_injects_nothing(webhook: Webhook) -> Non
 def test_client_without_our_ca_is_refused(webhook: Webhook) -> None:
     review = admission_review(executor_pod(), "spark-jobs")
     with pytest.raises(urllib.error.URLError) as caught:
-        _post(webhook.url, review, ssl.create_default_context())
+        post_json(webhook.url, review, ssl.create_default_context())
     assert isinstance(caught.value.reason, ssl.SSLCertVerificationError)
 
 
 def test_local_run_self_signs_and_publishes_its_ca(webhook: Webhook, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     settings = {
         "webhook_listen_address": "127.0.0.1",
         "webhook_port": port,
@@ -287,14 +256,14 @@ def test_local_run_self_signs_and_publishes_its_ca(webhook: Webhook, tmp_path: P
     }
     with running_operator(webhook.cluster, tmp_path, settings) as operator:
         hook = operator.wait_for(
-            "the webhook is registered", lambda: _client_config(webhook.cluster, "hangwatch-local")
+            "the webhook is registered", lambda: client_config(webhook.cluster, "hangwatch-local")
         )
-        operator.wait_for_log(_indexed("spark-jobs", "orders-writers"))
+        operator.wait_for_log(indexed("spark-jobs", "orders-writers"))
         context = ssl.create_default_context(
             cadata=base64.b64decode(hook["clientConfig"]["caBundle"]).decode()
         )
         request = admission_review(executor_pod(), "spark-jobs")
-        answer = _post(hook["clientConfig"]["url"], request, context)
+        answer = post_json(hook["clientConfig"]["url"], request, context)
         ops = json.loads(base64.b64decode(answer["response"]["patch"]))
         patched = jsonpatch.apply_patch(request["request"]["object"], ops)
         assert patched["spec"]["shareProcessNamespace"] is True  # forced legacy by the setting
