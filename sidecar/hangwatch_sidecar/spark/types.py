@@ -187,22 +187,6 @@ class RunningTask:
     straggler: bool = False
     """Running past the stall threshold and far past its stage's finished tasks."""
 
-    def as_dict(self) -> dict[str, object]:
-        peers = self.peers
-        return {
-            "task_id": self.task.task_id,
-            "stage": None if self.task.stage is None else "{}.{}".format(*self.task.stage),
-            "index": self.task.index,
-            "attempt": self.task.attempt,
-            "running_seconds": round(self.running_seconds, 3),
-            "straggler": self.straggler,
-            "stage_median_seconds": None
-            if peers is None or peers.median_seconds is None
-            else round(peers.median_seconds, 3),
-            "stage_complete": None if peers is None else peers.complete,
-            "stage_failed": None if peers is None else peers.failed,
-        }
-
 
 @dataclass(frozen=True)
 class ThreadObservation:
@@ -211,21 +195,6 @@ class ThreadObservation:
     thread: ProducerThread
     held_seconds: float
     """Since the first dump that showed this thread in this activity (consecutive dumps)."""
-
-    def as_dict(self) -> dict[str, object]:
-        t = self.thread
-        return {
-            "thread": t.name,
-            "role": str(t.role),
-            "activity": str(t.activity),
-            "state": t.state,
-            "held_seconds": round(self.held_seconds, 3),
-            "frame": t.frame,
-            "user_frame": t.user_frame,
-            "waits_on": t.waits_on,
-            "detail": t.detail,
-            "task_id": t.task_id,
-        }
 
 
 @dataclass(frozen=True)
@@ -275,22 +244,3 @@ class SparkView:
     def producer_visible(self) -> bool:
         """The executor's JVM has Kafka producer threads (a JVM producer to judge)."""
         return self.available and bool(self.threads)
-
-    def summary(self, limit: int) -> dict[str, object]:
-        """The view as /status shows it: at most `limit` tasks and threads."""
-        threads = sorted(self.threads, key=lambda o: (o.thread.activity == Activity.SENDING,))
-        return {
-            "available": self.available,
-            "error": self.error,
-            "application_id": self.application_id or None,
-            "executor_id": self.executor_id or None,
-            "thread_dump": self.thread_dump,
-            "task_running": self.task_running,
-            "task_running_seconds": None
-            if self.task_running_seconds is None
-            else round(self.task_running_seconds, 3),
-            "tasks_total": len(self.tasks),
-            "tasks": [t.as_dict() for t in self.tasks[: max(0, limit)]],
-            "producer_threads_total": len(self.threads),
-            "producer_threads": [o.as_dict() for o in threads[: max(0, limit)]],
-        }
