@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything hangwatch's demo and tests need on a fresh Debian machine:
 # iptables (kernel faults in the lab), kcat (an independent Kafka client for tests),
-# and the project itself with its development extras. Safe to run again.
+# Java (Spark; the JDK's javac for one test) and the project itself with its
+# development extras. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need_apt=()
@@ -9,6 +10,8 @@ command -v iptables >/dev/null 2>&1 || need_apt+=(iptables)
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+# javac compiles the Spark view test's constructed JVM classes (tests/sidecar/constructed_jvm)
+command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} from Debian" >&2
