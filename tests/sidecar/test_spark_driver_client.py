@@ -5,7 +5,8 @@ Covers, with real sockets on loopback: a closed port (`refused`, naming
 answers (`timeout` within the deadline), a driver that trickles its answer one byte at a
 time forever (cut at the deadline: the deadline is total, not per read), answers larger
 than the bound announced or chunked (`too_large`, never read whole), HTML, NaN, deeply
-nested JSON (`bad_answer`), 401/403 (`forbidden`, naming the UI's ACLs), a redirect
+nested JSON, and any body at all (hypothesis: decoded JSON without NaN/Infinity, or
+`bad_answer`), 401/403 (`forbidden`, naming the UI's ACLs), a redirect
 (not followed), an unknown host (`dns`); the reader maps Spark's own 404 texts (no such
 app, executor does not exist) to their kinds, falls back to the executor list when the
 driver has no thread dump, and asks the driver for the one application when no id is
@@ -25,6 +26,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hangwatch.spark_driver import DriverUi
 from hangwatch_sidecar.spark.client import DriverClient, DriverError, DriverReader
@@ -186,6 +189,22 @@ def test_wrong_answers_become_one_line(status: int, body: bytes, kind: str) -> N
         error = _fails(_client(port), kind)
     if kind == "forbidden":
         assert "spark.acls.enable" in str(error)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.binary(max_size=300)
+    | st.text(max_size=200).map(str.encode)
+    | st.sampled_from([b"NaN", b"[Infinity]", b"-Infinity", b"1" * 5000, b'{"a": 1e999}'])
+)
+def test_any_answer_body_decodes_or_is_one_bad_answer(body: bytes) -> None:
+    client = _client(1)
+    try:
+        value = client._decode(200, body, "/api/v1/x?y=1")
+    except DriverError as exc:
+        assert exc.kind == "bad_answer" and str(exc) == "answer to /api/v1/x is not JSON"
+        return
+    assert json.dumps(value, allow_nan=False)  # never NaN or an infinity
 
 
 def test_unknown_host_is_a_dns_error() -> None:

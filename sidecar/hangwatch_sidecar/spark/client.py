@@ -5,10 +5,11 @@ does one GET with the standard library's `http.client`: no proxy from the enviro
 no redirects followed, no compression, a connect timeout and a *total* deadline (a
 timer shuts the socket down when it passes, so a driver that trickles bytes cannot
 hold a read open), answers larger than `max_bytes` refused before they are read, JSON
-without NaN/Infinity. Every failure becomes a `DriverError` with a bounded `kind` and
-one line of text. Why `http.client` and not a library: the sidecar makes a few GETs
-per interval to one host; the standard library does that with full control of the
-socket, and the sidecar's dependencies stay at confluent-kafka and prometheus-client.
+without NaN or infinities (not even as `1e999`). Every failure becomes a `DriverError`
+with a bounded `kind` and one line of text. Why `http.client` and not a library: the
+sidecar makes a few GETs per interval to one host; the standard library does that with
+full control of the socket, and the sidecar's dependencies stay at confluent-kafka and
+prometheus-client.
 
 `DriverReader` knows which paths to read for one executor (see docs/sidecar.md, "The
 Spark view") and returns a `SparkSnapshot`, never raising.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import math
 import socket
 import ssl
 import threading
@@ -71,6 +73,13 @@ def _printable(raw: bytes, limit: int = 120) -> str:
 
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 parses as infinity
+        raise ValueError(f"{text[:20]} is out of range")
+    return value
 
 
 class DriverClient:
@@ -151,7 +160,9 @@ class DriverClient:
         if status != 200:
             raise DriverError("http_error", f"HTTP {status}: {_printable(body)}", status)
         try:
-            return json.loads(body.decode("utf-8"), parse_constant=_no_constants)
+            return json.loads(
+                body.decode("utf-8"), parse_constant=_no_constants, parse_float=_finite
+            )
         except (ValueError, RecursionError):
             raise DriverError(
                 "bad_answer", f"answer to {path.partition('?')[0]} is not JSON"
