@@ -7,7 +7,8 @@ time forever (cut at the deadline: the deadline is total, not per read), answers
 than the bound announced or chunked (`too_large`, never read whole), HTML, NaN, deeply
 nested JSON, and any body at all (hypothesis: decoded JSON without NaN/Infinity, or
 `bad_answer`), 401/403 (`forbidden`, naming the UI's ACLs), a redirect
-(not followed), an unknown host (`dns`); the reader maps Spark's own 404 texts (no such
+(not followed), an unknown host (`dns`) - none of them leaving a socket or a response
+open; the reader maps Spark's own 404 texts (no such
 app, executor does not exist) to their kinds, falls back to the executor list when the
 driver has no thread dump, and asks the driver for the one application when no id is
 set (answers replayed as a real Spark 4.3 driver sent them); `SparkWatch.poll` returns
@@ -16,10 +17,12 @@ at once while a read hangs, and the view says why it is unavailable.
 
 from __future__ import annotations
 
+import gc
 import json
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -110,13 +113,27 @@ def _client(port: int, max_bytes: int = 1 << 20) -> DriverClient:
 
 
 def _fails(client: DriverClient, kind: str, path: str = "/api/v1/applications") -> DriverError:
+    """The read fails with `kind` within the deadline, in one line, leaking no socket."""
     started = time.monotonic()
-    with pytest.raises(DriverError) as err:
-        client.get_json(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        error = _failure(client, path)
+        gc.collect()  # an unclosed socket or response warns when collected
     assert time.monotonic() - started < TIMEOUT + SLACK
-    assert err.value.kind == kind, str(err.value)
-    assert "\n" not in str(err.value)
-    return err.value
+    assert error.kind == kind, str(error)
+    assert "\n" not in str(error)
+    assert [str(w.message) for w in caught if w.category is ResourceWarning] == []
+    return error
+
+
+def _failure(client: DriverClient, path: str) -> DriverError:
+    """The DriverError of a read, without the frames (and their sockets) it came from."""
+    try:
+        client.get_json(path)
+    except DriverError as exc:
+        exc.__context__ = None
+        return exc.with_traceback(None)
+    raise AssertionError(f"GET {path} did not fail")
 
 
 def _free_port() -> int:

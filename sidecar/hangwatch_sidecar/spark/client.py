@@ -137,15 +137,17 @@ class DriverClient:
     def _exchange(self, conn: http.client.HTTPConnection, path: str) -> tuple[int, bytes]:
         headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
         conn.request("GET", path, headers={**headers, "User-Agent": "hangwatch-sidecar"})
-        response = conn.getresponse()
-        length = response.getheader("Content-Length")
-        if length and length.strip().isdigit() and int(length) > self.max_bytes:
-            raise DriverError("too_large", f"answer of {int(length)} bytes refused", 0)
-        body = response.read(self.max_bytes + 1)
-        self.response_bytes += len(body)
-        if len(body) > self.max_bytes:
-            raise DriverError("too_large", f"answer larger than {self.max_bytes} bytes refused")
-        return response.status, body
+        # The response holds its own reference to the socket: it is closed on every path
+        # (an answer refused or cut short is never read to its end).
+        with conn.getresponse() as response:
+            length = response.getheader("Content-Length")
+            if length and length.strip().isdigit() and int(length) > self.max_bytes:
+                raise DriverError("too_large", f"answer of {int(length)} bytes refused", 0)
+            body = response.read(self.max_bytes + 1)
+            self.response_bytes += len(body)
+            if len(body) > self.max_bytes:
+                raise DriverError("too_large", f"answer larger than {self.max_bytes} bytes refused")
+            return response.status, body
 
     def _decode(self, status: int, body: bytes, path: str) -> Any:
         if status in (401, 403):
