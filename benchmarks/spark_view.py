@@ -20,27 +20,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import shutil
 import socket
 import statistics
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from machine import describe
 
-from hangwatch.spark_driver import DriverUi, parse_ui_url
-from hangwatch_demo.spark_cluster import private_spark_home
 from hangwatch_lab import Lab
 from hangwatch_sidecar.loop import SidecarLoop
 from hangwatch_sidecar.settings import SidecarSettings
-from hangwatch_sidecar.spark.client import API, DriverClient, DriverReader
+from hangwatch_sidecar.spark.client import DriverClient, DriverReader
 from hangwatch_sidecar.spark.tracking import SparkTracker
+from hangwatch_testing.spark_driver import Driver, local_cluster_driver
 
 INTERVAL_SECONDS = SidecarSettings().spark_interval_seconds
 
@@ -79,34 +75,10 @@ def _reads(label: str, reader: DriverReader, tracker: SparkTracker, n: int) -> l
     ]
 
 
-def part1(reads: int) -> tuple[list[str], DriverUi, str, str, Callable[[], None]]:
-    import pyspark  # noqa: F401 - fail early with a clear error when Spark is missing
-    from pyspark.sql import SparkSession
-
-    work = Path(tempfile.mkdtemp(prefix="hangwatch-bench-spark-"))
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["SPARK_HOME"] = str(private_spark_home(work))
-    _say("starting Spark local-cluster[1,2,1024]")
-    spark = (
-        SparkSession.builder.master("local-cluster[1,2,1024]")
-        .appName("hangwatch-bench-spark-view")
-        .config("spark.executor.memory", "512m")
-        .config("spark.ui.port", "0")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    sc = spark.sparkContext
-    sc.setLogLevel("ERROR")
-    ui = parse_ui_url(sc.uiWebUrl or "")
-    app = sc.applicationId
-    client = DriverClient(ui, 60.0)
-    executor = ""
-    while not executor:
-        ids = [e["id"] for e in client.get_json(f"{API}/{app}/executors") if e["id"] != "driver"]
-        executor = ids[0] if ids else ""
-        time.sleep(0.5)
-    reader = DriverReader(DriverClient(ui, 10.0), app, executor)
-    rows = _reads("steady (thread dump only)", reader, SparkTracker(5.0, executor), reads)
+def part1(driver: Driver, reads: int) -> list[str]:
+    sc = driver.spark.sparkContext
+    reader = DriverReader(DriverClient(driver.ui, 10.0), driver.application_id, driver.executor_id)
+    rows = _reads("steady (thread dump only)", reader, SparkTracker(5.0, driver.executor_id), reads)
 
     def sleeper(index: int) -> int:
         import time as clock
@@ -120,7 +92,7 @@ def part1(reads: int) -> tuple[list[str], DriverUi, str, str, Callable[[], None]
             sc.parallelize(range(8), 8).map(sleeper).collect()
 
     threading.Thread(target=job, daemon=True).start()
-    tracker = SparkTracker(5.0, executor)
+    tracker = SparkTracker(5.0, driver.executor_id)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         snap = reader.read()
@@ -128,14 +100,11 @@ def part1(reads: int) -> tuple[list[str], DriverUi, str, str, Callable[[], None]
         if any(tracker.seen_for(t.task_id, snap.at) >= 5 for t in snap.tasks):
             break
         time.sleep(0.5)
-    rows += _reads("long task (dump + stage + median)", reader, tracker, reads)
-
-    def stop() -> None:
+    try:
+        rows += _reads("long task (dump + stage + median)", reader, tracker, reads)
+    finally:
         sc.cancelJobGroup("bench")
-        spark.stop()
-        shutil.rmtree(work, ignore_errors=True)
-
-    return rows, ui, app, executor, stop
+    return rows
 
 
 def _round_times(label: str, settings: SidecarSettings, rounds: int) -> str:
@@ -154,13 +123,13 @@ def _round_times(label: str, settings: SidecarSettings, rounds: int) -> str:
     return f"{label:34} {_stats(times)}   max {max(times):7.1f} ms   view: {status}"[:160]
 
 
-def part2(rounds: int, ui: DriverUi, app: str, executor: str) -> list[str]:
+def part2(rounds: int, driver: Driver) -> list[str]:
     with Lab(brokers=3, topics={"events": 3}) as lab, tempfile.TemporaryDirectory() as tmp:
         base = SidecarSettings(
             bootstrap=lab.bootstrap,
             telemetry_dir=tmp,
-            application_id=app,
-            executor_id=executor,
+            application_id=driver.application_id,
+            executor_id=driver.executor_id,
             spark_interval_seconds=0.5,
             spark_timeout_ms=3000,
         )
@@ -172,7 +141,7 @@ def part2(rounds: int, ui: DriverUi, app: str, executor: str) -> list[str]:
             hanging = f"http://127.0.0.1:{wedged.getsockname()[1]}"
             cases = {
                 "Spark view off": base,
-                "live driver": replace(base, spark_ui_url=ui.url),
+                "live driver": replace(base, spark_ui_url=driver.ui.url),
                 "driver UI refused": replace(base, spark_ui_url=refused),
                 "driver wedged (3 s deadline)": replace(base, spark_ui_url=hanging),
             }
@@ -185,11 +154,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
     print(f"machine: {describe()}")
-    rows, ui, app, executor, stop = part1(args.reads)
-    try:
-        rounds = part2(args.rounds, ui, app, executor)
-    finally:
-        stop()
+    _say("starting Spark local-cluster[1,2,1024]")
+    with (
+        tempfile.TemporaryDirectory(prefix="hangwatch-bench-spark-") as work,
+        local_cluster_driver(Path(work), "hangwatch-bench-spark-view") as driver,
+    ):
+        rows = part1(driver, args.reads)
+        rounds = part2(args.rounds, driver)
     print("", file=sys.stderr)
     print(f"REST reads of a real driver (local-cluster), default interval {INTERVAL_SECONDS:g} s:")
     print("\n".join(rows))

@@ -4,6 +4,7 @@
 CEL rules applied as the API server would), `spark_pods` (executor, driver and other
 pods as spark-submit creates them, and AdmissionReviews), `emulated_cluster` (the
 operator as a process against kmock's Kubernetes emulator) and `remediation_cluster`
-(that cluster with policies, injected pods and sidecar status servers). Never imported
+(that cluster with policies, injected pods and sidecar status servers), `spark_driver`
+(a live local-cluster Spark driver, and stopping a session with its JVM). Never imported
 by hangwatch's own packages (import-linter checks it); needs the `dev` extra.
 """

@@ -20,40 +20,27 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark
 import pytest
-from pyspark.sql import SparkSession
 
-from hangwatch.spark_driver import DriverUi, parse_ui_url
-from hangwatch_demo.spark_cluster import private_spark_home
 from hangwatch_lab import Lab
-from hangwatch_sidecar.spark.client import API, DriverClient, DriverReader
+from hangwatch_sidecar.spark.client import DriverClient, DriverReader
 from hangwatch_sidecar.spark.judge import judge_spark
 from hangwatch_sidecar.spark.tracking import SparkTracker
 from hangwatch_sidecar.spark.types import Activity, SparkView, ThreadRole
 from hangwatch_sidecar.spark.watch import SparkWatch
+from hangwatch_testing.spark_driver import Driver, local_cluster_driver
 from hangwatch_testing.waiting import wait_for
-from tests.pipeline_spark.helpers import stop_spark
 
 from .sidecar_process import sidecar_process
 
 SOURCES = Path(__file__).resolve().parent / "constructed_jvm" / "src"
 STALL = 5.0
-
-
-@dataclass(frozen=True)
-class Driver:
-    spark: SparkSession
-    ui: DriverUi
-    application_id: str
-    executor_id: str
 
 
 def _constructed_jar(work: Path) -> Path:
@@ -80,33 +67,8 @@ def _constructed_jar(work: Path) -> Path:
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
     work = tmp_path_factory.mktemp("spark-view")
-    jar = _constructed_jar(work)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PYSPARK_PYTHON", sys.executable)
-        patch.setenv("SPARK_HOME", str(private_spark_home(work)))  # workers' work/ in tmp
-        spark = (
-            SparkSession.builder.master("local-cluster[1,2,1024]")
-            .appName("hangwatch-spark-view-test")
-            .config("spark.executor.memory", "512m")
-            .config("spark.ui.port", "0")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.jars", str(jar))
-            .config("spark.driver.extraClassPath", str(jar))
-            .getOrCreate()
-        )
-        try:
-            spark.sparkContext.setLogLevel("ERROR")
-            ui = parse_ui_url(spark.sparkContext.uiWebUrl or "")
-            app = spark.sparkContext.applicationId
-            client = DriverClient(ui, 60.0)  # the first REST answer of a driver is slow
-            executors = wait_for(
-                lambda: [e["id"] for e in client.get_json(f"{API}/{app}/executors")
-                         if e["id"] != "driver"],
-                120, "the executor to register",
-            )  # fmt: skip
-            yield Driver(spark, ui, app, executors[0])
-        finally:
-            stop_spark(spark)
+    with local_cluster_driver(work, "hangwatch-spark-view-test", [_constructed_jar(work)]) as live:
+        yield live
 
 
 class Background:
