@@ -76,7 +76,7 @@ topmost frame of a stack that matches one tells the activity (a flush waits in
 
 _CALLBACK_DETAILS = (
     (Activity.AWAITING_RESULT, "waits for a send's result on the I/O thread itself, which "
-     "alone could complete it: it waits for itself forever"),
+     "alone could complete it: it waits for itself (until a timeout, if the call has one)"),
     (Activity.AWAITING_BUFFER, "sends from the callback and waits for buffer memory that "
      "only the I/O thread frees"),
     (Activity.AWAITING_METADATA, "sends from the callback and waits for metadata that only "
