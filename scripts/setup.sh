@@ -4,7 +4,8 @@
 # the real-API-server tier's etcd and the toolchain that builds kube-apiserver v1.20.2
 # once (golang-go, dpkg-dev; cached in ~/.cache/hangwatch), the image test's container
 # tools (buildah, podman, runc, debootstrap), and the project itself with its
-# development extras. Safe to run again. `--kube` (what `make test` passes) also builds
+# development extras. Java's JDK (javac) compiles one Spark-view test's classes. Safe
+# to run again. `--kube` (what `make test` passes) also builds
 # the API server when it is not cached; `make demo` does not need it.
 set -euo pipefail
 build_kube=""
@@ -19,6 +20,8 @@ command -v iptables >/dev/null 2>&1 || need_apt+=(iptables)
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+# javac compiles the Spark view test's constructed JVM classes (tests/sidecar/constructed_jvm)
+command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)

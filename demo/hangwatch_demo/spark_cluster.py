@@ -130,7 +130,7 @@ def executors_of(
     return sorted(found, key=lambda e: int(e.id) if e.id.isdigit() else 0)
 
 
-def _private_spark_home(root: Path) -> Path:
+def private_spark_home(root: Path) -> Path:
     """A SPARK_HOME of links to the installed pyspark, with its own `work/`."""
     real = Path(pyspark.__file__).resolve().parent
     home = root / "spark-home"
@@ -211,7 +211,7 @@ class LocalSparkCluster:
         self._saved_env: dict[str, str | None] = {}
 
     def start(self) -> None:
-        home = _private_spark_home(self.root)
+        home = private_spark_home(self.root)
         driver_log4j = self.root / "log4j2-driver.properties"
         driver_log4j.write_text(DRIVER_LOG4J.format(path=self.root / "spark-driver.log"))
         for name, value in (("SPARK_HOME", str(home)), ("PYSPARK_PYTHON", sys.executable)):

@@ -4,7 +4,10 @@ Fed by the mutating webhook in `webhook` (the pod under admission, the policy fr
 `policies.matching_policy`, the operator settings and the resolved injection mode).
 The ops add the hangwatch sidecar, the shared telemetry emptyDir and the identity
 environment, and nothing else: everything already in the pod stays as it was. Empty
-when the pod opted out or was injected before, so reinvocation is harmless.
+when the pod opted out or was injected before, so reinvocation is harmless. The
+sidecar also gets what it needs to read the Spark driver's REST API: the executor
+container's `SPARK_DRIVER_URL` (copied as it is) and a `spark.ui.port` the job set
+(`hangwatch.spark_driver` names both sides).
 
 Lifecycle, so that executor pods still finish:
 - native: the sidecar is an init container with `restartPolicy: Always` (Kubernetes
@@ -21,6 +24,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from hangwatch import spark_driver
 from hangwatch.wire import sidecar_http, telemetry
 from hangwatch_operator.policies import Policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
@@ -188,8 +192,39 @@ def build_sidecar_patch(
     for index in spark_container_indexes(pod):
         ops += _spark_container_ops(spec["containers"][index], index, settings)
     target = "initContainers" if mode is InjectionMode.NATIVE else "containers"
-    ops.append(_append(spec, f"/spec/{target}", sidecar_container(policy, settings, mode)))
+    sidecar = sidecar_container(policy, settings, mode)
+    sidecar["env"] += driver_env(pod)
+    ops.append(_append(spec, f"/spec/{target}", sidecar))
     return ops
+
+
+_COPYABLE_SOURCES = frozenset({"fieldRef", "configMapKeyRef", "secretKeyRef"})
+"""`valueFrom` sources that mean the same in any container of the pod."""
+
+
+def driver_env(pod: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The sidecar's Spark driver variables from the Spark container's environment: its
+    `SPARK_DRIVER_URL` (a value, or a pod-level `valueFrom`) and the port of a
+    `SPARK_JAVA_OPT_<n>=-Dspark.ui.port=<port>`; nothing when Spark set neither."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    found: dict[str, dict[str, Any]] = {}
+    for index in spark_container_indexes(pod):
+        for env in containers[index].get("env") or []:
+            name, value, source = env.get("name"), env.get("value"), env.get("valueFrom")
+            if name == spark_driver.EXECUTOR_DRIVER_URL_ENV:
+                if isinstance(value, str) and value:
+                    found[spark_driver.SIDECAR_DRIVER_URL_ENV] = {"value": value}
+                elif isinstance(source, dict) and set(source) <= _COPYABLE_SOURCES and source:
+                    found[spark_driver.SIDECAR_DRIVER_URL_ENV] = {
+                        "valueFrom": copy.deepcopy(source)
+                    }
+            elif str(name).startswith(spark_driver.EXECUTOR_JAVA_OPT_PREFIX) and isinstance(
+                value, str
+            ):
+                port = spark_driver.ui_port_from_java_opt(value)
+                if port is not None:
+                    found[spark_driver.SIDECAR_UI_PORT_ENV] = {"value": str(port)}
+    return [{"name": name, **source} for name, source in sorted(found.items())]
 
 
 def apply_add_ops(document: dict[str, Any], ops: list[dict[str, Any]]) -> None:

@@ -3,10 +3,12 @@
 Every round (probe interval, jittered +-20% so sidecars started together spread
 out): probe each broker concurrently (connect + ApiVersions: cheap), fetch cluster
 metadata when it is due (metadata interval) or at once when anything looks wrong,
-read the telemetry directory, run the pure verdict engine, debounce, and publish a
-new immutable `SidecarState`. Steady-state cost per sidecar: one TCP connection and
-one ApiVersions request per broker per probe interval, one Metadata request per
-metadata interval.
+read the telemetry directory, take the newest Spark view (read in the background
+every Spark interval by `spark.watch`; a round never waits for the driver), run the
+pure verdict engine, debounce, and publish a new immutable `SidecarState`.
+Steady-state cost per sidecar: one TCP connection and one ApiVersions request per
+broker per probe interval, one Metadata request per metadata interval, one thread
+dump request to the Spark driver per Spark interval.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings, parse_boot
 from hangwatch_sidecar.probe.tls import tls_context
 from hangwatch_sidecar.probe.types import ClusterMetadata, EndpointProbe
 from hangwatch_sidecar.settings import SidecarSettings
+from hangwatch_sidecar.spark.client import DriverClient, DriverReader
+from hangwatch_sidecar.spark.tracking import SparkTracker
+from hangwatch_sidecar.spark.watch import SparkWatch
 from hangwatch_sidecar.state import SidecarState
 from hangwatch_sidecar.tracking import ProducerTracker
 from hangwatch_sidecar.verdicts import Debouncer, Thresholds, evaluate
@@ -86,10 +91,12 @@ class SidecarLoop:
         """Producers seen exited whose files are still there (logged once each)."""
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="hangwatch-probe")
         self._lock = threading.Lock()
+        self.spark = _spark_watch(settings, self._pool, clock)
         self._state = SidecarState(
             started_ts=wall(),
             identity=identity or _identity_from_env(),
             settings=redact({k: v for k, v in asdict(settings).items() if k != "kafka"}),
+            spark_ui=self.spark.reader.client.ui.url if self.spark else None,
         )
 
     # -- published state ---------------------------------------------------------------------
@@ -198,6 +205,7 @@ class SidecarLoop:
         else:
             self.leaderless_since = None
         producers = self._read_producers(now)
+        spark = self.spark.poll() if self.spark else None
         assessment = evaluate(
             cluster,
             producers,
@@ -205,6 +213,7 @@ class SidecarLoop:
             now=now,
             leaderless_since=self.leaderless_since,
             topics=self.settings.topic_set,
+            spark=spark,
         )
         wall_now = self.wall()
         if self.debouncer.update(assessment.pod.verdict, wall_now):
@@ -234,6 +243,8 @@ class SidecarLoop:
             time_to_error=budget.time_to_error(
                 self.producer_configs, self.settings.time_to_error_budget_seconds
             ),
+            spark=spark,
+            spark_reads=self.spark.stats if self.spark else previous.spark_reads,
         )
         self._publish(state)
         return state
@@ -257,6 +268,8 @@ class SidecarLoop:
             stop.wait(next_start - self.clock())
 
     def close(self) -> None:
+        if self.spark:
+            self.spark.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -275,6 +288,23 @@ def _unusable(key: str, alive: bool | None, problem: str) -> ProducerObservation
         failing_seconds=0.0,
         problem=problem,
     )
+
+
+def _spark_watch(
+    settings: SidecarSettings, pool: ThreadPoolExecutor, clock: Callable[[], float]
+) -> SparkWatch | None:
+    """The Spark view's reader, when the settings say where the driver is."""
+    ui = settings.spark_ui
+    if ui is None:
+        return None
+    timeout = settings.spark_timeout_ms / 1000.0
+    reader = DriverReader(
+        DriverClient(ui, timeout), settings.application_id, settings.executor_id, clock
+    )
+    tracker = SparkTracker(settings.stall_seconds, settings.executor_id)
+    # A view stays evidence for two reads and the longest a read may take (three requests).
+    max_age = 2 * settings.spark_interval_seconds + 3 * timeout
+    return SparkWatch(reader, tracker, pool, settings.spark_interval_seconds, max_age, clock)
 
 
 def _identity_from_env() -> dict[str, str]:

@@ -3,7 +3,8 @@
 A custom collector builds every family at scrape time from the published state, so
 series of producers that went away disappear with them and no label ever holds a
 message id or a timestamp (bounded: brokers, producers (<= max_producers), verdicts,
-reachability classes). Names start with `hangwatch_` and carry their unit.
+reachability classes, producer thread activities, Spark read error kinds). Names start
+with `hangwatch_` and carry their unit.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from hangwatch.contracts import Reachability, Verdict
+from hangwatch_sidecar.spark.types import Activity
 from hangwatch_sidecar.state import SidecarState
 
 POD_VERDICTS = [v for v in Verdict if v is not Verdict.NODE_NETWORK_FAULT]
@@ -33,6 +35,7 @@ class StateCollector(Collector):
         yield from _pod(state)
         yield from _brokers(state)
         yield from _producers(state)
+        yield from _spark(state)
         yield from _sidecar(state)
 
 
@@ -173,6 +176,54 @@ def _time_to_error(state: SidecarState) -> Iterator[Metric]:
                 worst.add_metric([key], math.inf if p.unbounded else p.worst_case_seconds or 0.0)
             over.add_metric([key], 1.0 if p.over_budget else 0.0)
     yield from (budget, worst, over)
+
+
+def _spark(state: SidecarState) -> Iterator[Metric]:
+    """Spark's view of this executor; no samples when the Spark view is off."""
+    up = GaugeMetricFamily(
+        "hangwatch_spark_driver_up",
+        "1 when Spark's view of this executor is current (the driver's REST API answered)",
+    )
+    tasks = GaugeMetricFamily(
+        "hangwatch_spark_running_tasks", "Tasks of this executor running, as the driver says"
+    )
+    longest = GaugeMetricFamily(
+        "hangwatch_spark_task_running_seconds",
+        "How long the longest-running task of this executor has run (seen by the sidecar)",
+    )
+    stragglers = GaugeMetricFamily(
+        "hangwatch_spark_straggler_tasks",
+        "Tasks of this executor far past their stage's finished tasks and the stall threshold",
+    )
+    threads = GaugeMetricFamily(
+        "hangwatch_spark_producer_threads",
+        "Kafka producer threads in the executor's JVM, by what they do",
+        labels=["activity"],
+    )
+    reads = CounterMetricFamily("hangwatch_spark_reads", "Reads of the driver's REST API")
+    errors = CounterMetricFamily(
+        "hangwatch_spark_read_errors", "Failed reads of the driver's REST API, by kind",
+        labels=["reason"],
+    )  # fmt: skip
+    duration = GaugeMetricFamily(
+        "hangwatch_spark_read_duration_seconds", "Wall time of the last read of the driver"
+    )
+    view = state.spark
+    if state.spark_ui is not None and view is not None:
+        up.add_metric([], 1.0 if view.available else 0.0)
+        if view.available:
+            running = len(view.tasks) or (view.counts.active_tasks if view.counts else 0)
+            tasks.add_metric([], running)
+            longest.add_metric([], view.task_running_seconds or 0.0)
+            stragglers.add_metric([], len(view.stragglers))
+            for activity in Activity:
+                count = sum(1 for o in view.threads if o.thread.activity is activity)
+                threads.add_metric([str(activity)], count)
+        reads.add_metric([], state.spark_reads.reads)
+        for reason, n in state.spark_reads.errors:
+            errors.add_metric([reason], n)
+        duration.add_metric([], state.spark_reads.last_read_seconds)
+    yield from (up, tasks, longest, stragglers, threads, reads, errors, duration)
 
 
 def _sidecar(state: SidecarState) -> Iterator[Metric]:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from hangwatch import rdkafka_conf
+from hangwatch import rdkafka_conf, spark_driver
 from hangwatch.defaults import STANDALONE
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
@@ -32,6 +33,9 @@ MAX_SECONDS = 7 * 24 * 3600
 of 1e308 s overflows)."""
 
 KAFKA_ENV_PREFIX = "HANGWATCH_KAFKA_"
+_SPARK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+"""Application ids (`spark-<hex>`, `app-<date>-<n>`, `local-<n>`, `application_<n>_<n>`)
+and executor ids (`1`, `driver`): what may go into a REST path."""
 
 
 def _doc(text: str) -> dict[str, str]:
@@ -150,6 +154,57 @@ class SidecarSettings:
             "line contains this text was seen and is gone, so the executor pod can complete."
         ),
     )
+    application_id: str = field(
+        default="",
+        metadata=_doc(
+            "This executor's Spark application id (the webhook sets it from the pod's "
+            "spark-app-selector label). Empty: the one application the driver serves."
+        ),
+    )
+    executor_id: str = field(
+        default="",
+        metadata=_doc(
+            "This executor's Spark executor id (the webhook sets it from the pod's "
+            "spark-exec-id label): whose tasks and threads the Spark view reads."
+        ),
+    )
+    spark_driver_url: str = field(
+        default="",
+        metadata=_doc(
+            "The executor's SPARK_DRIVER_URL (spark://CoarseGrainedScheduler@host:port), "
+            "copied by the webhook: the Spark view reads the driver's UI on that host. "
+            "Empty (and no --spark-ui-url): no Spark view."
+        ),
+    )
+    spark_ui_port: int = field(
+        default=spark_driver.DEFAULT_UI_PORT,
+        metadata=_doc(
+            "The driver UI's port (spark.ui.port; Spark's default 4040, which the driver's "
+            "Kubernetes Service exposes). The webhook copies a spark.ui.port the job set."
+        ),
+    )
+    spark_ui_url: str = field(
+        default="",
+        metadata=_doc(
+            "The driver UI's base URL (http://host:port), when it is not the driver URL's "
+            "host at --spark-ui-port; 'off' turns the Spark view off."
+        ),
+    )
+    spark_interval_seconds: float = field(
+        default=15.0,
+        metadata=_doc(
+            "Period of the reads of the driver's REST API: one thread dump of this executor "
+            "per period (two more requests only for tasks running past half the stall "
+            "threshold); 1,000 executors cost the driver ~67 requests/s."
+        ),
+    )
+    spark_timeout_ms: int = field(
+        default=3000,
+        metadata=_doc(
+            "Whole-request deadline of one REST read (connect + answer): a blackholed or "
+            "trickling driver costs a background read this much, never a round."
+        ),
+    )
     kafka: Mapping[str, str] = field(
         default_factory=dict,
         metadata=_doc(
@@ -172,6 +227,7 @@ class SidecarSettings:
             "metadata_max_age_seconds",
             "election_grace_seconds",
             "time_to_error_budget_seconds",
+            "spark_interval_seconds",
         ):
             value = getattr(self, name)
             if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
@@ -183,6 +239,7 @@ class SidecarSettings:
             ("hysteresis_intervals", 100),
             ("telemetry_max_bytes", 64 << 20),
             ("max_producers", 10_000),
+            ("spark_timeout_ms", MAX_TIMEOUT_MS),
         ):
             value = getattr(self, name)
             if not 1 <= value <= most:
@@ -190,7 +247,29 @@ class SidecarSettings:
                 raise UsageError(f"{flag} must be 1..{most}, got {value}")
         if self.stall_seconds <= self.probe_interval_seconds:
             raise UsageError("--stall-seconds must be longer than --probe-interval-seconds")
+        self._validate_spark()
         return self
+
+    def _validate_spark(self) -> None:
+        for name in ("application_id", "executor_id"):
+            value = getattr(self, name)
+            if value and not _SPARK_ID.match(value):
+                flag = "--" + name.replace("_", "-")
+                raise UsageError(
+                    f"{flag} must be letters, digits, '.', '_' or '-' (at most 200), got {value!r}"
+                )
+        if not 0 < self.spark_ui_port < 65536:
+            raise UsageError(f"--spark-ui-port must be 1..65535, got {self.spark_ui_port}")
+        try:
+            spark_driver.resolve_ui(self.spark_ui_url, self.spark_driver_url, self.spark_ui_port)
+        except spark_driver.AddressError as exc:
+            flag = "--spark-ui-url" if self.spark_ui_url.strip() else "--spark-driver-url"
+            raise UsageError(f"{flag}: {exc}") from None
+
+    @property
+    def spark_ui(self) -> spark_driver.DriverUi | None:
+        """The driver UI the Spark view reads; None when it is off or not configured."""
+        return spark_driver.resolve_ui(self.spark_ui_url, self.spark_driver_url, self.spark_ui_port)
 
     @property
     def topic_set(self) -> frozenset[str]:

@@ -17,7 +17,17 @@ from hangwatch import __version__
 from hangwatch.contracts import Verdict
 from hangwatch.wire import status
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation, ProducerObservation
+from hangwatch_sidecar.spark.types import (
+    Activity,
+    ReadStats,
+    RunningTask,
+    SparkView,
+    ThreadObservation,
+)
 from hangwatch_sidecar.verdicts import Assessment, PodAssessment
+
+SPARK_SHOWN = 16
+"""Tasks and producer threads of the Spark view listed in /status at most (totals beside)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,10 @@ class SidecarState:
     settings: Mapping[str, Any] = field(default_factory=dict)
     time_to_error: status.TimeToError | None = None
     """Producers whose own settings can stay silent longer than the budget (a warning)."""
+    spark_ui: str | None = None
+    """The driver UI the Spark view reads; None when the Spark view is off."""
+    spark: SparkView | None = None
+    spark_reads: ReadStats = field(default_factory=ReadStats)
 
 
 def _assessment(a: Assessment) -> status.Assessment:
@@ -91,4 +105,71 @@ def status_document(state: SidecarState) -> status.StatusDocument:
             settings=dict(state.settings),
         ),
         time_to_error=state.time_to_error,
+        spark=_spark(state),
+    )
+
+
+def _spark(state: SidecarState) -> status.SparkStatus | None:
+    """The Spark view: where the driver is, whether it answers and why not, what it says."""
+    if state.spark_ui is None:
+        return None
+    reads = state.spark_reads
+    read_stats = status.SparkReads(
+        total=reads.reads,
+        errors=dict(reads.errors),
+        last_read_seconds=round(reads.last_read_seconds, 4),
+        last_requests=reads.last_requests,
+        last_response_bytes=reads.last_response_bytes,
+    )
+    view = state.spark
+    if view is None:
+        return status.SparkStatus(driver_ui=state.spark_ui, reads=read_stats)
+    threads = sorted(view.threads, key=lambda o: o.thread.activity == Activity.SENDING)
+    running = view.task_running_seconds
+    return status.SparkStatus(
+        driver_ui=state.spark_ui,
+        available=view.available,
+        error=view.error,
+        application_id=view.application_id or None,
+        executor_id=view.executor_id or None,
+        thread_dump=view.thread_dump,
+        task_running=view.task_running,
+        task_running_seconds=None if running is None else round(running, 3),
+        tasks_total=len(view.tasks),
+        tasks=[_task(t) for t in view.tasks[:SPARK_SHOWN]],
+        producer_threads_total=len(view.threads),
+        producer_threads=[_thread(o) for o in threads[:SPARK_SHOWN]],
+        reads=read_stats,
+    )
+
+
+def _task(t: RunningTask) -> status.SparkTask:
+    peers, stage = t.peers, t.task.stage
+    median = None if peers is None or peers.median_seconds is None else peers.median_seconds
+    return status.SparkTask(
+        task_id=t.task.task_id,
+        stage=None if stage is None else f"{stage[0]}.{stage[1]}",
+        index=t.task.index,
+        attempt=t.task.attempt,
+        running_seconds=round(t.running_seconds, 3),
+        straggler=t.straggler,
+        stage_median_seconds=None if median is None else round(median, 3),
+        stage_complete=None if peers is None else peers.complete,
+        stage_failed=None if peers is None else peers.failed,
+    )
+
+
+def _thread(o: ThreadObservation) -> status.SparkThread:
+    t = o.thread
+    return status.SparkThread(
+        thread=t.name,
+        role=str(t.role),
+        activity=str(t.activity),
+        state=t.state,
+        held_seconds=round(o.held_seconds, 3),
+        frame=t.frame,
+        user_frame=t.user_frame,
+        waits_on=t.waits_on,
+        detail=t.detail,
+        task_id=t.task_id,
     )

@@ -1,8 +1,10 @@
 """The verdict engine: evidence + thresholds + time -> one verdict with reasons.
 
-Pure functions only. `evaluate` turns the latest `ClusterObservation` and the
-`ProducerObservation`s into a `Verdict` for the pod and for each producer, with
-human-readable reasons and machine-readable evidence. `Debouncer` adds hysteresis:
+Pure functions only. `evaluate` turns the latest `ClusterObservation`, the
+`ProducerObservation`s (the wrapper's telemetry) and Spark's view of the executor
+(`spark.judge`: its tasks and, for a JVM producer, its threads) into a `Verdict` for
+the pod and for each producer, with human-readable reasons and machine-readable
+evidence. `Debouncer` adds hysteresis:
 a verdict replaces the current one only after it has held for N evaluations in a
 row, so a single lost probe or a 1-2 s election never flips the pod.
 
@@ -14,10 +16,15 @@ Order of precedence (first match wins), following the incidents' lesson
 3. partitions the producers write to have no leader -> `leader_election`
 4. a producer is stuck while the cluster is healthy -> `producer_hung`: its requests go
    unanswered (S2) or its heartbeat stopped (S4); but a stuck producer whose requests
-   brokers keep answering without a delivery (S1) -> `metadata_stale`
+   brokers keep answering without a delivery (S1) -> `metadata_stale`. Spark's view
+   decides the same for a JVM producer without telemetry (its I/O thread held in a
+   user callback, a send's result never coming; waits for metadata ->
+   `metadata_stale`); with telemetry it adds its reasons; a straggler task only
+   corroborates
 5. a producer's metadata disagrees / is too old / it keeps failing -> `metadata_stale`
 6. some brokers or bootstrap entries fail (producers can still work) -> `broker_degraded`
-7. no producer telemetry seen yet -> `unknown` (cluster fine, nothing to judge)
+7. no producer telemetry and no Kafka producer thread in the executor's JVM -> `unknown`
+   (cluster fine, nothing to judge)
 8. otherwise -> `healthy`
 """
 
@@ -30,6 +37,8 @@ from typing import Any
 from hangwatch.contracts import Verdict
 from hangwatch.defaults import STANDALONE
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
+from hangwatch_sidecar.spark.judge import SparkFinding, judge_spark
+from hangwatch_sidecar.spark.types import SparkView
 
 
 @dataclass(frozen=True)
@@ -233,8 +242,11 @@ def evaluate(
     now: float,
     leaderless_since: float | None = None,
     topics: frozenset[str] = frozenset(),
+    spark: SparkView | None = None,
 ) -> PodAssessment:
-    """The pod's verdict now; `leaderless_since` is when leaderless partitions were first seen."""
+    """The pod's verdict now; `leaderless_since` is when leaderless partitions were first seen.
+
+    `spark`: Spark's view of this executor this round (None: the Spark view is off)."""
     if cluster is None:
         return PodAssessment(Assessment(Verdict.UNKNOWN, ("no probe round has completed yet",)), {})
     brokers = _brokers_evidence(cluster)
@@ -275,35 +287,60 @@ def evaluate(
     per_producer = {
         p.key: assess_producer(p, cluster, thresholds, cluster_healthy) for p in producers
     }
+    findings = judge_spark(
+        spark,
+        stall_seconds=thresholds.stall_seconds,
+        heartbeat_seconds=thresholds.heartbeat_seconds,
+        cluster_healthy=cluster_healthy,
+    )
+    also = tuple(f"spark view: {f.reason}" for f in findings if f.verdict is None)
     for verdict in _PRODUCER_ORDER:
         hit = [(k, a) for k, a in per_producer.items() if a.verdict is verdict]
-        if hit:
+        found = [f for f in findings if f.verdict is verdict]
+        if hit or found:
             reasons = tuple(f"producer {k}: {r}" for k, a in hit for r in a.reasons)
-            return PodAssessment(
-                Assessment(
-                    verdict, reasons, {"producers": [k for k, _ in hit], "brokers": brokers}
-                ),
-                per_producer,
-            )
+            reasons += tuple(f"spark view: {f.reason}" for f in found) + also
+            evidence = {"producers": [k for k, _ in hit], "brokers": brokers}
+            evidence |= _spark_evidence(found + [f for f in findings if f.verdict is None])
+            return PodAssessment(Assessment(verdict, reasons, evidence), per_producer)
     if cluster.failing:
         return PodAssessment(
             Assessment(
                 Verdict.BROKER_DEGRADED,
-                tuple(_broker_reason(b) for b in cluster.failing),
-                {"brokers": brokers},
+                tuple(_broker_reason(b) for b in cluster.failing) + also,
+                {"brokers": brokers} | _spark_evidence(list(findings)),
             ),
             per_producer,
         )
-    if not producers:
+    if not producers and not (spark is not None and spark.producer_visible):
         return PodAssessment(
             Assessment(
                 Verdict.UNKNOWN,
-                ("no producer telemetry yet; cluster answers",),
+                (_nothing_to_judge(spark),),
                 {"brokers": brokers},
             ),
             per_producer,
         )
     return PodAssessment(Assessment(Verdict.HEALTHY, (), {"brokers": brokers}), per_producer)
+
+
+def _spark_evidence(findings: list[SparkFinding]) -> dict[str, Any]:
+    """The threads and tasks Spark findings name (the view itself is in /status `spark`)."""
+    threads = sorted({t for f in findings for t in f.threads})
+    tasks = sorted({t for f in findings for t in f.tasks})
+    return {k: v for k, v in (("spark_threads", threads), ("spark_tasks", tasks)) if v}
+
+
+def _nothing_to_judge(spark: SparkView | None) -> str:
+    if spark is None:
+        return "no producer telemetry yet; cluster answers"
+    if not spark.available:
+        return f"no producer telemetry yet; cluster answers; Spark view unavailable: {spark.error}"
+    running = "no task" if not spark.task_running else f"{len(spark.tasks) or 'a'} task(s)"
+    return (
+        "no producer telemetry yet and no Kafka producer thread in the executor's JVM "
+        f"({running} running); cluster answers"
+    )
 
 
 def _broker_reason(broker: Any) -> str:

@@ -6,6 +6,7 @@ pods as spark-submit creates them, and AdmissionReviews), `emulated_cluster` (th
 operator as a process against kmock's Kubernetes emulator) and `remediation_cluster`
 (that cluster with policies, injected pods and sidecar status servers),
 `kopf_admission_path` (the injection webhook answered by kopf's admission machinery,
-the reference of the webhook benchmark). Never imported
+the reference of the webhook benchmark), `spark_driver` (a live local-cluster Spark
+driver, and stopping a session with its JVM). Never imported
 by hangwatch's own packages (import-linter checks it); needs the `dev` extra.
 """

@@ -1,24 +1,28 @@
 """Sidecar injection as a pure function: what the patch adds, and that it adds nothing else.
 
 Covers: the JSONPatch for a realistic Spark 3.5 executor pod, applied with the
-`jsonpatch` library, yields a pod the Kubernetes 1.29 Pod schema accepts (native) or
-the 1.27 schema accepts (legacy, which must not use init-container restartPolicy);
-native puts the sidecar in initContainers with restartPolicy Always, legacy in
-containers with shareProcessNamespace and `--exit-when-gone`; the sidecar contract
-(image, command, args from the policy, probe timeouts as settings variables, port,
-probes, downward-API identity, secrets only by secretKeyRef, hardened security
-context); the executor container gets the mount and env without overriding what it
-set; everything else in the pod is untouched (before == after minus the injected
-parts); injection is idempotent and reinvocation-safe; opt-out by annotation; pods no
-policy covers (other labels, driver role, other namespace) are left alone; conflicts
-are refused; null lists and maps are created like absent ones; for every case of
+`jsonpatch` library, yields a pod the Kubernetes 1.29 Pod schema accepts (native) or the
+1.27 schema accepts (legacy, which must not use init-container restartPolicy); native
+puts the sidecar in initContainers with restartPolicy Always, legacy in containers with
+shareProcessNamespace and `--exit-when-gone`; the sidecar contract (image, command, args
+from the policy, probe timeouts as settings variables, port, probes, downward-API
+identity, secrets only by secretKeyRef, hardened security context); the executor's
+driver address and a `spark.ui.port` the job set reach the sidecar (and its own settings
+read them into the driver UI's address), a driver address from a per-container source is
+not copied; the executor container gets the mount and env without overriding what it
+set; everything else in the pod is untouched (before == after minus the injected parts);
+injection is idempotent and reinvocation-safe; opt-out by annotation; pods no policy
+covers (other labels, driver role, other namespace) are left alone; conflicts are
+refused; null lists and maps are created like absent ones; for every case of
 `webhook_cases` the operations yield the pod the webhook's answer yielded before issue
-15 (kopf's whole-pod diff, recorded in `webhook_operations.json`); the mode
-resolution table; our own `apply_add_ops` agrees with `jsonpatch`.
+15 (kopf's whole-pod diff, recorded in `webhook_operations.json`), apart from the
+driver address the Spark view added since; the mode resolution table; our own
+`apply_add_ops` agrees with `jsonpatch`.
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
 from typing import Any
 
@@ -40,9 +44,10 @@ from hangwatch_operator.injection import (
 )
 from hangwatch_operator.policies import Policy, matching_policy, parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
-from hangwatch_testing.spark_pods import driver_pod, executor_pod
+from hangwatch_sidecar import settings as sidecar_settings
+from hangwatch_testing.spark_pods import PREFIX, driver_pod, executor_pod
 from hangwatch_testing.structural import EXAMPLES, apply_defaults, load_yaml, version_schema
-from tests.operator.webhook_cases import CASES, RECORDED, case_pod
+from tests.operator.webhook_cases import CASES, RECORDED, as_recorded, case_pod
 from tests.operator.webhook_server import POLICY_OF
 
 SETTINGS = OperatorSettings()
@@ -176,6 +181,44 @@ def test_sidecar_identity_comes_from_the_downward_api() -> None:
     assert env["HANGWATCH_TELEMETRY_DIR"]["value"] == "/var/run/hangwatch/telemetry"
     assert env["HANGWATCH_CONNECT_TIMEOUT_MS"]["value"] == "2000"
     assert env["HANGWATCH_REQUEST_TIMEOUT_MS"]["value"] == "3000"
+
+
+def _spark_env(pod: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    env = _sidecar(_inject(pod, NATIVE))["env"]
+    return {e["name"]: e for e in env if e["name"].startswith("HANGWATCH_SPARK_")}
+
+
+def test_sidecar_gets_the_executors_driver_address_and_ui_port() -> None:
+    pod = executor_pod()
+    executor_env = pod["spec"]["containers"][0]["env"]
+    driver_url = next(e["value"] for e in executor_env if e["name"] == "SPARK_DRIVER_URL")
+    assert _spark_env(pod) == {
+        "HANGWATCH_SPARK_DRIVER_URL": {"name": "HANGWATCH_SPARK_DRIVER_URL", "value": driver_url}
+    }
+    executor_env.append({"name": "SPARK_JAVA_OPT_1", "value": "-Dspark.ui.port=4050"})
+    env = _spark_env(pod)
+    assert env["HANGWATCH_SPARK_UI_PORT"]["value"] == "4050"
+    # The sidecar's own settings read these variables into the driver UI's address.
+    parser = argparse.ArgumentParser()
+    sidecar_settings.add_arguments(parser)
+    values = {name: e["value"] for name, e in env.items()} | {"HANGWATCH_BOOTSTRAP": "k:9092"}
+    ui = sidecar_settings.from_args(parser.parse_args([]), values).spark_ui
+    assert ui is not None and ui.url == f"http://{PREFIX}-driver-svc.spark-jobs.svc:4050"
+
+
+def test_driver_address_from_elsewhere_is_copied_only_when_pod_wide() -> None:
+    pod = executor_pod()
+    env = pod["spec"]["containers"][0]["env"]
+    (url,) = [e for e in env if e["name"] == "SPARK_DRIVER_URL"]
+    ref = {"configMapKeyRef": {"name": "spark-driver", "key": "url"}}
+    url.pop("value")
+    url["valueFrom"] = ref
+    assert _spark_env(pod)["HANGWATCH_SPARK_DRIVER_URL"]["valueFrom"] == ref
+    url["valueFrom"] = {"resourceFieldRef": {"resource": "limits.cpu"}}  # per container
+    assert _spark_env(pod) == {}
+    env.remove(url)
+    env.append({"name": "SPARK_JAVA_OPT_3", "value": "-Dspark.ui.port=0"})  # random port
+    assert _spark_env(pod) == {}
 
 
 def test_kafka_secrets_are_referenced_never_inlined() -> None:
@@ -321,7 +364,9 @@ def test_operations_equal_the_webhooks_answers_before_issue_15(case: str) -> Non
     except InjectionConflictError as conflict:
         assert before["warnings"] == [f"hangwatch: sidecar not injected: {conflict}"]
         ops = []
-    assert jsonpatch.apply_patch(pod, ops) == jsonpatch.apply_patch(pod, before["operations"])
+    assert as_recorded(jsonpatch.apply_patch(pod, ops)) == jsonpatch.apply_patch(
+        pod, before["operations"]
+    )
 
 
 def test_legacy_injection_leaves_host_pid_pods_without_share_process_namespace() -> None:

@@ -6,7 +6,7 @@ answered by an operator that holds the policies of `test_webhook_https`'s fixtur
 against an API server reporting 1.30. `record_webhook_operations.py` recorded what
 the webhook answered for each of them on the code before issue 15 (kopf's admission
 machinery, which diffs the whole pod into a JSON Patch); the tests compare today's
-answers with that record.
+answers with that record, less what injection deliberately added since (`as_recorded`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hangwatch import spark_driver
+from hangwatch_operator.injection import SIDECAR_CONTAINER
 from hangwatch_testing.spark_pods import driver_pod, executor_pod
 
 FIXTURE = "webhook_operations.json"
@@ -27,6 +29,21 @@ RECORDED: dict[str, Any] = (
     else {}
 )
 """case -> {"pod", "namespace", "operations", "warnings"} as recorded."""
+
+ADDED_SINCE = frozenset({spark_driver.SIDECAR_DRIVER_URL_ENV, spark_driver.SIDECAR_UI_PORT_ENV})
+"""Sidecar variables injection gained after the recording: the driver's address and UI
+port for the Spark view."""
+
+
+def as_recorded(pod: dict[str, Any]) -> dict[str, Any]:
+    """A copy of injected `pod` without what injection added since the recording
+    (`ADDED_SINCE`). A copy: a patched pod shares the patch's values."""
+    pod = copy.deepcopy(pod)
+    spec = pod["spec"]
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        if container.get("name") == SIDECAR_CONTAINER:
+            container["env"] = [e for e in container["env"] if e["name"] not in ADDED_SINCE]
+    return pod
 
 
 def _without_env() -> dict[str, Any]:

@@ -17,8 +17,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from hangwatch_lab import Lab
+from hangwatch_testing.spark_driver import stop_spark
 
-from .helpers import start_spark, stop_spark
+from .helpers import start_spark
 
 TOPICS = {name: 12 for name in ("healthy", "down", "timeout", "authz")} | {
     name: 3

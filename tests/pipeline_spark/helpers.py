@@ -1,16 +1,16 @@
 """Shared helpers of the Spark pipeline tests (not a test module).
 
-`start_spark` / `stop_spark` bracket one SparkSession *and* the JVM pyspark launched for
-it, so no java process outlives a test module. `TelemetryWatcher` samples the telemetry
-directory while a run is under way: producers remove their files when they close, so
-the files can only be seen while tasks run. `run_in_background` runs the pipeline on
-a thread so a test can break the lab mid-run.
+`start_spark` / `stop_spark` (from `hangwatch_testing.spark_driver`) bracket one
+SparkSession *and* the JVM pyspark launched for it, so no java process outlives a test
+module. `TelemetryWatcher` samples the telemetry directory while a run is under way:
+producers remove their files when they close, so the files can only be seen while tasks
+run. `run_in_background` runs the pipeline on a thread so a test can break the lab
+mid-run.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
-from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from hangwatch_pipeline.job import run_pipeline, session_conf
@@ -29,8 +28,6 @@ from hangwatch_pipeline.run_report import Summary
 
 MASTER = "local[2,4]"
 """Two cores, up to four attempts per task: Spark retries a failed task as on a cluster."""
-
-JVM_EXIT_SECONDS = 30.0
 
 
 def start_spark(telemetry_dir: Path, app_name: str) -> SparkSession:
@@ -49,26 +46,6 @@ def start_spark(telemetry_dir: Path, app_name: str) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
-
-
-def stop_spark(spark: SparkSession) -> None:
-    """Stop the session, then end the JVM pyspark launched and forget its gateway."""
-    gateway = SparkContext._gateway
-    spark.stop()
-    if gateway is None:
-        return
-    proc = getattr(gateway, "proc", None)
-    gateway.shutdown()
-    if proc is not None:
-        if proc.stdin is not None:
-            proc.stdin.close()  # the JVM exits when its stdin closes
-        try:
-            proc.wait(JVM_EXIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    SparkContext._gateway = None
-    SparkContext._jvm = None
 
 
 def run_in_background(spark: SparkSession, options: RunOptions) -> Future[Summary]:

@@ -2,7 +2,9 @@
 
 Covers: missing bootstrap; a non-numeric flag; a non-numeric environment variable;
 stall not longer than the probe interval; a port out of range; a malformed bootstrap
-entry; a malformed `-X`; and that a secret-looking `-X` value is never echoed.
+entry; a malformed `-X`; a driver UI URL with a path, a driver URL that is not Spark's,
+an executor id that could escape a REST path; and that a secret-looking `-X` value is
+never echoed.
 """
 
 from __future__ import annotations
@@ -33,6 +35,21 @@ CASES = {
     "port": (["--bootstrap", "x:1", "--port", "70000"], {}, "--port must be 0..65535"),
     "bootstrap entry": (["--bootstrap", "host:notaport"], {}, "port in bootstrap entry"),
     "malformed -X": (["--bootstrap", "x:1", "-X", "hunter2"], {}, "malformed -X argument #1"),
+    "spark ui url": (
+        ["--bootstrap", "x:1", "--spark-ui-url", "http://driver:4040/api/v1"],
+        {},
+        "--spark-ui-url: UI URL must be the UI's base",
+    ),
+    "spark driver url": (
+        ["--bootstrap", "x:1"],
+        {"HANGWATCH_SPARK_DRIVER_URL": "driver:7078"},
+        "--spark-driver-url: driver URL must look like spark://",
+    ),
+    "executor id": (
+        ["--bootstrap", "x:1", "--executor-id", "../../etc"],
+        {},
+        "--executor-id must be letters, digits",
+    ),
 }
 
 

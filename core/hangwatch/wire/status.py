@@ -123,6 +123,75 @@ class TimeToError(msgspec.Struct, kw_only=True, frozen=True):
     producers: ProducerTimes = msgspec.field(default_factory=dict)
 
 
+class SparkTask(msgspec.Struct, kw_only=True, frozen=True):
+    """A task running on the pod's executor, as the Spark driver and the sidecar see it."""
+
+    task_id: Count
+    stage: Text | None = None
+    """`<stage>.<attempt>`; None when the task's thread names only its TID (Spark < 3.1)."""
+    index: Count | None = None
+    attempt: Count | None = None
+    running_seconds: Seconds = 0.0
+    """Since the sidecar first saw it running (a lower bound)."""
+    straggler: bool = False
+    stage_median_seconds: Seconds | None = None
+    stage_complete: Count | None = None
+    stage_failed: Count | None = None
+
+
+class SparkThread(msgspec.Struct, kw_only=True, frozen=True):
+    """A Kafka producer thread of the executor's JVM, from the driver's thread dump."""
+
+    thread: Text
+    role: Text
+    """`network` (the producer's I/O thread), `task` or `other`."""
+    activity: Text
+    """`in_callback`, `awaiting_metadata`, `awaiting_buffer`, `flushing`,
+    `awaiting_result` or `sending` (text: a newer activity is not fatal)."""
+    state: Text = ""
+    held_seconds: Seconds = 0.0
+    frame: Text = ""
+    user_frame: Text | None = None
+    waits_on: Text | None = None
+    detail: Text = ""
+    task_id: Count | None = None
+
+
+class SparkReads(msgspec.Struct, kw_only=True, frozen=True):
+    """What reading the driver's REST API has cost and how it went."""
+
+    total: Count = 0
+    errors: Annotated[dict[Text, Count], msgspec.Meta(max_length=MAX_ITEMS)] = msgspec.field(
+        default_factory=dict
+    )
+    last_read_seconds: Seconds = 0.0
+    last_requests: Count = 0
+    last_response_bytes: Count = 0
+
+
+class SparkStatus(msgspec.Struct, kw_only=True, frozen=True):
+    """Spark's view of the pod's executor (absent when the sidecar's Spark view is off)."""
+
+    driver_ui: Text
+    available: bool = False
+    error: Text | None = None
+    """Why the view is unavailable (the driver unreachable, refused, too slow...)."""
+    application_id: Text | None = None
+    executor_id: Text | None = None
+    thread_dump: bool = True
+    task_running: bool | None = None
+    task_running_seconds: Seconds | None = None
+    tasks_total: Count = 0
+    tasks: Annotated[list[SparkTask], msgspec.Meta(max_length=MAX_ITEMS)] = msgspec.field(
+        default_factory=list
+    )
+    producer_threads_total: Count = 0
+    producer_threads: Annotated[list[SparkThread], msgspec.Meta(max_length=MAX_ITEMS)] = (
+        msgspec.field(default_factory=list)
+    )
+    reads: SparkReads = msgspec.field(default_factory=SparkReads)
+
+
 Brokers = Annotated[list[BrokerStatus], msgspec.Meta(max_length=MAX_ITEMS)]
 Producers = Annotated[dict[Text, Assessment], msgspec.Meta(max_length=MAX_ITEMS)]
 
@@ -142,6 +211,7 @@ class StatusDocument(msgspec.Struct, kw_only=True, frozen=True):
     producers: Producers = msgspec.field(default_factory=dict)
     sidecar: SidecarInfo = msgspec.field(default_factory=SidecarInfo)
     time_to_error: TimeToError | None = None
+    spark: SparkStatus | None = None
 
 
 def without_evidence(doc: StatusDocument) -> StatusDocument:

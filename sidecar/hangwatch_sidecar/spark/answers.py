@@ -1,0 +1,107 @@
+"""The driver's REST answers, checked and turned into typed values (pure).
+
+Fed by `spark.client` with decoded JSON from the driver's `/api/v1` (an answer that is
+not JSON never gets here). Each function returns a value or raises `AnswerError` with
+one line naming what is wrong: the driver is another program, and a wrong type, a
+negative or absurd count or a missing field must not reach the verdict engine.
+
+- `/applications` -> the application ids the driver serves;
+- `/applications/<app>/stages/<stage>/<attempt>?details=false` -> `StagePeers` counts;
+- `.../taskSummary?quantiles=0.5` -> the median duration of the stage's finished tasks;
+- `/applications/<app>/executors` -> this executor's `ExecutorCounts` (used only when
+  no thread dump can be had).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hangwatch_sidecar.spark.types import ExecutorCounts, StagePeers
+
+MAX_COUNT = 2**53
+"""Counts beyond this are not counts (JSON's exact integer range)."""
+MAX_SECONDS = 10 * 365 * 24 * 3600.0
+"""Durations beyond ten years are not durations."""
+MAX_IDS = 1024
+"""Application or executor entries read from one list at most."""
+
+
+class AnswerError(ValueError):
+    """A REST answer that is not what Spark sends (one line)."""
+
+
+def _object(doc: Any, what: str) -> dict[str, Any]:
+    if not isinstance(doc, dict):
+        raise AnswerError(f"{what}: not a JSON object")
+    return doc
+
+
+def _count(doc: dict[str, Any], key: str, what: str) -> int:
+    value = doc.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < MAX_COUNT:
+        raise AnswerError(f"{what}: {key} is not a count ({type(value).__name__})")
+    return value
+
+
+def _text(doc: dict[str, Any], key: str, what: str) -> str:
+    value = doc.get(key)
+    if not isinstance(value, str) or not value or len(value) > 256:
+        raise AnswerError(f"{what}: {key} is not a short string")
+    return value
+
+
+def application_ids(doc: Any) -> list[str]:
+    """Ids of the applications listed by `/applications`."""
+    if not isinstance(doc, list):
+        raise AnswerError("applications: not a JSON list")
+    return [_text(_object(a, "applications"), "id", "applications") for a in doc[:MAX_IDS]]
+
+
+def stage_peers(doc: Any) -> StagePeers:
+    """A stage attempt's counts from `/stages/<stage>/<attempt>?details=false`."""
+    what = "stage"
+    stage = _object(doc, what)
+    return StagePeers(
+        stage_id=_count(stage, "stageId", what),
+        attempt=_count(stage, "attemptId", what),
+        tasks=_count(stage, "numTasks", what),
+        active=_count(stage, "numActiveTasks", what),
+        complete=_count(stage, "numCompleteTasks", what),
+        failed=_count(stage, "numFailedTasks", what),
+        killed=_count(stage, "numKilledTasks", what),
+    )
+
+
+def median_duration_seconds(doc: Any) -> float:
+    """The median duration of a stage's successful tasks from `taskSummary?quantiles=0.5`
+    (Spark reports milliseconds)."""
+    what = "task summary"
+    summary = _object(doc, what)
+    durations = summary.get("duration")
+    if not isinstance(durations, list) or len(durations) != 1:
+        raise AnswerError(f"{what}: duration is not one quantile")
+    (value,) = durations
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise AnswerError(f"{what}: duration is not a number")
+    seconds = float(value) / 1000.0
+    if not math.isfinite(seconds) or not 0.0 <= seconds <= MAX_SECONDS:
+        raise AnswerError(f"{what}: duration {value!r} is out of range")
+    return seconds
+
+
+def executor_counts(doc: Any, executor_id: str) -> ExecutorCounts:
+    """This executor's task counts from the `/executors` list; AnswerError when it is not
+    listed."""
+    what = "executors"
+    if not isinstance(doc, list):
+        raise AnswerError(f"{what}: not a JSON list")
+    for entry in doc[:MAX_IDS]:
+        executor = _object(entry, what)
+        if executor.get("id") == executor_id:
+            return ExecutorCounts(
+                active_tasks=_count(executor, "activeTasks", what),
+                failed_tasks=_count(executor, "failedTasks", what),
+                completed_tasks=_count(executor, "completedTasks", what),
+            )
+    raise AnswerError(f"{what}: executor {executor_id} is not listed (gone, or not yet added)")

@@ -1,0 +1,161 @@
+"""What Spark's view of this executor means for the pod's verdict: findings (pure).
+
+Fed by `verdicts.evaluate` with the round's `SparkView`, the stall and heartbeat
+thresholds and whether the cluster is healthy from this pod (every member broker
+answers, metadata came, no partition is leaderless). Each finding names the thread or
+task it rests on; `verdict` None marks corroborating evidence that never decides alone.
+
+- the producer's I/O thread inside user code for the heartbeat threshold (a delivery
+  callback or interceptor that blocks it, S4) -> `producer_hung`;
+- a thread waiting for topic metadata for the stall threshold -> `metadata_stale`
+  (S1, S3: the producer's view of the cluster is wrong while the cluster answers);
+- a thread waiting for one send's result for the stall threshold -> `producer_hung` (S2);
+- a thread in `flush` or waiting for buffer memory for the stall threshold ->
+  `producer_hung` only when its task is also a straggler (a busy producer flushes and
+  waits for buffer too); otherwise corroborating;
+- a straggler task, failed task attempts -> corroborating only.
+
+With some broker failing none of these is judged a producer fault (the probes'
+`broker_degraded` decides); they are kept as corroborating evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hangwatch.contracts import Verdict
+from hangwatch_sidecar.spark.types import Activity, RunningTask, SparkView, ThreadObservation
+
+
+@dataclass(frozen=True)
+class SparkFinding:
+    """One conclusion from the Spark view; `verdict` None: corroborating evidence only."""
+
+    verdict: Verdict | None
+    reason: str
+    threads: tuple[str, ...] = ()
+    tasks: tuple[int, ...] = ()
+
+
+_WAITS = {
+    Activity.AWAITING_METADATA: "for topic metadata",
+    Activity.AWAITING_RESULT: "for a send's result",
+    Activity.FLUSHING: "in flush for every queued record",
+    Activity.AWAITING_BUFFER: "for buffer memory (the producer's buffer is full)",
+}
+_UNHEALTHY = ", while some brokers fail: not judged a producer fault"
+
+
+def _who(obs: ThreadObservation, tasks: dict[int, RunningTask]) -> str:
+    task = tasks.get(obs.thread.task_id) if obs.thread.task_id is not None else None
+    label = f"{task.task.label} " if task else ""
+    return f"{label}thread '{obs.thread.name}'"
+
+
+def _compare(task: RunningTask) -> str:
+    peers = task.peers
+    if peers is None or peers.median_seconds is None:
+        return f"has run {task.running_seconds:.0f} s"
+    ratio = task.running_seconds / peers.median_seconds if peers.median_seconds > 0 else 0.0
+    times = f"{ratio:.0f}x " if ratio else ""
+    return (
+        f"has run {task.running_seconds:.0f} s, {times}the median {peers.median_seconds:.1f} s "
+        f"of its stage's {peers.complete} finished tasks"
+    )
+
+
+def _callback(obs: ThreadObservation, heartbeat: float, healthy: bool) -> SparkFinding:
+    t = obs.thread
+    reason = (
+        f"producer I/O thread '{t.name}' has been inside user code {t.user_frame} (called "
+        f"from {t.frame}) for {obs.held_seconds:.0f} s (threshold {heartbeat:.0f} s), "
+        f"{t.state}: {t.detail}; nothing is sent or received while it is there"
+    )
+    if not healthy:
+        return SparkFinding(None, reason + _UNHEALTHY, (t.name,))
+    return SparkFinding(Verdict.PRODUCER_HUNG, reason, (t.name,))
+
+
+def _wait(
+    obs: ThreadObservation, tasks: dict[int, RunningTask], stall: float, healthy: bool
+) -> SparkFinding:
+    t = obs.thread
+    task = tasks.get(t.task_id) if t.task_id is not None else None
+    reason = (
+        f"{_who(obs, tasks)} has waited {_WAITS[t.activity]} for {obs.held_seconds:.0f} s "
+        f"(threshold {stall:.0f} s) in {t.frame}"
+    )
+    ids = (t.task_id,) if t.task_id is not None else ()
+    if not healthy:
+        return SparkFinding(None, reason + _UNHEALTHY, (t.name,), ids)
+    if t.activity is Activity.AWAITING_METADATA:
+        reason += (
+            " while every broker answers and every partition has a leader: the producer's "
+            "view of the cluster is wrong"
+        )
+        return SparkFinding(Verdict.METADATA_STALE, reason, (t.name,), ids)
+    if t.activity is Activity.AWAITING_RESULT:
+        reason += " while every broker answers: its request is never answered"
+        return SparkFinding(Verdict.PRODUCER_HUNG, reason, (t.name,), ids)
+    if task is not None and task.straggler:
+        reason += f", and its task {_compare(task)}, while every broker answers"
+        return SparkFinding(Verdict.PRODUCER_HUNG, reason, (t.name,), ids)
+    return SparkFinding(None, reason, (t.name,), ids)
+
+
+def _corroborating(tasks: tuple[RunningTask, ...]) -> list[SparkFinding]:
+    found = []
+    for task in tasks:
+        if task.straggler:
+            found.append(
+                SparkFinding(
+                    None,
+                    f"{task.task.label} {_compare(task)} (a straggler)",
+                    (),
+                    (task.task.task_id,),
+                )
+            )
+        failed = task.peers.failed if task.peers else 0
+        if failed or (task.task.attempt or 0) > 0:
+            attempt = (
+                "" if task.task.attempt is None else f"; this is attempt {task.task.attempt + 1}"
+            )
+            found.append(
+                SparkFinding(
+                    None,
+                    f"{task.task.label}: its stage has {failed} failed task attempts{attempt}",
+                    (),
+                    (task.task.task_id,),
+                )
+            )
+    return found
+
+
+def judge_spark(
+    view: SparkView | None,
+    *,
+    stall_seconds: float,
+    heartbeat_seconds: float,
+    cluster_healthy: bool,
+) -> tuple[SparkFinding, ...]:
+    """Findings from the Spark view, verdicts first (none when it is unavailable)."""
+    if view is None or not view.available:
+        return ()
+    tasks = {t.task.task_id: t for t in view.tasks}
+    found: list[SparkFinding] = []
+    for obs in view.threads:
+        activity = obs.thread.activity
+        if activity is Activity.IN_CALLBACK and obs.held_seconds >= heartbeat_seconds:
+            found.append(_callback(obs, heartbeat_seconds, cluster_healthy))
+        elif activity in _WAITS and obs.held_seconds >= stall_seconds:
+            found.append(_wait(obs, tasks, stall_seconds, cluster_healthy))
+    found += _corroborating(view.tasks)
+    order = {Verdict.PRODUCER_HUNG: 0, Verdict.METADATA_STALE: 1}
+    return tuple(sorted(found, key=lambda f: order.get(f.verdict, 9) if f.verdict else 9))
+
+
+def unavailable_reason(view: SparkView | None) -> str | None:
+    """Why Spark's view is missing this round (None when it is there or not configured)."""
+    if view is None or view.available:
+        return None
+    return f"Spark view unavailable: {view.error}"

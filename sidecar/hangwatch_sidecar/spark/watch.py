@@ -1,0 +1,131 @@
+"""The Spark view's cadence: reads of the driver in the background, never in a round's way.
+
+`SparkWatch.poll` is called by every evaluation round. It starts a read of the driver
+(`DriverReader`) on the loop's thread pool when one is due and none is under way, and
+returns the newest `SparkView` at once: a round never waits for the driver, so a slow,
+blackholed or hostile driver cannot delay a verdict (its reads time out on their own;
+a view older than `max_age_seconds` counts as unavailable). A read first takes the
+executor's thread dump; only tasks that have already run for half the stall threshold
+cost two more requests (their stage's counts and finished tasks' median), so a
+healthy executor costs the driver one request per interval. State changes of the
+view (available, unavailable and why) are logged once, not every round.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from dataclasses import replace
+
+from hangwatch_sidecar.spark.client import DriverError, DriverReader
+from hangwatch_sidecar.spark.tracking import SparkTracker, aged
+from hangwatch_sidecar.spark.types import ReadStats, SparkSnapshot, SparkView
+
+log = logging.getLogger(__name__)
+
+
+class SparkWatch:
+    """Owns the reader, the tracker and the newest view of one executor."""
+
+    def __init__(
+        self,
+        reader: DriverReader,
+        tracker: SparkTracker,
+        pool: Executor,
+        interval_seconds: float,
+        max_age_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.reader, self.tracker, self.pool, self.clock = reader, tracker, pool, clock
+        self.interval_seconds, self.max_age_seconds = interval_seconds, max_age_seconds
+        self._view = SparkView(
+            at=clock(),
+            available=False,
+            error="first read of the driver under way",
+            application_id=reader.application_id,
+            executor_id=reader.executor_id,
+        )
+        self._future: Future[None] | None = None
+        self._next = clock()
+        self._errors: Counter[str] = Counter()
+        self._stats = ReadStats()
+        self._lock = threading.Lock()
+
+    @property
+    def stats(self) -> ReadStats:
+        with self._lock:
+            return self._stats
+
+    def poll(self) -> SparkView:
+        """The newest view (aged); starts a read when one is due. Never waits."""
+        now = self.clock()
+        if self._future is not None and self._future.done():
+            self._future = None
+        if self._future is None and now >= self._next:
+            self._next = now + self.interval_seconds
+            self._future = self.pool.submit(self._read)
+        with self._lock:
+            view = self._view
+        return aged(view, now, self.max_age_seconds)
+
+    def _read(self) -> None:
+        try:
+            snapshot = self.reader.read()
+            if snapshot.ok:
+                snapshot = self._with_peers(snapshot)
+        except Exception as exc:  # a bug in a read must not stop the watch
+            log.exception("Spark view read failed")
+            snapshot = SparkSnapshot(
+                at=self.clock(), error=f"read failed: {type(exc).__name__}", error_kind="bad_answer"
+            )
+        view = self.tracker.observe(snapshot)
+        self._record(snapshot, view)
+
+    def _with_peers(self, snapshot: SparkSnapshot) -> SparkSnapshot:
+        half = self.tracker.stall_seconds / 2
+        due = [t for t in snapshot.tasks if self.tracker.seen_for(t.task_id, snapshot.at) >= half]
+        if not due:
+            return snapshot
+        client = self.reader.client
+        before = (client.requests, client.response_bytes)
+        try:
+            stages = self.reader.read_peers(due)
+        except DriverError as exc:
+            log.debug("stage peers unavailable", extra={"error": str(exc)})
+            stages = {}
+        return replace(
+            snapshot,
+            stages=stages,
+            requests=snapshot.requests + client.requests - before[0],
+            response_bytes=snapshot.response_bytes + client.response_bytes - before[1],
+            read_seconds=self.clock() - snapshot.at,
+        )
+
+    def _record(self, snapshot: SparkSnapshot, view: SparkView) -> None:
+        with self._lock:
+            was = self._view
+            if not snapshot.ok:
+                self._errors[snapshot.error_kind or "bad_answer"] += 1
+            self._view = view
+            self._stats = ReadStats(
+                reads=self._stats.reads + 1,
+                errors=tuple(sorted(self._errors.items())),
+                last_read_seconds=snapshot.read_seconds,
+                last_requests=snapshot.requests,
+                last_response_bytes=snapshot.response_bytes,
+                driver_up=snapshot.ok,
+            )
+        if view.available != was.available or (not view.available and view.error != was.error):
+            extra = {"spark_available": view.available, "error": view.error}
+            if view.available:
+                log.info("Spark view available", extra={**extra, "tasks": len(view.tasks)})
+            else:
+                log.warning("Spark view unavailable", extra=extra)
+
+    def close(self) -> None:
+        """Forget an unfinished read (it ends by its own deadline)."""
+        self._future = None
