@@ -1,10 +1,12 @@
 """The verdict engine: evidence + thresholds + time -> one verdict with reasons.
 
-Pure functions only. `evaluate` turns the latest `ClusterObservation` and the
-`ProducerObservation`s into a `Verdict` for the pod and for each producer, with
-human-readable reasons and machine-readable evidence. `Debouncer` adds hysteresis:
-a verdict replaces the current one only after it has held for N evaluations in a
-row, so a single lost probe or a 1-2 s election never flips the pod.
+Pure functions only. `evaluate` turns the latest `ClusterObservation`, the
+`ProducerObservation`s (the wrapper's telemetry) and the socket view of the pod's own
+connections to brokers (`sockets.judge`, for any client) into a `Verdict` for the pod
+and for each producer, with human-readable reasons and machine-readable evidence.
+`Debouncer` adds hysteresis: a verdict replaces the current one only after it has held
+for N evaluations in a row, so a single lost probe or a 1-2 s election never flips the
+pod.
 
 Order of precedence (first match wins), following the incidents' lesson
 (docs/incidents.md) that a restart helps only when the cluster itself is healthy:
@@ -14,10 +16,15 @@ Order of precedence (first match wins), following the incidents' lesson
 3. partitions the producers write to have no leader -> `leader_election`
 4. a producer is stuck while the cluster is healthy -> `producer_hung`: its requests go
    unanswered (S2) or its heartbeat stopped (S4); but a stuck producer whose requests
-   brokers keep answering without a delivery (S1) -> `metadata_stale`
+   brokers keep answering without a delivery (S1) -> `metadata_stale`. Without
+   telemetry the socket view decides alone: a request unanswered on a live connection,
+   or every connection silent while Spark runs a task of this executor
+   (`spark_task_running`); with telemetry it adds its reasons.
 5. a producer's metadata disagrees / is too old / it keeps failing -> `metadata_stale`
-6. some brokers or bootstrap entries fail (producers can still work) -> `broker_degraded`
-7. no producer telemetry seen yet -> `unknown` (cluster fine, nothing to judge)
+6. some brokers or bootstrap entries fail (producers can still work), or the pod's own
+   connections to a broker are blackholed -> `broker_degraded`
+7. no producer telemetry and no connection of the pod to a broker -> `unknown` (cluster
+   fine, nothing to judge)
 8. otherwise -> `healthy`
 """
 
@@ -30,6 +37,11 @@ from typing import Any
 from hangwatch.contracts import Verdict
 from hangwatch.defaults import STANDALONE
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
+from hangwatch_sidecar.sockets.judge import failed_connects_reason, judge_sockets
+from hangwatch_sidecar.sockets.types import SocketObservation
+
+MAX_CONNECTIONS_SHOWN = 16
+"""Connections listed in a verdict's evidence at most (outstanding and blackholed first)."""
 
 
 @dataclass(frozen=True)
@@ -233,17 +245,27 @@ def evaluate(
     now: float,
     leaderless_since: float | None = None,
     topics: frozenset[str] = frozenset(),
+    sockets: SocketObservation | None = None,
+    spark_task_running: bool | None = None,
 ) -> PodAssessment:
-    """The pod's verdict now; `leaderless_since` is when leaderless partitions were first seen."""
+    """The pod's verdict now; `leaderless_since` is when leaderless partitions were first seen.
+
+    `sockets`: this round's view of the pod's own connections to brokers (None: not
+    read). `spark_task_running`: Spark's view of this executor (True: one of its tasks
+    runs; False: none; None: unknown), combined with the socket view's silence."""
     if cluster is None:
         return PodAssessment(Assessment(Verdict.UNKNOWN, ("no probe round has completed yet",)), {})
     brokers = _brokers_evidence(cluster)
     if not cluster.answering:
         failing = ", ".join(f"{b.address} {b.reachability}" for b in cluster.brokers)
+        seen = judge_sockets(sockets, stall_seconds=thresholds.stall_seconds, cluster_healthy=False)
         pod = Assessment(
             Verdict.CLUSTER_UNREACHABLE,
-            (f"no broker answers from this pod: {failing or 'no brokers configured'}",),
-            {"brokers": brokers},
+            (
+                f"no broker answers from this pod: {failing or 'no brokers configured'}",
+                *(f.reason for f in seen if f.verdict is Verdict.BROKER_DEGRADED),
+            ),
+            _with_sockets({"brokers": brokers}, sockets),
         )
         return PodAssessment(pod, {p.key: pod for p in producers})
     written = topics.union(*(p.topics for p in producers)) if producers else topics
@@ -275,35 +297,57 @@ def evaluate(
     per_producer = {
         p.key: assess_producer(p, cluster, thresholds, cluster_healthy) for p in producers
     }
+    findings = judge_sockets(
+        sockets,
+        stall_seconds=thresholds.stall_seconds,
+        cluster_healthy=cluster_healthy,
+        spark_task_running=spark_task_running,
+    )
     for verdict in _PRODUCER_ORDER:
         hit = [(k, a) for k, a in per_producer.items() if a.verdict is verdict]
-        if hit:
-            reasons = tuple(f"producer {k}: {r}" for k, a in hit for r in a.reasons)
+        found = [f for f in findings if f.verdict is verdict]
+        reasons = [f"producer {k}: {r}" for k, a in hit for r in a.reasons]
+        if verdict is Verdict.BROKER_DEGRADED and (hit or found or cluster.failing):
+            reasons += [_broker_reason(b) for b in cluster.failing]
+            refusing = [b.address for b in cluster.failing if b.reachability == "refused"]
+            if corroboration := failed_connects_reason(sockets, refusing):
+                reasons.append(f"socket view: {corroboration}")
+        if hit or found or reasons:
+            reasons += [f"socket view: {f.reason}" for f in found]
+            evidence = {"producers": [k for k, _ in hit], "brokers": brokers}
+            if found:
+                evidence["connections_judged"] = sorted({c for f in found for c in f.connections})[
+                    :MAX_CONNECTIONS_SHOWN
+                ]
             return PodAssessment(
-                Assessment(
-                    verdict, reasons, {"producers": [k for k, _ in hit], "brokers": brokers}
-                ),
+                Assessment(verdict, tuple(reasons), _with_sockets(evidence, sockets)),
                 per_producer,
             )
-    if cluster.failing:
-        return PodAssessment(
-            Assessment(
-                Verdict.BROKER_DEGRADED,
-                tuple(_broker_reason(b) for b in cluster.failing),
-                {"brokers": brokers},
-            ),
-            per_producer,
-        )
-    if not producers:
+    connected = sockets is not None and sockets.available and bool(sockets.connections)
+    if not producers and not connected:
+        why = "no producer telemetry and no connection of the pod to a broker"
+        if sockets is not None and not sockets.available:
+            why = f"no producer telemetry yet, and no socket view ({sockets.error})"
+        elif sockets is None:
+            why = "no producer telemetry yet"
         return PodAssessment(
             Assessment(
                 Verdict.UNKNOWN,
-                ("no producer telemetry yet; cluster answers",),
-                {"brokers": brokers},
+                (f"{why}; cluster answers",),
+                _with_sockets({"brokers": brokers}, sockets),
             ),
             per_producer,
         )
-    return PodAssessment(Assessment(Verdict.HEALTHY, (), {"brokers": brokers}), per_producer)
+    return PodAssessment(
+        Assessment(Verdict.HEALTHY, (), _with_sockets({"brokers": brokers}, sockets)),
+        per_producer,
+    )
+
+
+def _with_sockets(evidence: dict[str, Any], sockets: SocketObservation | None) -> dict[str, Any]:
+    if sockets is not None:
+        evidence["sockets"] = sockets.summary(MAX_CONNECTIONS_SHOWN)
+    return evidence
 
 
 def _broker_reason(broker: Any) -> str:

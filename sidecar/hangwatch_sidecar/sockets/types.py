@@ -185,3 +185,34 @@ class SocketObservation:
         ):
             return None
         return min(c.quiet_seconds for c in self.connections)
+
+    def summary(self, limit: int) -> dict[str, object]:
+        """The view as /status shows it: at most `limit` connections, those that matter first
+        (unanswered, blackholed, connects unanswered, awaiting), then by broker."""
+        ranked = sorted(
+            self.connections,
+            key=lambda c: (_SHOWN_FIRST.get(c.pattern, len(_SHOWN_FIRST)), c.broker, c.connection),
+        )
+        return {
+            "available": self.available,
+            "error": self.error,
+            "connections_total": len(self.connections),
+            "connections": [c.as_dict() for c in ranked[: max(0, limit)]],
+            "silent_seconds": _round(self.silent_seconds),
+            "failed_connects": self.failed_connects,
+            "failed_connects_seconds": round(self.failed_connects_seconds, 3),
+        }
+
+
+_SHOWN_FIRST = {
+    p: i
+    for i, p in enumerate(
+        (
+            Pattern.UNANSWERED,
+            Pattern.BLACKHOLED,
+            Pattern.CONNECT_UNANSWERED,
+            Pattern.AWAITING,
+            Pattern.CONNECTING,
+        )
+    )
+}

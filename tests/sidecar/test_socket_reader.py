@@ -1,0 +1,163 @@
+"""The socket reader on the real kernel: sock_diag netlink through pyroute2.
+
+Covered: a real connection to a listening socket is read with its tcp_info (state,
+bytes sent, acknowledged, received, times since data moved); the reader's own process's
+sockets are left out (the sidecar's probes), other processes' are kept; the policy's
+narrowing by broker port and by socket owner; the reader works as an unprivileged user
+with every capability dropped (what the injected sidecar has); a netlink failure becomes
+the snapshot's error, never an exception; /proc/net/snmp parsing of `AttemptFails`
+(property-based: any text gives an int or None, never an exception); IPv4-mapped IPv6
+peers are named as IPv4.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hangwatch_sidecar.sockets import reader as reader_module
+from hangwatch_sidecar.sockets.reader import Narrowing, SocketReader, attempt_fails
+from hangwatch_sidecar.sockets.types import TcpState
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen()
+        yield srv
+
+
+def _peer(srv: socket.socket) -> str:
+    host, port = srv.getsockname()
+    return f"{host}:{port}"
+
+
+CLIENT = """
+import socket, sys, time
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+c.sendall(b"x" * 100)
+print("connected", flush=True)
+time.sleep(30)
+"""
+
+
+def test_another_process_connection_is_read_with_tcp_info(listener: socket.socket) -> None:
+    port = listener.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-c", CLIENT, str(port)], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().startswith(b"connected")
+        accepted, _ = listener.accept()
+        accepted.recv(100)
+        time.sleep(0.05)
+        snap = SocketReader().snapshot(1.0, [_peer(listener)])
+        accepted.close()
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert snap.error is None and snap.sockets_seen > 0
+    (conn,) = snap.connections
+    assert conn.state is TcpState.ESTABLISHED and conn.peer == _peer(listener)
+    assert conn.bytes_sent == 100 and conn.bytes_received == 0 and conn.unacked == 0
+    assert conn.uid == os.getuid() and conn.inode > 0
+    assert 0 <= conn.last_data_sent_ms < 10_000
+    assert isinstance(snap.attempt_fails, int)
+
+
+def test_own_sockets_are_left_out_and_narrowing_applies(listener: socket.socket) -> None:
+    with socket.create_connection(listener.getsockname()) as mine:
+        mine.sendall(b"y")
+        peers = [_peer(listener)]
+        assert SocketReader().snapshot(0.0, peers).connections == ()
+        assert len(SocketReader(exclude_own=False).snapshot(0.0, peers).connections) == 1
+        port = listener.getsockname()[1]
+        uid = os.getuid()
+        for narrowing, kept in (
+            (Narrowing(ports=frozenset({port})), 1),
+            (Narrowing(ports=frozenset({port + 1})), 0),
+            (Narrowing(uids=frozenset({uid})), 1),
+            (Narrowing(uids=frozenset({uid + 1})), 0),
+        ):
+            r = SocketReader(narrowing, exclude_own=False)
+            assert len(r.snapshot(0.0, peers).connections) == kept, narrowing
+        assert SocketReader(exclude_own=False).snapshot(0.0, ["127.0.0.1:1"]).connections == ()
+
+
+UNPRIVILEGED = """
+import json, socket
+from hangwatch_sidecar.sockets.reader import SocketReader
+with socket.socket() as srv:
+    srv.bind(("127.0.0.1", 0)); srv.listen()
+    c = socket.create_connection(srv.getsockname())
+    c.sendall(b"z")
+    host, port = srv.getsockname()
+    snap = SocketReader(exclude_own=False).snapshot(0.0, [f"{host}:{port}"])
+print(json.dumps({"error": snap.error, "n": len(snap.connections), "fails": snap.attempt_fails}))
+"""
+
+
+def test_an_unprivileged_user_without_capabilities_reads_the_view() -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [
+            *("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"),
+            *("--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"),
+            *(sys.executable, "-c", UNPRIVILEGED),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
+    )
+    result = json.loads(out.stdout)
+    assert result == {"error": None, "n": 1, "fails": result["fails"]}
+    assert isinstance(result["fails"], int)
+
+
+def test_a_netlink_failure_is_the_snapshots_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Refused:
+        def __init__(self) -> None:
+            raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(reader_module, "DiagSocket", Refused)
+    snap = SocketReader().snapshot(2.0, ["127.0.0.1:9092"])
+    assert snap.connections == () and snap.at == 2.0
+    assert snap.error == "sock_diag netlink unavailable: Operation not permitted"
+
+
+SNMP = (
+    "Ip: Forwarding DefaultTTL\nIp: 1 64\n"
+    "Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets\n"
+    "Tcp: 1 200 120000 -1 100 50 7 3\n"
+)
+
+
+def test_attempt_fails_is_read_from_proc_net_snmp() -> None:
+    assert attempt_fails(SNMP) == 7
+    assert attempt_fails(SNMP.replace(" 7 3", " x 3")) is None
+    assert attempt_fails("Tcp: AttemptFails\n") is None
+    assert isinstance(attempt_fails(Path("/proc/net/snmp").read_text()), int)
+
+
+@given(st.text())
+def test_attempt_fails_never_raises_on_any_text(text: str) -> None:
+    assert attempt_fails(text) is None or isinstance(attempt_fails(text), int)
+
+
+def test_ipv4_mapped_peers_are_named_as_ipv4() -> None:
+    assert reader_module._unmapped("::ffff:10.0.0.1") == "10.0.0.1"
+    assert reader_module._unmapped("::1") == "::1"
+    assert reader_module._endpoint("fe80::1", 9092) == "[fe80::1]:9092"
