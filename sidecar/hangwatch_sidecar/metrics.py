@@ -3,7 +3,8 @@
 A custom collector builds every family at scrape time from the published state, so
 series of producers that went away disappear with them and no label ever holds a
 message id or a timestamp (bounded: brokers, producers (<= max_producers), verdicts,
-reachability classes). Names start with `hangwatch_` and carry their unit.
+reachability classes, socket view patterns). Names start with `hangwatch_` and carry
+their unit.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from hangwatch.contracts import Reachability, Verdict
+from hangwatch_sidecar.sockets.types import Pattern
 from hangwatch_sidecar.state import SidecarState
 
 POD_VERDICTS = [v for v in Verdict if v is not Verdict.NODE_NETWORK_FAULT]
@@ -32,6 +34,7 @@ class StateCollector(Collector):
         yield from _pod(state)
         yield from _brokers(state)
         yield from _producers(state)
+        yield from _sockets(state)
         yield from _sidecar(state)
 
 
@@ -144,6 +147,44 @@ def _producers(state: SidecarState) -> Iterator[Metric]:
     for reason, n in sorted(state.telemetry_problems.items()):
         problems.add_metric([reason], n)
     yield problems
+
+
+def _sockets(state: SidecarState) -> Iterator[Metric]:
+    up = GaugeMetricFamily(
+        "hangwatch_socket_view_up",
+        "1 when the pod's own TCP connections could be read this round (sock_diag netlink)",
+    )
+    view = state.sockets
+    up.add_metric([], 1.0 if view is not None and view.available else 0.0)
+    yield up
+    connections = GaugeMetricFamily(
+        "hangwatch_socket_connections",
+        "The pod's own connections to brokers, by what they show",
+        labels=["pattern"],
+    )
+    for pattern in Pattern:
+        found = view.by_pattern(pattern) if view is not None else ()
+        connections.add_metric([str(pattern)], len(found))
+    yield connections
+    connects = CounterMetricFamily(
+        "hangwatch_probe_connections",
+        "New connections the sidecar's probes opened, by broker",
+        labels=["broker"],
+    )
+    for broker, n in sorted(state.probe_counts.connects.items()):
+        connects.add_metric([broker], n)
+    requests = CounterMetricFamily(
+        "hangwatch_probe_requests",
+        "ApiVersions requests the sidecar's probes sent, by broker",
+        labels=["broker"],
+    )
+    for broker, n in sorted(state.probe_counts.requests.items()):
+        requests.add_metric([broker], n)
+    metadata = CounterMetricFamily(
+        "hangwatch_metadata_requests", "Metadata fetches of the sidecar's metadata client"
+    )
+    metadata.add_metric([], state.probe_counts.metadata_requests)
+    yield from (connects, requests, metadata)
 
 
 def _sidecar(state: SidecarState) -> Iterator[Metric]:

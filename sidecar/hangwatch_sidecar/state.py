@@ -15,9 +15,23 @@ from typing import Any
 from hangwatch import __version__
 from hangwatch.contracts import Verdict
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
-from hangwatch_sidecar.verdicts import Assessment, PodAssessment
+from hangwatch_sidecar.sockets.types import SocketObservation
+from hangwatch_sidecar.verdicts import MAX_CONNECTIONS_SHOWN, Assessment, PodAssessment
 
 STATUS_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class ProbeCounts:
+    """What probing cost the brokers since the sidecar started (for /status and metrics)."""
+
+    connects: Mapping[str, int] = field(default_factory=dict)
+    """New probe connections per broker."""
+    requests: Mapping[str, int] = field(default_factory=dict)
+    """ApiVersions probe requests per broker."""
+    metadata_requests: int = 0
+    metadata_clients: int = 0
+    """Metadata clients created (each opens its own connections)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,9 @@ class SidecarState:
     telemetry_problems: Mapping[str, int] = field(default_factory=dict)
     identity: Mapping[str, str] = field(default_factory=dict)
     settings: Mapping[str, Any] = field(default_factory=dict)
+    sockets: SocketObservation | None = None
+    """The round's view of the pod's own connections to brokers (None: switched off)."""
+    probe_counts: ProbeCounts = field(default_factory=ProbeCounts)
 
 
 def _assessment(a: Assessment) -> dict[str, Any]:
@@ -83,11 +100,15 @@ def status_document(state: SidecarState) -> dict[str, Any]:
         "producers": {
             key: _assessment(a) for key, a in (latest.producers.items() if latest else ())
         },
+        "sockets": None if state.sockets is None else state.sockets.summary(MAX_CONNECTIONS_SHOWN),
         "sidecar": {
             "started_ts": state.started_ts,
             "rounds": state.rounds,
             "evaluated_ts": state.evaluated_ts,
             "round_seconds": round(state.round_seconds, 4),
+            "probe_connects": dict(state.probe_counts.connects),
+            "probe_requests": dict(state.probe_counts.requests),
+            "metadata_requests": state.probe_counts.metadata_requests,
             "settings": dict(state.settings),
         },
     }

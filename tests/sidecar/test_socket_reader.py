@@ -5,7 +5,10 @@ bytes sent, acknowledged, received, times since data moved); the reader's own pr
 sockets are left out (the sidecar's probes), other processes' are kept; the policy's
 narrowing by broker port and by socket owner; the reader works as an unprivileged user
 with every capability dropped (what the injected sidecar has); a netlink failure becomes
-the snapshot's error, never an exception; /proc/net/snmp parsing of `AttemptFails`
+the snapshot's error, never an exception; the kernel-side filter (inet_diag
+bytecode on the remote port) is accepted by the kernel and keeps exactly the broker
+ports asked for, one to many, and more ports than the filter holds fall back to a full
+dump with the same result; /proc/net/snmp parsing of `AttemptFails`
 (property-based: any text gives an int or None, never an exception); IPv4-mapped IPv6
 peers are named as IPv4.
 """
@@ -161,3 +164,35 @@ def test_ipv4_mapped_peers_are_named_as_ipv4() -> None:
     assert reader_module._unmapped("::ffff:10.0.0.1") == "10.0.0.1"
     assert reader_module._unmapped("::1") == "::1"
     assert reader_module._endpoint("fe80::1", 9092) == "[fe80::1]:9092"
+
+
+def test_the_kernel_filter_keeps_exactly_the_broker_ports() -> None:
+    listeners, clients = [], []
+    try:
+        for _ in range(5):
+            srv = socket.socket()
+            srv.bind(("127.0.0.1", 0))
+            srv.listen()
+            listeners.append(srv)
+            clients.append(socket.create_connection(srv.getsockname()))
+        peers = [_peer(s) for s in listeners]
+        r = SocketReader(exclude_own=False)
+        for chosen in ([0], [1, 3], [0, 1, 2, 3, 4], [4, 0]):
+            wanted = [peers[i] for i in chosen]
+            snap = r.snapshot(0.0, wanted)
+            assert snap.error is None
+            assert sorted(c.peer for c in snap.connections) == sorted(wanted)
+            assert snap.sockets_seen == len(chosen)  # the kernel filtered, not Python
+        too_many = [*peers, *(f"127.0.0.1:{p}" for p in range(1, reader_module.MAX_PORTS + 1))]
+        snap = r.snapshot(0.0, too_many)
+        assert snap.error is None and sorted(c.peer for c in snap.connections) == sorted(peers)
+    finally:
+        for s in clients + listeners:
+            s.close()
+
+
+def test_the_filter_bytecode_layout() -> None:
+    one = reader_module.remote_port_filter([9092])
+    assert len(one) == 16
+    three = reader_module.remote_port_filter([9094, 9092, 9093, 9092])
+    assert len(three) == 3 * 16 + 2 * 4  # three ports, two JMP ops between them

@@ -28,6 +28,11 @@ class TcpState(StrEnum):
     CLOSING = "closing"
 
     @classmethod
+    def from_kernel_name(cls, name: str) -> int:
+        """The kernel number of the state named `name` (`established` -> 1)."""
+        return list(cls).index(cls(name)) + 1
+
+    @classmethod
     def from_kernel(cls, number: int) -> TcpState:
         """The state of kernel number `number`; ValueError outside 1..11."""
         members = list(cls)
@@ -83,7 +88,7 @@ class SocketSnapshot:
     error: str | None = None
     """Why no snapshot could be taken (netlink unavailable...); connections are then empty."""
     sockets_seen: int = 0
-    """TCP sockets in the namespace before narrowing (for /status, bounded effort)."""
+    """Sockets the kernel's filtered dump returned, before narrowing."""
 
 
 class Pattern(StrEnum):
