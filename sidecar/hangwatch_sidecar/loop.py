@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import socket
 import ssl
 import threading
 import time
@@ -33,23 +32,13 @@ from hangwatch.secrets import redact
 from hangwatch_sidecar import telemetry_reader
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
 from hangwatch_sidecar.observing import endpoints_to_probe, observe_cluster
-from hangwatch_sidecar.probe.endpoints import probe_endpoint_and_keep, probe_kept_connection
 from hangwatch_sidecar.probe.metadata import MetadataClient
 from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings, parse_bootstrap
 from hangwatch_sidecar.probe.tls import tls_context
-from hangwatch_sidecar.probe.types import ClusterMetadata, EndpointProbe
-from hangwatch_sidecar.probing import (
-    EndpointMemory,
-    PlannedProbe,
-    ProbeMode,
-    passive_evidence,
-    plan_probes,
-)
+from hangwatch_sidecar.probe.types import ClusterMetadata
+from hangwatch_sidecar.prober import BrokerProber
 from hangwatch_sidecar.settings import SidecarSettings
-from hangwatch_sidecar.sockets.classify import SocketClassifier
-from hangwatch_sidecar.sockets.reader import Narrowing, SocketReader
-from hangwatch_sidecar.sockets.types import SocketObservation
-from hangwatch_sidecar.state import ProbeCounts, SidecarState
+from hangwatch_sidecar.state import SidecarState
 from hangwatch_sidecar.tracking import ProducerTracker
 from hangwatch_sidecar.verdicts import Debouncer, Thresholds, evaluate
 
@@ -95,28 +84,13 @@ class SidecarLoop:
         self.probe_errors: Counter[str] = Counter()
         self.verdict_changes: Counter[str] = Counter()
         self.telemetry_problems: Counter[str] = Counter()
-        self.sockets = (
-            SocketReader(Narrowing(settings.socket_port_set, settings.socket_uid_set))
-            if settings.socket_view
-            else None
-        )
-        self.classifier = SocketClassifier()
         self.spark_task_running: Callable[[], bool | None] = lambda: None
         """Spark's view of this executor (a task of it runs now?); None: not known."""
-        self.addresses: dict[str, str] = {}
-        """`ip:port` -> broker name (`host:port`), from every probe's DNS answer."""
-        self.memory: dict[str, EndpointMemory] = {}
-        self.kept: dict[str, ssl.SSLSocket | socket.socket] = {}
-        self.connects: Counter[str] = Counter()
-        """New probe connections per broker (fresh connects, failed ones included)."""
-        self.requests: Counter[str] = Counter()
-        """ApiVersions probe requests per broker."""
         self.metadata_requests = 0
         self.metadata_clients = 0
-        self._count_lock = threading.Lock()
-        self._own_failed_connects = 0
         self._metadata_client: MetadataClient | None = None
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="hangwatch-probe")
+        self.prober = BrokerProber(settings, self.probe_settings, self.tls, self._pool, clock)
         self._lock = threading.Lock()
         self._state = SidecarState(
             started_ts=wall(),
@@ -171,102 +145,6 @@ class SidecarLoop:
             self._metadata_client.close()
             self._metadata_client = None
 
-    # -- the socket view and passive-first probing ---------------------------------------------
-    def _socket_view(self, now: float) -> SocketObservation | None:
-        if self.sockets is None:
-            return None
-        snapshot = self.sockets.snapshot(now, self.addresses.keys())
-        with self._count_lock:
-            own, self._own_failed_connects = self._own_failed_connects, 0
-        return self.classifier.observe(
-            snapshot, self.addresses, self.settings.stall_seconds, own_failed_connects=own
-        )
-
-    def _plan(
-        self, now: float, view: SocketObservation | None
-    ) -> list[tuple[Endpoint, PlannedProbe]]:
-        targets = {str(e): e for e in endpoints_to_probe(self.bootstrap, self.metadata)}
-        window = min(self.settings.passive_window_seconds, self.settings.probe_interval_seconds)
-        plans = plan_probes(
-            list(targets),
-            self.memory,
-            passive_evidence(view, window),
-            now=now,
-            mode=self.settings.probe_mode,
-            fresh_connect_interval_seconds=self.settings.fresh_connect_interval_seconds,
-            keep_connections=not self.probe_settings.security_protocol.startswith("SASL"),
-        )
-        return [(targets[p.endpoint], p) for p in plans]
-
-    def _probe_one(self, endpoint: Endpoint, plan: PlannedProbe, now: float) -> EndpointProbe:
-        name = str(endpoint)
-        known = tuple(
-            a.rsplit(":", 1)[0].strip("[]") for a, b in self.addresses.items() if b == name
-        )
-        if plan.mode is ProbeMode.PASSIVE:
-            return EndpointProbe(endpoint, Reachability.OK, "", known)
-        kept = self.kept.pop(name, None)
-        if plan.mode is ProbeMode.KEPT and kept is not None:
-            self._count(self.requests, name)
-            probe = probe_kept_connection(kept, endpoint, self.probe_settings, known)
-            if probe.ok:
-                self.kept[name] = kept
-                self.memory[name] = replace(self.memory[name], last_ok=True, kept=True)
-                return probe
-            kept.close()
-            if probe.reachability is Reachability.TIMEOUT:
-                self.memory[name] = EndpointMemory(False, self.memory[name].last_fresh_at, False)
-                return probe
-            # closed or reset by the broker: a new connection says what the broker is now
-        elif kept is not None:
-            kept.close()
-        return self._probe_fresh(endpoint, now)
-
-    def _probe_fresh(self, endpoint: Endpoint, now: float) -> EndpointProbe:
-        name = str(endpoint)
-        self._count(self.connects, name)
-        probe, sock = probe_endpoint_and_keep(endpoint, self.probe_settings, self.tls)
-        if probe.api_versions_ms is not None:
-            self._count(self.requests, name)
-        if probe.connect_ms is not None and probe.tls_ms is None and probe.api_versions_ms is None:
-            with self._count_lock:  # the connect itself failed: the namespace counted it too
-                self._own_failed_connects += 1
-        keep = self.settings.probe_mode != "fresh" and not (
-            self.probe_settings.security_protocol.startswith("SASL")
-        )
-        if sock is not None and keep:
-            self.kept[name] = sock
-        elif sock is not None:
-            sock.close()
-        self.memory[name] = EndpointMemory(probe.ok, now, name in self.kept)
-        return probe
-
-    def _count(self, counter: Counter[str], name: str) -> None:
-        with self._count_lock:
-            counter[name] += 1
-
-    def probe_counts(self) -> ProbeCounts:
-        with self._count_lock:
-            return ProbeCounts(
-                connects=dict(self.connects),
-                requests=dict(self.requests),
-                metadata_requests=self.metadata_requests,
-                metadata_clients=self.metadata_clients,
-            )
-
-    def _probe_brokers(
-        self, now: float, view: SocketObservation | None
-    ) -> tuple[list[EndpointProbe], dict[str, str]]:
-        plans = self._plan(now, view)
-        futures = [self._pool.submit(self._probe_one, e, p, now) for e, p in plans]
-        probes = [f.result() for f in futures]
-        for probe in probes:
-            for address in probe.addresses:
-                host = f"[{address}]" if ":" in address else address
-                self.addresses[f"{host}:{probe.endpoint.port}"] = str(probe.endpoint)
-        passive = {p.endpoint: p.why for _, p in plans if p.mode is ProbeMode.PASSIVE}
-        return probes, passive
-
     def _read_producers(self, now: float) -> list[ProducerObservation]:
         s = self.settings
         reads, problems = telemetry_reader.scan(
@@ -302,8 +180,9 @@ class SidecarLoop:
             if self._metadata_due(started, previous.cluster)
             else None
         )
-        view = self._socket_view(started)
-        probes, passive = self._probe_brokers(started, view)
+        probes, passive, view = self.prober.probe(
+            endpoints_to_probe(self.bootstrap, self.metadata), started
+        )
         if fetching is not None:
             fetching.result()
         for p in probes:
@@ -361,7 +240,7 @@ class SidecarLoop:
             verdict_changes=dict(self.verdict_changes),
             telemetry_problems=dict(self.telemetry_problems),
             sockets=view,
-            probe_counts=self.probe_counts(),
+            probe_counts=self.prober.counts(self.metadata_requests, self.metadata_clients),
         )
         self._publish(state)
         return state
@@ -387,9 +266,7 @@ class SidecarLoop:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._drop_metadata_client()
-        for sock in list(self.kept.values()):
-            sock.close()
-        self.kept.clear()
+        self.prober.close()
 
 
 _PROBLEM_KINDS = {

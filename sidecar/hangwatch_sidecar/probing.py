@@ -8,11 +8,15 @@ whether a probe connection is kept). For each endpoint it answers:
   passive window with nothing outstanding on any of them: the broker just answered the
   producer, no probe needed (a producer writing to three brokers costs them nothing);
 - `kept`: one ApiVersions request on the probe connection kept from an earlier probe;
+- `observed`: the pod's own connections to the broker are blackholed (unacknowledged
+  data retransmitted, or connects unanswered past a second): the broker is `timeout`
+  without waiting for a probe's timeout (faster than any connect timeout); every
+  `OBSERVED_RECHECK`-th round in a row a fresh connection checks that new connections
+  fail too;
 - `fresh`: a new connection (DNS, TCP, TLS when configured, ApiVersions), which is then
   kept. Only when there is no kept connection, at the slow `fresh_connect_interval`
   (new connections must keep working, not only old ones), or on doubt: the last result
-  was not `ok`, or the pod's own connections to the broker are blackholed, unanswered or
-  their connects go unanswered.
+  was not `ok`, or a request on the pod's own connection to the broker is unanswered.
 
 With `mode="fresh"` every endpoint gets a new connection every round (the behaviour
 before passive-first probing, kept for comparison). SASL listeners close a connection
@@ -23,7 +27,7 @@ broker without passive evidence gets a fresh connection each round, as before.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from hangwatch_sidecar.sockets.types import Pattern, SocketObservation
@@ -33,8 +37,14 @@ class ProbeMode(StrEnum):
     """How one endpoint is checked this round."""
 
     PASSIVE = "passive"
+    OBSERVED = "observed"
     KEPT = "kept"
     FRESH = "fresh"
+
+
+OBSERVED_RECHECK = 5
+"""While the pod's connections stay blackholed, every this many rounds a fresh connection
+checks the broker itself (a producer's old connection can be broken alone)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,8 @@ class EndpointMemory:
     last_ok: bool
     last_fresh_at: float | None
     kept: bool
+    observed: int = 0
+    """Rounds in a row the broker was judged from the pod's blackholed connections."""
 
 
 @dataclass(frozen=True)
@@ -61,13 +73,16 @@ class PassiveEvidence:
     answered: Mapping[str, float]
     doubt: Mapping[str, str]
     """Broker -> why its connections look wrong."""
+    blackholed: Mapping[str, str] = field(default_factory=dict)
+    """Broker -> what shows the pod's own connections to it blackholed."""
 
 
 _DOUBTFUL = {
     Pattern.UNANSWERED: "a request unanswered on the pod's connection",
-    Pattern.BLACKHOLED: "the pod's connection is blackholed",
-    Pattern.CONNECT_UNANSWERED: "the pod's connects go unanswered",
+    Pattern.BLACKHOLED: "the pod's own connection is blackholed: unacknowledged data retransmitted",
+    Pattern.CONNECT_UNANSWERED: "the pod's own connects to it go unanswered past a second",
 }
+_BLACKHOLED = (Pattern.BLACKHOLED, Pattern.CONNECT_UNANSWERED)
 
 
 def passive_evidence(view: SocketObservation | None, window_seconds: float) -> PassiveEvidence:
@@ -76,9 +91,12 @@ def passive_evidence(view: SocketObservation | None, window_seconds: float) -> P
     if view is None or not view.available:
         return PassiveEvidence({}, {})
     doubt: dict[str, str] = {}
+    blackholed: dict[str, str] = {}
     waiting: set[str] = set()
     answered: dict[str, float] = {}
     for c in view.connections:
+        if c.pattern in _BLACKHOLED:
+            blackholed.setdefault(c.broker, _DOUBTFUL[c.pattern])
         if c.pattern in _DOUBTFUL:
             doubt.setdefault(c.broker, _DOUBTFUL[c.pattern])
         elif c.request_outstanding and (c.waiting_seconds or 0.0) > window_seconds:
@@ -91,7 +109,7 @@ def passive_evidence(view: SocketObservation | None, window_seconds: float) -> P
         for b, age in answered.items()
         if age <= window_seconds and b not in doubt and b not in waiting
     }
-    return PassiveEvidence(fresh, doubt)
+    return PassiveEvidence(fresh, doubt, blackholed)
 
 
 def plan_probes(
@@ -134,6 +152,8 @@ def _plan(
         return PlannedProbe(endpoint, ProbeMode.FRESH, "probe mode fresh")
     if remembered is None:
         return PlannedProbe(endpoint, ProbeMode.FRESH, "first probe")
+    if endpoint in evidence.blackholed and remembered.observed + 1 < OBSERVED_RECHECK:
+        return PlannedProbe(endpoint, ProbeMode.OBSERVED, evidence.blackholed[endpoint])
     if not remembered.last_ok:
         return PlannedProbe(endpoint, ProbeMode.FRESH, "last probe failed")
     if endpoint in evidence.doubt:
