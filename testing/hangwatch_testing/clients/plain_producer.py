@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-seconds", type=float, default=0.0)
     parser.add_argument("--wedge-file", default="")
     parser.add_argument("--acks", default="all")
-    parser.add_argument("--message-timeout-ms", type=int, default=30000)
+    parser.add_argument("--message-timeout-ms", type=int, default=0, help="0: librdkafka's")
     args = parser.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -48,15 +48,15 @@ def main(argv: list[str] | None = None) -> int:
         if wedge is not None and wedge.exists():
             threading.Event().wait()  # blocks the poll thread forever (S4)
 
-    producer = Producer(
-        {
-            "bootstrap.servers": args.bootstrap,
-            "acks": args.acks,
-            "linger.ms": 5,
-            "message.timeout.ms": args.message_timeout_ms,
-            "log_level": 0,
-        }
-    )
+    conf: dict[str, str | int] = {
+        "bootstrap.servers": args.bootstrap,
+        "acks": args.acks,
+        "linger.ms": 5,
+        "log_level": 0,
+    }
+    if args.message_timeout_ms:
+        conf["message.timeout.ms"] = args.message_timeout_ms
+    producer = Producer(conf)
     _run(producer, args, stop, on_delivery, delivered)
     producer.flush(2)
     return 0
