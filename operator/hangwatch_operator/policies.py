@@ -140,6 +140,16 @@ class Probes:
     probe_interval_seconds: int = POLICY.probe_interval_seconds
     connect_timeout_seconds: int = 2
     request_timeout_seconds: int = 3
+    fresh_connect_interval_seconds: int = 300
+
+
+@dataclass(frozen=True)
+class SocketView:
+    """`spec.socketView`: the sidecar's view of the pod's own connections to brokers."""
+
+    enabled: bool = True
+    ports: tuple[int, ...] = ()
+    uids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -202,6 +212,7 @@ class Policy:
     actions: Actions = field(default_factory=Actions)
     safety: SafetyLimits = field(default_factory=SafetyLimits)
     sidecar: SidecarSpec = field(default_factory=SidecarSpec)
+    socket_view: SocketView = field(default_factory=SocketView)
 
 
 def kafka_env_name(prop: str) -> str:
@@ -233,8 +244,28 @@ def parse_policy(body: Mapping[str, Any]) -> Policy:
             actions=_actions(_section(spec, "actions")),
             safety=_safety(_section(spec, "safety")),
             sidecar=_sidecar(_section(spec, "sidecar")),
+            socket_view=_socket_view(_section(spec, "socketView")),
         )
     )
+
+
+def _socket_view(section: Mapping[str, Any]) -> SocketView:
+    enabled = section.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise InvalidPolicyError("spec.socketView.enabled must be true or false")
+    lists = {}
+    for key, most in (("ports", 65535), ("uids", 4294967294)):
+        values = section.get(key) or []
+        if not isinstance(values, list) or len(values) > 32:
+            raise InvalidPolicyError(f"spec.socketView.{key} must be a list of at most 32")
+        for value in values:
+            low = 1 if key == "ports" else 0
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= most:
+                raise InvalidPolicyError(
+                    f"spec.socketView.{key}: {value!r} is not in {low}..{most}"
+                )
+        lists[key] = tuple(values)
+    return SocketView(enabled, lists["ports"], lists["uids"])
 
 
 def matching_policy(pod: Mapping[str, Any], policies: Iterable[Policy]) -> Policy | None:

@@ -94,7 +94,12 @@ def test_schema_is_structural_and_every_default_is_valid() -> None:
 
 
 def test_integer_fields_carry_their_unit_in_the_name() -> None:
-    unitless = {"maxConcurrent": "a count of pods", "observedGeneration": "a generation"}
+    unitless = {
+        "maxConcurrent": "a count of pods",
+        "observedGeneration": "a generation",
+        "ports[]": "TCP port numbers",
+        "uids[]": "user ids",
+    }
     for path, node in walk_schema(version_schema()):
         name = path.rsplit(".", 1)[-1]
         if node.get("type") != "integer" or path.startswith("status.verdictCounts"):
