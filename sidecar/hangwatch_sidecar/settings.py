@@ -169,9 +169,9 @@ class SidecarSettings:
     socket_uids: str = field(
         default="",
         metadata=_doc(
-            "Comma-separated user ids whose sockets the socket view watches (empty: every user "
-            "but the sidecar). Leaves out a container of the pod running as another user (a "
-            "consumer, an acks=0 producer)."
+            "Comma-separated user ids whose sockets the socket view watches (empty: every owner; "
+            "the sidecar's own sockets are always left out). Leaves out a container of the pod "
+            "running as another user (a consumer, an acks=0 producer)."
         ),
     )
     probe_mode: str = field(
