@@ -132,6 +132,8 @@ class SidecarLoop:
             log.warning("metadata fetch failed", extra={"error": str(exc)[:200]})
             return
         self.metadata_at = now
+        if self.settings.probe_mode == "fresh":
+            self._drop_metadata_client()  # the old behaviour: a new client every fetch
         if result.metadata is not None:
             self.metadata, self.metadata_ts = result.metadata, self.wall()
             self.known_nodes.update({b.endpoint: b.id for b in result.metadata.brokers})
