@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything hangwatch's demo and tests need on a fresh Debian machine:
 # iptables (kernel faults in the lab), kcat (an independent Kafka client for tests),
-# and the project itself with its development extras. Safe to run again.
+# Go with Debian's sarama and kafka-go sources (real clients the tests build in GOPATH
+# mode), and the project itself with its development extras. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need_apt=()
@@ -10,6 +11,10 @@ command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)  # sarama's zstd dependency uses cgo
+[ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || need_apt+=(golang-github-shopify-sarama-dev)
+[ -d /usr/share/gocode/src/github.com/segmentio/kafka-go ] || need_apt+=(golang-github-segmentio-kafka-go-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} from Debian" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

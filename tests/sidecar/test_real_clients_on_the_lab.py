@@ -36,6 +36,7 @@ from hangwatch.contracts import Verdict
 from hangwatch_lab import Lab
 from hangwatch_sidecar.loop import SidecarLoop
 from hangwatch_sidecar.settings import SidecarSettings
+from hangwatch_testing.clients.build import PROGRAMS, built
 from hangwatch_testing.clients.runs import TOPIC, run
 from hangwatch_testing.clients.workloads import CLIENTS, Rhythm, Workload
 
@@ -44,6 +45,16 @@ pytestmark = pytest.mark.xdist_group("lab-timing")
 CLUSTER_FAULT_BOUND = 2 * 1.0 + 1.0 + 3.0
 """Two rounds (hysteresis) + the connect timeout, plus 3 s for a loaded 2-core machine and
 the 0.25 s /status polling; the clients themselves stay silent for tens of seconds."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def go_clients(pytestconfig: pytest.Config) -> None:
+    """Builds the Go producers into the cache when missing (a fresh CI machine), with the
+    build's progress on the terminal: a first build takes about half a minute."""
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        for program in PROGRAMS:
+            built(program)
 
 
 def _stall_every_broker(lab: Lab) -> None:
@@ -206,3 +217,13 @@ def test_s4_blocked_callback_is_silence_flagged_only_while_spark_runs_a_task() -
             running.close()
             unknown.close()
             workload.stop()
+
+
+def test_build_errors_name_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hangwatch_testing.clients import build
+
+    with pytest.raises(build.BuildError, match="unknown Go producer 'java'"):
+        build.built("java")
+    monkeypatch.setattr(build.shutil, "which", lambda _name: None)
+    with pytest.raises(build.BuildError, match="no Go toolchain: install golang-go gcc"):
+        build.built("sarama-producer")

@@ -81,20 +81,20 @@ def _build(program: str, target: Path) -> None:
     }
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         out = Path(tmp) / program
-        proc = subprocess.Popen(
+        lines = []
+        with subprocess.Popen(
             ["go", "build", "-v", "-o", str(out), "."],
             cwd=SOURCES / program,
             env=env,
             stderr=subprocess.PIPE,
             text=True,
-        )
-        assert proc.stderr is not None
-        lines = []
-        for line in proc.stderr:  # -v names each package as it compiles: the progress
-            lines.append(line.rstrip())
-            if line.strip() and not line.startswith((" ", "#", "cgo", "In file", "/")):
-                print(f"  {program}: {line.strip()}", file=sys.stderr, flush=True)
-        if proc.wait() != 0:
+        ) as proc:
+            assert proc.stderr is not None
+            for line in proc.stderr:  # -v names each package as it compiles: the progress
+                lines.append(line.rstrip())
+                if line.strip() and not line.startswith((" ", "#", "cgo", "In file", "/")):
+                    print(f"  {program}: {line.strip()}", file=sys.stderr, flush=True)
+        if proc.returncode != 0:
             errors = [line for line in lines if "warning" not in line][-5:]
             raise BuildError(
                 f"go build of {program} failed (needs {APT_PACKAGES}): " + " | ".join(errors)
