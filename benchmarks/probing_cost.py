@@ -38,7 +38,9 @@ from typing import Any
 from machine import describe
 
 from hangwatch_demo.harness import stop_process
+from hangwatch_demo.sidecars import announced_port
 from hangwatch_lab import Lab
+from hangwatch_testing.waiting import wait_for
 
 CHAIN = f"HWBENCH-{os.getpid()}"
 GROUPS = {"before": 64001, "after": 64002}
@@ -103,18 +105,15 @@ def _python_path() -> str:
     return os.pathsep.join(p for p in sys.path if p and Path(p).resolve() != here)
 
 
-def _port(log: Path, timeout: float = 30.0) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for line in log.read_text(errors="replace").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if record.get("msg") == "sidecar started":
-                return int(record["port"])
-        time.sleep(0.2)
-    raise RuntimeError(f"sidecar did not start: {log.read_text()[-1000:]}")
+def _port(log: Path, proc: subprocess.Popen[bytes]) -> int:
+    port: int = wait_for(
+        lambda: announced_port(log),
+        30.0,
+        "the sidecar's port",
+        give_up=lambda: proc.poll() is not None,
+        context=lambda: log.read_text(errors="replace")[-1000:],
+    )
+    return port
 
 
 def _status(port: int) -> dict[str, Any]:
@@ -154,7 +153,7 @@ def measure(seconds: float, warmup: float) -> None:
             log = Path(tmp) / f"{name}.log"
             procs[name] = _sidecar(name, lab.bootstrap, telemetry, log)
             stack.callback(stop_process, procs[name], 10)
-            sidecar_ports[name] = _port(log)
+            sidecar_ports[name] = _port(log, procs[name])
         print(f"  ... warm-up {warmup:.0f} s", file=sys.stderr, flush=True)
         time.sleep(warmup)
         syn0 = _syn_counts()

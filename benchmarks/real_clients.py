@@ -43,6 +43,7 @@ from hangwatch_testing.clients.runs import (
     run,
 )
 from hangwatch_testing.clients.workloads import CLIENTS, Rhythm, Workload
+from hangwatch_testing.processes import cpu_seconds, peak_rss_mb
 
 
 def _each(fault: Callable[[Lab, int], None]) -> Callable[[Lab], None]:
@@ -102,13 +103,6 @@ def matrix(error_wait: float) -> None:
         print(f"median ratio hangwatch / client's own error: {statistics.median(ratios):.2f}")
 
 
-def _rss_peak_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def healthy(seconds: float) -> None:
     print(
         f"\npart 2: {len(CLIENTS)} clients in one pod, bursts and idle periods, one sidecar with "
@@ -132,7 +126,7 @@ def healthy(seconds: float) -> None:
         sidecar = SidecarProcess(lab.bootstrap, telemetry, timing)
         stack.callback(sidecar.stop)
         time.sleep(10)  # start-up is not steady state
-        cpu0, t0 = sidecar.cpu_seconds(), time.monotonic()
+        cpu0, t0 = cpu_seconds(sidecar.proc.pid), time.monotonic()
         seen: Counter[str] = Counter()
         changes: list[tuple[float, str]] = []
         last = None
@@ -148,8 +142,8 @@ def healthy(seconds: float) -> None:
             if int(elapsed) % 60 == 0:
                 print(f"  ... {elapsed:.0f}/{seconds:.0f} s", file=sys.stderr, flush=True)
             time.sleep(1.0)
-        share = (sidecar.cpu_seconds() - cpu0) / (time.monotonic() - t0) * 100
-        rss = _rss_peak_mb(sidecar.proc.pid)
+        share = (cpu_seconds(sidecar.proc.pid) - cpu0) / (time.monotonic() - t0) * 100
+        rss = peak_rss_mb(sidecar.proc.pid)
         final = sidecar.status()
     print(f"polls of /status by verdict: {dict(seen)}; changes: {changes}")
     print(

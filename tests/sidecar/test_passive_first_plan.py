@@ -24,25 +24,12 @@ from hangwatch_sidecar.probing import (
     passive_evidence,
     plan_probes,
 )
-from hangwatch_sidecar.sockets.types import (
-    ConnectionEvidence,
-    Pattern,
-    SocketObservation,
-    TcpState,
-)
+from hangwatch_sidecar.sockets.types import ConnectionEvidence, Pattern, SocketObservation
+from tests.sidecar.builders import connection, socket_view
 
 A, B = "10.0.0.1:9092", "10.0.0.2:9092"
 GOOD = EndpointMemory(last_ok=True, last_fresh_at=100.0, kept=True)
-ANSWERED = ConnectionEvidence(
-    connection="10.0.0.9:40000->10.0.0.1:9092",
-    broker=A,
-    pattern=Pattern.ANSWERED,
-    state=TcpState.ESTABLISHED,
-    uid=185,
-    waiting_seconds=None,
-    quiet_seconds=0.2,
-    last_received_seconds=0.2,
-)
+ANSWERED = connection(pattern=Pattern.ANSWERED, quiet_seconds=0.2, last_received_seconds=0.2)
 
 
 def modes(
@@ -101,7 +88,7 @@ def test_fresh_mode_and_sasl() -> None:
 
 
 def _view(*conns: ConnectionEvidence, error: str | None = None) -> SocketObservation:
-    return SocketObservation(at=1.0, connections=conns, error=error)
+    return socket_view(*conns, error=error)
 
 
 def test_passive_evidence_from_the_socket_view() -> None:

@@ -17,27 +17,11 @@ from dataclasses import replace
 
 from hangwatch.contracts import Verdict as V
 from hangwatch_sidecar.sockets.judge import MAX_NAMED, failed_connects_reason, judge_sockets
-from hangwatch_sidecar.sockets.types import (
-    ConnectionEvidence,
-    Pattern,
-    SocketObservation,
-    TcpState,
-)
+from hangwatch_sidecar.sockets.types import ConnectionEvidence, Pattern, TcpState
+from tests.sidecar.builders import connection, socket_view
 
-C = ConnectionEvidence(
-    connection="10.0.0.9:40000->10.0.0.1:9092",
-    broker="10.0.0.1:9092",
-    pattern=Pattern.IDLE,
-    state=TcpState.ESTABLISHED,
-    uid=185,
-    waiting_seconds=None,
-    quiet_seconds=40.0,
-    last_received_seconds=40.0,
-)
-
-
-def view(*conns: ConnectionEvidence, **kw: object) -> SocketObservation:
-    return SocketObservation(at=100.0, connections=conns, **kw)  # type: ignore[arg-type]
+C = connection(quiet_seconds=40.0, last_received_seconds=40.0)
+view = socket_view
 
 
 def unanswered(waiting: float = 45.0, **kw: object) -> ConnectionEvidence:

@@ -20,28 +20,14 @@ from dataclasses import replace
 
 from hangwatch.contracts import Reachability as R
 from hangwatch.contracts import Verdict as V
-from hangwatch_sidecar.sockets.types import (
-    ConnectionEvidence,
-    Pattern,
-    SocketObservation,
-    TcpState,
-)
+from hangwatch_sidecar.sockets.types import Pattern
 from hangwatch_sidecar.verdicts import MAX_CONNECTIONS_SHOWN, Thresholds, evaluate
-from tests.sidecar.builders import cluster, producer
+from tests.sidecar.builders import cluster, connection, producer, socket_view
 
 T = Thresholds(
     stall_seconds=30, heartbeat_seconds=15, metadata_max_age_seconds=60, election_grace_seconds=15
 )
-IDLE = ConnectionEvidence(
-    connection="10.0.0.9:40000->10.0.0.1:9092",
-    broker="10.0.0.1:9092",
-    pattern=Pattern.IDLE,
-    state=TcpState.ESTABLISHED,
-    uid=185,
-    waiting_seconds=None,
-    quiet_seconds=3.0,
-    last_received_seconds=3.0,
-)
+IDLE = connection()
 UNANSWERED = replace(IDLE, pattern=Pattern.UNANSWERED, waiting_seconds=42.0)
 BLACKHOLED = replace(
     IDLE,
@@ -54,8 +40,7 @@ BLACKHOLED = replace(
 )
 
 
-def view(*conns: ConnectionEvidence, **kw: object) -> SocketObservation:
-    return SocketObservation(at=100.0, connections=conns, **kw)  # type: ignore[arg-type]
+view = socket_view
 
 
 def test_unanswered_request_without_telemetry_is_producer_hung_naming_it() -> None:

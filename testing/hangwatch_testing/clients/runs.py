@@ -11,7 +11,6 @@ fault is recorded next to it. Everything stops on the way out (no process, no ru
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -23,8 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hangwatch_demo.sidecars import announced_port
 from hangwatch_lab import Lab
 from hangwatch_testing.clients.workloads import Rhythm, Workload
+from hangwatch_testing.waiting import wait_for
 
 TOPIC = "t"
 PARTITIONS = 3
@@ -61,44 +62,31 @@ class SidecarProcess:
     def __init__(
         self, bootstrap: str, telemetry_dir: Path, timing: SidecarTiming, *extra: str
     ) -> None:
-        self.log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed by stop()
-        self.proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "hangwatch", "sidecar", "--bootstrap", bootstrap),
-                *("--topics", TOPIC, "--port", "0", "--telemetry-dir", str(telemetry_dir)),
-                *timing.argv(),
-                *extra,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=self.log,
+        self._dir = tempfile.TemporaryDirectory(prefix="hangwatch-sidecar-")
+        self.log_path = Path(self._dir.name) / "sidecar.log"
+        with self.log_path.open("w") as log:
+            self.proc = subprocess.Popen(
+                [
+                    *(sys.executable, "-m", "hangwatch", "sidecar", "--bootstrap", bootstrap),
+                    *("--topics", TOPIC, "--port", "0", "--telemetry-dir", str(telemetry_dir)),
+                    *timing.argv(),
+                    *extra,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+        self.port: int = wait_for(
+            lambda: announced_port(self.log_path),
+            30.0,
+            "the sidecar's port",
+            give_up=lambda: self.proc.poll() is not None,
+            context=lambda: self.log_path.read_text(errors="replace")[-2000:],
         )
-        self.port = self._announced_port(timeout=30.0)
-
-    def _announced_port(self, timeout: float) -> int:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.log.seek(0)
-            for line in self.log.read().splitlines():
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                if record.get("msg") == "sidecar started":
-                    return int(record["port"])
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        self.log.seek(0)
-        raise RuntimeError(f"sidecar did not start: {self.log.read()[-2000:]}")
 
     def status(self) -> dict[str, Any]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/status", timeout=5) as r:
             doc: dict[str, Any] = json.load(r)
             return doc
-
-    def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -108,7 +96,7 @@ class SidecarProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self.log.close()
+        self._dir.cleanup()
 
 
 @dataclass
