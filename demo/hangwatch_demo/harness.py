@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from hangwatch.contracts import Verdict
+from hangwatch.wire.telemetry import to_builtins
 from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing
 from hangwatch_lab import Lab
 from hangwatch_sidecar import telemetry_reader
@@ -137,7 +138,7 @@ def sidecar_settings(bootstrap: str, telemetry_dir: Path, timing: Timing) -> Sid
 def telemetry_docs(telemetry_dir: Path) -> list[dict[str, Any]]:
     """The usable telemetry documents in `telemetry_dir`, read as the sidecar reads them."""
     reads, _problems = telemetry_reader.scan(telemetry_dir, max_bytes=262144, max_files=64)
-    return [r.doc for r in reads if r.doc is not None]
+    return [to_builtins(r.doc) for r in reads if r.doc is not None]
 
 
 def _producer_failed(telemetry_dir: Path) -> bool:

@@ -28,6 +28,7 @@ from types import FrameType
 from typing import Any
 
 from hangwatch import logs
+from hangwatch.wire import telemetry
 from hangwatch_pipeline import ProducerError, ProducerSettings, producer
 
 log = logging.getLogger("hangwatch_demo.workload")
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--message-timeout-ms", type=int, default=10000)
     args = parser.parse_args(argv)
     logs.configure("workload")
-    os.environ["HANGWATCH_TELEMETRY_DIR"] = args.telemetry_dir
+    os.environ[telemetry.DIR_ENV] = args.telemetry_dir
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -23,6 +23,7 @@ import aiohttp
 import kopf
 from prometheus_client import start_http_server
 
+from hangwatch.wire.sidecar_http import PORT
 from hangwatch_operator import operator_metrics
 from hangwatch_operator.injection import POLICY_LABEL
 from hangwatch_operator.kube_api import KubeApi
@@ -102,7 +103,7 @@ async def stop_remediation(memo: kopf.Memo, **_: Any) -> None:
 def pods_by_policy(body: kopf.Body, memo: kopf.Memo, **_: Any) -> dict[tuple[str, str], WatchedPod]:
     """(namespace, policy) -> the pods it watches: running ones and ones being deleted."""
     started = memo.get(RUNTIME_KEY)
-    port = started.runtime.settings.sidecar_port if isinstance(started, Started) else 9477
+    port = started.runtime.settings.sidecar_port if isinstance(started, Started) else PORT
     pod = watched_pod(body, port)
     if not pod.running and not pod.terminating:
         return {}

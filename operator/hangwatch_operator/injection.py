@@ -21,6 +21,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from hangwatch.wire import sidecar_http, telemetry
 from hangwatch_operator.policies import Policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
 
@@ -130,7 +131,7 @@ def sidecar_container(
     policy: Policy, settings: OperatorSettings, mode: InjectionMode
 ) -> dict[str, Any]:
     """The sidecar container (an init container with restartPolicy Always when native)."""
-    probe = {"httpGet": {"path": "/healthz", "port": PORT_NAME}, "timeoutSeconds": 2}
+    probe = {"httpGet": {"path": sidecar_http.HEALTHZ_PATH, "port": PORT_NAME}, "timeoutSeconds": 2}
     container: dict[str, Any] = {
         "name": SIDECAR_CONTAINER,
         "image": policy.sidecar.image or settings.sidecar_image,
@@ -227,7 +228,7 @@ def _metadata_ops(
         annotations |= {
             "prometheus.io/scrape": "true",
             "prometheus.io/port": str(settings.sidecar_port),
-            "prometheus.io/path": "/metrics",
+            "prometheus.io/path": sidecar_http.METRICS_PATH,
         }
     return [
         *_map_ops(meta, "annotations", annotations),
@@ -247,7 +248,7 @@ def _spark_container_ops(
         )
     ]
     present = {e.get("name") for e in container.get("env") or []}
-    wanted = [_value_env("HANGWATCH_TELEMETRY_DIR", settings.telemetry_dir)]
+    wanted = [_value_env(telemetry.DIR_ENV, settings.telemetry_dir)]
     wanted += [_field_env(name, path) for name, path in _DOWNWARD.items()]
     env = [e for e in wanted if e["name"] not in present]
     if env and "env" not in container:
@@ -258,7 +259,7 @@ def _spark_container_ops(
 
 
 def _sidecar_env(policy: Policy, settings: OperatorSettings) -> list[dict[str, Any]]:
-    env = [_value_env("HANGWATCH_TELEMETRY_DIR", settings.telemetry_dir)]
+    env = [_value_env(telemetry.DIR_ENV, settings.telemetry_dir)]
     env += [_field_env(name, path) for name, path in _SIDECAR_DOWNWARD.items()]
     # Timeouts ride in the sidecar's settings variables rather than flags, outside the
     # fixed flag contract: a sidecar that does not know them ignores them.

@@ -19,6 +19,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from hangwatch.wire import sidecar_http
+from hangwatch.wire.telemetry import DEFAULT_DIR as DEFAULT_TELEMETRY_DIR
+
 ENV_PREFIX = "HANGWATCH_OPERATOR_"
 """`sidecar_image` is read from `HANGWATCH_OPERATOR_SIDECAR_IMAGE`, and so on."""
 
@@ -48,12 +51,11 @@ class OperatorSettings:
     """Image of the injected sidecar when a policy names none: the release the operator
     was built with, so operator and sidecar speak the same /status contract."""
 
-    sidecar_port: int = 9477
-    """Port of the sidecar's /metrics, /status and /healthz. It shares the pod's network
-    namespace with Spark, so it must avoid Spark's ports (4040-4045 UI, 7077-7079 RPC and
-    block manager); 9477 is free of those and of common exporters."""
+    sidecar_port: int = sidecar_http.PORT
+    """Port of the sidecar's /metrics, /status and /healthz (`hangwatch.wire.sidecar_http`,
+    which says why 9477)."""
 
-    telemetry_dir: str = "/var/run/hangwatch/telemetry"
+    telemetry_dir: str = DEFAULT_TELEMETRY_DIR
     """Mount path of the shared emptyDir in every container. Under /var/run because it is
     volatile runtime state, and outside Spark's /opt/spark and /var/data trees."""
 

@@ -1,23 +1,31 @@
 """The sidecar's `/status` document, read into typed values the operator relies on.
 
-Fed by `status_polling` with the JSON body of `GET /status` (schema 1, README:
-Sidecar). Only the parts correlation and decisions use are kept: the debounced
-verdict with its reasons and start, each broker's reachability and the sidecar's own
-freshness. Anything the operator cannot trust raises `StatusFormatError`, which the
-poller reports as an unreachable sidecar: a garbled answer is never read as a hang.
-Pure: no I/O.
+Fed by `status_polling` with the body of `GET /status`, decoded with the document's one
+definition (`hangwatch.wire.status`: types, bounds, the version rule). Only the parts
+correlation and decisions use are kept: the debounced verdict with its reasons and
+start, each broker's reachability and the sidecar's own freshness. Anything the
+operator cannot trust raises `StatusFormatError`, which the poller reports as an
+unreachable sidecar, so a garbled answer is never read as a hang: a body that is not
+the contract's, a verdict only the operator may give (`node_network_fault`), and an
+evaluation time that is missing, not a finite number, stale, or in the future beyond
+`CLOCK_SKEW_SECONDS`. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from hangwatch.contracts import Reachability, Verdict
+from hangwatch.wire import status
+from hangwatch.wire.schema import WireFormatError
 from hangwatch_operator.watched import WatchedPod
 
-SUPPORTED_SCHEMA = 1
+OPERATOR_ONLY = frozenset({Verdict.NODE_NETWORK_FAULT})
+"""Verdicts only the operator gives (from several pods); a sidecar claiming one is refused."""
+
+CLOCK_SKEW_SECONDS = 30.0
+"""How far a sidecar's clock may run ahead of the operator's: nodes synchronised by NTP
+differ by milliseconds; an evaluation time further in the future is not believed."""
 
 
 class StatusFormatError(ValueError):
@@ -75,52 +83,33 @@ class PodReport:
 
 
 def parse_status(doc: object, *, now: float, stale_after_seconds: float) -> SidecarReport:
-    """A `SidecarReport` from a decoded /status body.
+    """A `SidecarReport` from a /status body (bytes) or its decoded JSON value.
 
     `stale_after_seconds`: a sidecar whose last evaluation round is older than this is
     wedged (its /healthz will soon fail too); its verdict is not used.
     """
-    if not isinstance(doc, Mapping):
-        raise StatusFormatError("/status is not a JSON object")
-    if doc.get("schema") != SUPPORTED_SCHEMA:
-        raise StatusFormatError(f"unsupported /status schema {doc.get('schema')!r}")
     try:
-        verdict = Verdict(str(doc.get("verdict")))
-    except ValueError as exc:
-        raise StatusFormatError(f"unknown verdict {doc.get('verdict')!r}") from exc
-    sidecar = doc.get("sidecar")
-    if not isinstance(sidecar, Mapping):
-        sidecar = {}
-    evaluated = _number(sidecar.get("evaluated_ts"), "sidecar.evaluated_ts")
-    if evaluated is not None and now - evaluated > stale_after_seconds:
+        report = status.decode(doc) if isinstance(doc, bytes) else status.from_builtins(doc)
+    except WireFormatError as exc:
+        raise StatusFormatError(str(exc)) from None
+    try:
+        verdict = Verdict(report.verdict)
+    except ValueError:
+        raise StatusFormatError(f"unknown verdict {report.verdict[:40]!r}") from None
+    if verdict in OPERATOR_ONLY:
+        raise StatusFormatError(f"verdict {verdict} is the operator's, not a sidecar's")
+    evaluated = report.sidecar.evaluated_ts
+    if evaluated is None:
+        raise StatusFormatError("sidecar.evaluated_ts is missing: no evaluation round yet")
+    if evaluated - now > CLOCK_SKEW_SECONDS:
+        raise StatusFormatError(f"sidecar's last evaluation is {evaluated - now:.0f} s ahead")
+    if now - evaluated > stale_after_seconds:
         raise StatusFormatError(f"sidecar's last evaluation is {now - evaluated:.0f} s old")
     return SidecarReport(
         verdict=verdict,
-        since=_number(doc.get("since"), "since"),
-        reasons=tuple(str(r) for r in _list(doc.get("reasons"), "reasons")),
-        brokers=tuple(_broker(b) for b in _list(doc.get("brokers"), "brokers")),
+        since=report.since,
+        reasons=tuple(report.reasons),
+        brokers=tuple(BrokerReach(b.address, b.reachability) for b in report.brokers),
         evaluated_ts=evaluated,
-        version=str(doc.get("version") or ""),
+        version=report.version,
     )
-
-
-def _broker(raw: Any) -> BrokerReach:
-    if not isinstance(raw, Mapping) or not raw.get("address"):
-        raise StatusFormatError("brokers[] entries need an address")
-    return BrokerReach(str(raw["address"]), str(raw.get("reachability") or "unknown"))
-
-
-def _number(value: Any, name: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise StatusFormatError(f"{name} must be a number")
-    return float(value)
-
-
-def _list(value: Any, name: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise StatusFormatError(f"{name} must be a list")
-    return value

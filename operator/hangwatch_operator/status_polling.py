@@ -11,22 +11,22 @@ operator cannot use yields a report with `error` set and no verdict: it is shown
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Sequence
 
 import aiohttp
 
+from hangwatch.wire import sidecar_http
+from hangwatch.wire.status import READ_LIMIT_BYTES
 from hangwatch_operator.sidecar_status import PodReport, StatusFormatError, parse_status
 from hangwatch_operator.watched import WatchedPod
 
-MAX_STATUS_BYTES = 1 << 20
+MAX_STATUS_BYTES = READ_LIMIT_BYTES
 """A /status larger than 1 MiB is not a sidecar's: refuse it rather than buffer it."""
 
 
 def status_url(pod: WatchedPod) -> str:
-    host = f"[{pod.ip}]" if pod.ip and ":" in pod.ip else pod.ip
-    return f"http://{host}:{pod.port}/status"
+    return sidecar_http.status_url(pod.ip or "", pod.port or sidecar_http.PORT)
 
 
 async def poll_sidecars(
@@ -71,8 +71,7 @@ async def poll_sidecar(
     if len(body) > MAX_STATUS_BYTES:
         return PodReport(pod, error="/status larger than 1 MiB")
     try:
-        doc = json.loads(body)
-        report = parse_status(doc, now=time.time(), stale_after_seconds=stale_after_seconds)
-    except (ValueError, StatusFormatError) as exc:
+        report = parse_status(body, now=time.time(), stale_after_seconds=stale_after_seconds)
+    except StatusFormatError as exc:
         return PodReport(pod, error=f"unusable /status: {exc}")
     return PodReport(pod, status=report)

@@ -47,7 +47,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -55,6 +54,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from hangwatch import __version__
 from hangwatch.errors import HangwatchError, UsageError
 from hangwatch.secrets import is_secret_key, redact
+from hangwatch.wire import telemetry as wire
 from hangwatch_pipeline import telemetry
 from hangwatch_pipeline.settings import (
     EffectiveConfig,
@@ -236,7 +236,7 @@ class HangwatchProducer:
 
     def _open_file(self, telemetry_dir: str | None) -> telemetry.TelemetryFile | None:
         if telemetry_dir is not None:
-            name = f"{telemetry.FILE_PREFIX}{self._pid}-{self.number}{telemetry.FILE_SUFFIX}"
+            name = wire.file_name(self._pid, self.number)
             # Relative: to this process's working directory now (a Spark standalone
             # executor's own work directory), whatever the job does with its cwd later.
             return telemetry.TelemetryFile(os.path.abspath(telemetry_dir), name)
@@ -344,12 +344,8 @@ class HangwatchProducer:
     def __enter__(self) -> HangwatchProducer:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        """Close (raising on undelivered messages); after a failure, purge and re-raise it."""
         if exc_type is None:
             self.close()
         elif not self._closed:

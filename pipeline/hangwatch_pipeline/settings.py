@@ -20,8 +20,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from hangwatch.errors import UsageError
+from hangwatch.wire.telemetry import DIR_ENV
 
-TELEMETRY_DIR_ENV = "HANGWATCH_TELEMETRY_DIR"
+TELEMETRY_DIR_ENV = DIR_ENV
 """Environment variable naming the directory the telemetry files are written to."""
 
 MIN_TELEMETRY_BYTES = 16_384

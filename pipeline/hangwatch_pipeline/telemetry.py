@@ -4,65 +4,53 @@ The producer wrapper (`hangwatch_pipeline.producer`) feeds this module: at every
 librdkafka statistics event its background thread takes a `Snapshot` of the
 producer's counters and calls `encode_document(snapshot, raw_statistics, max_bytes)`,
 a pure function, then `TelemetryFile.write()` replaces the file atomically. The
-hangwatch sidecar reads these files; `docs/telemetry.md` is the contract (schema
-`SCHEMA_VERSION`). Everything except `TelemetryFile` and `spark_task_identity` is pure
-and tested without Kafka.
+hangwatch sidecar reads these files; the document's types, bounds and file names are
+`hangwatch.wire.telemetry` (one definition for both sides), `docs/telemetry.md` is the
+prose. Everything except `TelemetryFile` and `spark_task_identity` is pure and tested
+without Kafka.
 """
 
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
+import math
 import os
 import sys
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hangwatch import telemetry_files
 from hangwatch.secrets import REDACTED
+from hangwatch.wire import telemetry as wire
+from hangwatch.wire.telemetry import (
+    DETAIL_LEVELS,
+    MAX_LIST,
+    MAX_STRING,
+    MINIMAL_LIST,
+    SCHEMA_VERSION,
+    WireFormatError,
+)
+
+__all__ = ["DETAIL_LEVELS", "MAX_LIST", "MAX_STRING", "MINIMAL_LIST", "SCHEMA_VERSION"]
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
-"""Bumped on any incompatible change of the document (see docs/telemetry.md)."""
-
-KIND = "hangwatch.producer.telemetry"
-FILE_PREFIX = "producer-"
-FILE_SUFFIX = ".json"
-LOCK_SUFFIX = ".lock"
-
-DETAIL_LEVELS = ("full", "compact", "topics", "brokers", "minimal")
-"""Levels tried in order until the document fits the size bound (see `trim_statistics`)."""
-
-MAX_STRING = 256
-"""Identity strings and error reasons are cut to this many characters."""
-
-MAX_TOPICS = 100
-"""At most this many topic names, bootstrap addresses and error codes are listed."""
-
-MINIMAL_LIST = 10
-"""The same lists are cut to this length at detail level `minimal`."""
-
-_TOP_LEVEL = (
-    "name", "client_id", "type", "ts", "time", "age", "replyq", "msg_cnt", "msg_size",
-    "msg_max", "msg_size_max", "tx", "rx", "txmsgs", "txmsg_bytes", "metadata_cache_cnt",
-)  # fmt: skip
-_EOS = ("idemp_state", "idemp_stateage", "producer_id", "producer_epoch", "epoch_cnt")
+_TOTALS = ("txerrs", "req_timeouts")
+"""Statistics the wrapper sums over all brokers."""
+_NESTED = ("eos", "brokers", "topics")
+_TOP_LEVEL = tuple(
+    name for name in wire.field_names(wire.Statistics) if name not in (*_TOTALS, *_NESTED)
+)
+_EOS = wire.field_names(wire.Eos)
 _BROKER_MINIMAL = ("name", "nodeid", "state")
-_BROKER = (
-    *_BROKER_MINIMAL, "nodename", "source", "stateage", "outbuf_cnt", "outbuf_msg_cnt",
-    "waitresp_cnt", "waitresp_msg_cnt", "tx", "txerrs", "txretries", "req_timeouts", "rx",
-    "rxerrs", "connects", "disconnects",
-)  # fmt: skip
-_RTT = ("avg", "p99", "max", "cnt")
+_BROKER = tuple(name for name in wire.field_names(wire.BrokerStats) if name != "rtt")
+_RTT = wire.field_names(wire.Rtt)
 _PARTITION_COMPACT = ("leader", "msgq_cnt", "xmit_msgq_cnt", "msgs_inflight")
-_PARTITION = (
-    "partition", *_PARTITION_COMPACT, "desired", "unknown", "msgq_bytes", "xmit_msgq_bytes",
-    "txmsgs", "msgs",
-)  # fmt: skip
+_PARTITION = wire.field_names(wire.PartitionStats)
 _QUEUE_COUNTS = ("msgq_cnt", "xmit_msgq_cnt", "msgs_inflight")
 
 
@@ -87,7 +75,6 @@ class Snapshot:
     bootstrap: list[str]
     topics: list[str]
     stats_received_ts: float | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def environment_identity(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -167,14 +154,21 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
 
 
 def json_safe_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Configuration values as JSON scalars (anything else becomes its type name)."""
-    out: dict[str, Any] = {}
-    for key, value in sorted(config.items()):
-        if value is None or isinstance(value, bool | int | float | str):
-            out[key] = value
-        else:
-            out[key] = f"<{type(value).__name__}>"
-    return out
+    """Configuration values as bounded JSON scalars (anything else becomes its type name)."""
+    return {
+        str(key)[:MAX_STRING]: _json_scalar(value)
+        for key, value in sorted(config.items())[: wire.MAX_CONFIG_ENTRIES]
+    }
+
+
+def _json_scalar(value: Any) -> Any:
+    if isinstance(value, str):
+        return value[: wire.MAX_CONFIG_VALUE]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return f"<{type(value).__name__}>"
 
 
 def _pick(source: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
@@ -222,58 +216,72 @@ def _trim_topic(topic: Mapping[str, Any], level: str) -> dict[str, Any]:
     out["partition_count"] = len(real)
     leaderless = sorted(int(p.get("partition", -1)) for p in real if p.get("leader", -1) < 0)
     out["leaderless_count"] = len(leaderless)
-    out["leaderless"] = leaderless[:MAX_TOPICS]
+    out["leaderless"] = leaderless[:MAX_LIST]
     for key in _QUEUE_COUNTS:
         out[key] = sum(int(p.get(key, 0)) for p in partitions.values())
     return out
 
 
+def document(
+    snapshot: Snapshot, stats: Mapping[str, Any] | None, detail: str = "full"
+) -> wire.TelemetryDocument:
+    """The typed telemetry document for a snapshot and trimmed statistics.
+
+    Raises `WireFormatError` when a part is out of the contract's bounds (a caller then
+    tries a lower detail level).
+    """
+    minimal = detail == "minimal"
+    list_cap = MINIMAL_LIST if minimal else MAX_LIST
+    errors = sorted(snapshot.error_counts.items(), key=lambda kv: -kv[1])[:list_cap]
+    as_is = ("seq", "ts", "monotonic", "started_ts", "interval_seconds", "state")
+    return wire.TelemetryDocument(
+        **{name: getattr(snapshot, name) for name in as_is},
+        detail=detail,
+        identity=wire.part(wire.Identity, dict(snapshot.identity)),
+        counters=wire.part(wire.Counters, dict(snapshot.counters)),
+        last_delivery_ts=snapshot.last_delivery_ts,
+        last_error=wire.part(wire.LastError, dict(snapshot.last_error))
+        if snapshot.last_error
+        else None,
+        error_counts={code[:MAX_STRING]: count for code, count in errors},
+        callbacks=wire.part(wire.Callbacks, dict(snapshot.callbacks)),
+        bootstrap=[a[:MAX_STRING] for a in snapshot.bootstrap[:list_cap]],
+        topics=[t[:MAX_STRING] for t in sorted(snapshot.topics)[:list_cap]],
+        topic_count=len(snapshot.topics),
+        wrapper=wire.part(wire.Wrapper, dict(snapshot.wrapper)),
+        config=None if minimal else wire.part(wire.ConfigMap, dict(snapshot.config)),
+        stats_received_ts=snapshot.stats_received_ts,
+        stats=None if stats is None else wire.part(wire.Statistics, stats),
+    )
+
+
 def build_document(
     snapshot: Snapshot, stats: Mapping[str, Any] | None, detail: str = "full"
 ) -> dict[str, Any]:
-    """The telemetry document (schema SCHEMA_VERSION) for a snapshot and trimmed statistics."""
-    minimal = detail == "minimal"
-    list_cap = MINIMAL_LIST if minimal else MAX_TOPICS
-    errors = sorted(snapshot.error_counts.items(), key=lambda kv: -kv[1])[:list_cap]
-    return {
-        "schema": SCHEMA_VERSION,
-        "kind": KIND,
-        "seq": snapshot.seq,
-        "ts": snapshot.ts,
-        "monotonic": snapshot.monotonic,
-        "started_ts": snapshot.started_ts,
-        "interval_seconds": snapshot.interval_seconds,
-        "state": snapshot.state,
-        "detail": detail,
-        "identity": dict(snapshot.identity),
-        "counters": dict(snapshot.counters),
-        "last_delivery_ts": snapshot.last_delivery_ts,
-        "last_error": dict(snapshot.last_error) if snapshot.last_error else None,
-        "error_counts": dict(errors),
-        "callbacks": dict(snapshot.callbacks),
-        "bootstrap": [a[:MAX_STRING] for a in snapshot.bootstrap[:list_cap]],
-        "topics": sorted(snapshot.topics)[:list_cap],
-        "topic_count": len(snapshot.topics),
-        "wrapper": dict(snapshot.wrapper),
-        "config": None if minimal else dict(snapshot.config),
-        "stats_received_ts": snapshot.stats_received_ts,
-        "stats": None if stats is None else dict(stats),
-        **snapshot.extra,
-    }
+    """The telemetry document (schema SCHEMA_VERSION) as JSON values (see `document`)."""
+    return wire.to_builtins(document(snapshot, stats, detail))
 
 
 def encode_document(
     snapshot: Snapshot, raw_stats: Mapping[str, Any] | None, max_bytes: int
 ) -> bytes:
-    """The document as compact JSON bytes, detail dropped level by level until <= max_bytes."""
-    data = b""
+    """The document as compact JSON bytes, detail dropped level by level until <= max_bytes.
+
+    A level whose parts break the contract's bounds (an unexpected statistics value) is
+    skipped like one that is too large.
+    """
+    problem = ""
     for level in DETAIL_LEVELS:
         stats = None if raw_stats is None else trim_statistics(raw_stats, level)
-        doc = build_document(snapshot, stats, level)
-        data = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+        try:
+            data = wire.encode(document(snapshot, stats, level))
+        except WireFormatError as exc:
+            problem = f"telemetry document at detail {level} is invalid: {exc}"
+            continue
         if len(data) <= max_bytes:
             return data
-    raise ValueError(f"minimal telemetry document is {len(data)} bytes > {max_bytes}")
+        problem = f"minimal telemetry document is {len(data)} bytes > {max_bytes}"
+    raise ValueError(problem)
 
 
 _warned: set[str] = set()
@@ -295,22 +303,25 @@ class TelemetryFile:
 
     Next to it, `<name>.lock` is held with flock(LOCK_EX) for the producer's lifetime: the
     sidecar tells a live producer from a crashed one by trying to take that lock (the
-    kernel drops it when the process dies, across containers sharing the volume). A
-    failed write is logged once per directory and process (`warn_once`) and retried at
-    the next statistics event: telemetry problems never stop the producer.
+    kernel drops it when the process dies, across containers sharing the volume). When it
+    first takes its lock, it removes the files of producers that died without closing
+    (their lock is free): the sidecar only reads. A failed write is logged once per
+    directory and process (`warn_once`) and retried at the next statistics event:
+    telemetry problems never stop the producer.
     """
 
     def __init__(self, directory: str, name: str) -> None:
         self.directory = Path(directory)
         self.path = self.directory / name
-        self.lock_path = self.path.with_suffix(LOCK_SUFFIX)
-        self._tmp = self.directory / f".{name}.tmp"
+        self.lock_path = self.directory / wire.lock_name(wire.key_of(name) or name)
+        self._tmp = self.directory / wire.temp_name(name)
         self._lock_fd: int | None = None
         self.writes = 0
         self.failures = 0
 
     def _hold_lock(self) -> None:
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(self.lock_path, flags, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -326,6 +337,7 @@ class TelemetryFile:
                 # directory in each Spark standalone executor's own work directory.
                 self.directory.mkdir(exist_ok=True)
                 self._hold_lock()
+                self._remove_dead_producers()
             with open(self._tmp, "wb") as fh:
                 fh.write(data)
             os.replace(self._tmp, self.path)
@@ -341,6 +353,15 @@ class TelemetryFile:
         self.writes += 1
         return True
 
+    def _remove_dead_producers(self) -> None:
+        """The files of producers that died without closing go when the next one opens."""
+        removed = telemetry_files.remove_dead_producers(self.directory)
+        if removed:
+            log.info(
+                "removed the telemetry of producers that exited without closing",
+                extra={"telemetry_dir": str(self.directory), "producers": removed},
+            )
+
     def _problem(self, exc: OSError) -> str:
         if not self.directory.exists():
             return "directory does not exist"
@@ -350,17 +371,12 @@ class TelemetryFile:
 
     def remove(self) -> None:
         """Delete the file, any leftover temp file, then the lock file, and release the lock."""
-        for path in (self.path, self._tmp, self.lock_path):
-            if path is self.lock_path and self._lock_fd is None:
-                continue
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                log.debug(
-                    "cannot remove telemetry file", extra={"path": str(path), "error": str(exc)}
-                )
+        mine = (
+            (self.path, self._tmp)
+            if self._lock_fd is None
+            else (self.path, self._tmp, self.lock_path)
+        )
+        telemetry_files.remove_files(*mine)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None

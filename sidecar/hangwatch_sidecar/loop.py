@@ -22,14 +22,14 @@ import ssl
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 
 from hangwatch.contracts import Reachability
 from hangwatch.logs import IDENTITY_ENV
 from hangwatch.secrets import redact
-from hangwatch_sidecar import telemetry_reader
+from hangwatch_sidecar import budget, telemetry_reader
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
 from hangwatch_sidecar.observing import endpoints_to_probe, observe_cluster
 from hangwatch_sidecar.probe.metadata import MetadataClient
@@ -89,6 +89,10 @@ class SidecarLoop:
         self.metadata_requests = 0
         self.metadata_clients = 0
         self._metadata_client: MetadataClient | None = None
+        self.producer_configs: dict[str, Mapping[str, budget.ConfigValue] | None] = {}
+        """Each producer's configuration as its latest telemetry states it."""
+        self._exited: set[str] = set()
+        """Producers seen exited whose files are still there (logged once each)."""
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="hangwatch-probe")
         self.prober = BrokerProber(settings, self.probe_settings, self.tls, self._pool, clock)
         self._lock = threading.Lock()
@@ -153,25 +157,38 @@ class SidecarLoop:
             s.telemetry_path, s.telemetry_max_bytes, s.max_producers
         )
         for problem in problems:
-            self.telemetry_problems[_problem_kind(problem)] += 1
+            self.telemetry_problems[str(problem.kind)] += 1
         observations: list[ProducerObservation] = []
         present: set[str] = set()
+        self.producer_configs = {}
         for read in reads:
             if read.alive is False:
-                telemetry_reader.collect_garbage(s.telemetry_path, read.key)
+                self._note_exited(read.key)
                 continue
             if read.alive is None and self.wall() - read.mtime > 10 * s.heartbeat_seconds:
                 continue
             present.add(read.key)
             if read.doc is None:
-                self.telemetry_problems[_problem_kind(read.problem)] += 1
+                self.telemetry_problems[str(read.kind)] += 1
                 observations.append(_unusable(read.key, read.alive, read.problem or "unusable"))
                 continue
             observations.append(
                 self.tracker.observe(read.key, read.doc, read.alive, now, self.wall())
             )
+            self.producer_configs[read.key] = read.doc.config
         self.tracker.forget(present)
+        self._exited &= {read.key for read in reads}
         return observations
+
+    def _note_exited(self, key: str) -> None:
+        """A producer whose lock is free exited without removing its files: ignored (and
+        forgotten), logged once; the next producer opening in the directory removes them."""
+        if key not in self._exited:
+            self._exited.add(key)
+            log.info(
+                "producer exited without closing: its telemetry is ignored",
+                extra={"producer": key},
+            )
 
     def round(self) -> SidecarState:
         """One full evaluation round; returns (and publishes) the new state."""
@@ -243,6 +260,9 @@ class SidecarLoop:
             telemetry_problems=dict(self.telemetry_problems),
             sockets=view,
             probe_counts=self.prober.counts(self.metadata_requests, self.metadata_clients),
+            time_to_error=budget.time_to_error(
+                self.producer_configs, self.settings.time_to_error_budget_seconds
+            ),
         )
         self._publish(state)
         return state
@@ -269,25 +289,6 @@ class SidecarLoop:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._drop_metadata_client()
         self.prober.close()
-
-
-_PROBLEM_KINDS = {
-    "not valid JSON": "invalid_json",
-    "not a JSON object": "not_an_object",
-    "larger than": "too_large",
-    "schema": "unsupported_schema",
-    "kind": "foreign_file",
-    "lacks": "missing_fields",
-    "unreadable": "unreadable",
-    "does not exist": "no_directory",
-    "beyond the limit": "too_many_producers",
-}
-"""Bounded `reason` label values of hangwatch_telemetry_problems_total."""
-
-
-def _problem_kind(problem: str | None) -> str:
-    text = problem or ""
-    return next((kind for phrase, kind in _PROBLEM_KINDS.items() if phrase in text), "other")
 
 
 def _unusable(key: str, alive: bool | None, problem: str) -> ProducerObservation:

@@ -9,8 +9,9 @@ their unit.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -53,12 +54,18 @@ def _pod(state: SidecarState) -> Iterator[Metric]:
     )
     since.add_metric([], state.since_ts or 0.0)
     yield since
-    changes = CounterMetricFamily(
-        "hangwatch_verdict_changes", "Verdict changes, by new verdict", labels=["verdict"]
-    )
-    for name, n in sorted(state.verdict_changes.items()):
-        changes.add_metric([name], n)
-    yield changes
+    yield _counts(
+        "hangwatch_verdict_changes", "Verdict changes, by new verdict", "verdict",
+        state.verdict_changes,
+    )  # fmt: skip
+
+
+def _counts(name: str, doc: str, label: str, counts: Mapping[str, int]) -> Metric:
+    """A counter family with one series per key of `counts` (a bounded label)."""
+    family = CounterMetricFamily(name, doc, labels=[label])
+    for key, n in sorted(counts.items()):
+        family.add_metric([key], n)
+    return family
 
 
 def _brokers(state: SidecarState) -> Iterator[Metric]:
@@ -82,12 +89,9 @@ def _brokers(state: SidecarState) -> Iterator[Metric]:
         if b.latency_ms is not None:
             latency.add_metric([b.address], b.latency_ms / 1000.0)
     yield from (up, reach, latency)
-    errors = CounterMetricFamily(
-        "hangwatch_probe_errors", "Failed broker probes, by class", labels=["class"]
+    yield _counts(
+        "hangwatch_probe_errors", "Failed broker probes, by class", "class", state.probe_errors
     )
-    for cls, n in sorted(state.probe_errors.items()):
-        errors.add_metric([cls], n)
-    yield errors
     leaderless = GaugeMetricFamily(
         "hangwatch_leaderless_partitions", "Partitions (or whole topics) without a leader"
     )
@@ -139,14 +143,39 @@ def _producers(state: SidecarState) -> Iterator[Metric]:
         if p.key in latest:
             verdict.add_metric([p.key, str(latest[p.key].verdict)], 1.0)
     yield from (pending, progress, heartbeat, delivered, failed, verdict)
-    problems = CounterMetricFamily(
+    yield from _time_to_error(state)
+    yield _counts(
         "hangwatch_telemetry_problems",
         "Telemetry files that could not be used, by reason",
-        labels=["reason"],
+        "reason",
+        state.telemetry_problems,
     )
-    for reason, n in sorted(state.telemetry_problems.items()):
-        problems.add_metric([reason], n)
-    yield problems
+
+
+def _time_to_error(state: SidecarState) -> Iterator[Metric]:
+    budget = GaugeMetricFamily(
+        "hangwatch_time_to_error_budget_seconds",
+        "Longest a producer's own settings may keep a send silent before it reports an error",
+    )
+    worst = GaugeMetricFamily(
+        "hangwatch_producer_time_to_error_seconds",
+        "Worst case of the producer's own settings until a send reports an error "
+        "(+Inf: a timeout is disabled)",
+        labels=["producer"],
+    )
+    over = GaugeMetricFamily(
+        "hangwatch_producer_over_time_to_error_budget",
+        "1 when the producer's own settings can stay silent longer than the budget",
+        labels=["producer"],
+    )
+    checked = state.time_to_error
+    if checked is not None:
+        budget.add_metric([], checked.budget_seconds)
+        for key, p in checked.producers.items():
+            if p.unbounded or p.worst_case_seconds is not None:
+                worst.add_metric([key], math.inf if p.unbounded else p.worst_case_seconds or 0.0)
+            over.add_metric([key], 1.0 if p.over_budget else 0.0)
+    yield from (budget, worst, over)
 
 
 def _sockets(state: SidecarState) -> Iterator[Metric]:

@@ -1,24 +1,45 @@
 """The sidecar's HTTP server: /metrics (Prometheus text), /status (JSON), /healthz.
 
-Served from a daemon thread on one port; handlers only read the latest published
-`SidecarState`, so they never wait for a probe. /healthz answers 200 while the
-evaluation loop keeps completing rounds (503 once it has been silent for three
-probe intervals plus the probe timeouts), so Kubernetes restarts a wedged sidecar.
+Served on one port (`hangwatch.wire.sidecar_http`) by one thread running an asyncio
+event loop: a connection costs a coroutine, never a thread, so the thread count does
+not depend on clients. Each connection must deliver its request head within
+`request_timeout_seconds` (and take its answer within the same time) or is closed; at
+most `max_connections` are open at once, and a new one evicts the oldest, so clients
+that open connections and never finish a request (half-open, slow-drip) cannot starve
+the kubelet's /healthz or the operator's /status. Every answer closes its connection.
+
+Handlers only read the latest published `SidecarState`, so they never wait for a probe.
+/healthz answers 200 while the evaluation loop keeps completing rounds (503 once it has
+been silent for three probe intervals plus the probe timeouts), so Kubernetes restarts a
+wedged sidecar. /status is `hangwatch.wire.status.encode`: bounded in size.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
+import contextlib
+import logging
+import socket
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http import HTTPStatus
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from hangwatch.wire import sidecar_http, status
 from hangwatch_sidecar.metrics import registry_for
 from hangwatch_sidecar.state import SidecarState, status_document
+
+log = logging.getLogger(__name__)
+
+MAX_HEAD_BYTES = 8192
+"""A request line and headers longer than this are refused (431)."""
+
+NOT_FOUND = (
+    f"not found: try {', '.join(sidecar_http.PATHS[:-1])} or {sidecar_http.PATHS[-1]}\n"
+).encode()
 
 
 class StatusServer:
@@ -30,16 +51,28 @@ class StatusServer:
         port: int,
         stale_after_seconds: float,
         host: str = "0.0.0.0",
+        *,
+        request_timeout_seconds: float = 5.0,
+        max_connections: int = 256,
+        backlog: int = 128,
     ) -> None:
         self.get_state = get_state
         self.stale_after_seconds = stale_after_seconds
+        self.request_timeout_seconds = request_timeout_seconds
+        self.max_connections = max_connections
         self.registry = registry_for(get_state)
-        self.httpd = ThreadingHTTPServer((host, port), self._handler())
-        self.httpd.daemon_threads = True
-        self.port = int(self.httpd.server_address[1])
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, daemon=True, name="hangwatch-http"
-        )
+        self.socket = socket.create_server((host, port), backlog=backlog)
+        self.port = int(self.socket.getsockname()[1])
+        self._open: OrderedDict[asyncio.StreamWriter, None] = OrderedDict()
+        self._loop = asyncio.new_event_loop()
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True, name="hangwatch-http")
+
+    @property
+    def open_connections(self) -> int:
+        """Connections accepted and not yet closed."""
+        return len(self._open)
 
     def healthy(self) -> tuple[bool, str]:
         state = self.get_state()
@@ -49,38 +82,95 @@ class StatusServer:
             return False, f"no evaluation round for {age:.0f} s"
         return True, "ok"
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
+    def answer(self, method: str, target: str) -> tuple[int, bytes, str]:
+        """(status code, body, content type) for one request."""
+        if method not in ("GET", "HEAD"):
+            return 405, b"only GET\n", "text/plain"
+        path = target.split("?", 1)[0]
+        if path == sidecar_http.METRICS_PATH:
+            return 200, generate_latest(self.registry), CONTENT_TYPE_LATEST
+        if path == sidecar_http.STATUS_PATH:
+            body = status.encode(status_document(self.get_state()))
+            return 200, body, "application/json"
+        if path == sidecar_http.HEALTHZ_PATH:
+            ok, why = self.healthy()
+            return 200 if ok else 503, (why + "\n").encode(), "text/plain"
+        return 404, NOT_FOUND, "text/plain"
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                return
+    # -- the event loop thread ------------------------------------------------------------------
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._main())
+        finally:
+            self._loop.close()
 
-            def _send(self, code: int, body: bytes, content_type: str) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        server = await asyncio.start_server(
+            self._connection, sock=self.socket, limit=MAX_HEAD_BYTES
+        )
+        self._ready.set()
+        async with server:
+            await self._stop.wait()
+        # Connections still open are dropped; their tasks end (and close their sockets)
+        # before the loop does.
+        handlers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
 
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                if path == "/metrics":
-                    self._send(200, generate_latest(server.registry), CONTENT_TYPE_LATEST)
-                elif path == "/status":
-                    doc = status_document(server.get_state())
-                    self._send(200, json.dumps(doc, default=str).encode(), "application/json")
-                elif path == "/healthz":
-                    ok, why = server.healthy()
-                    self._send(200 if ok else 503, (why + "\n").encode(), "text/plain")
-                else:
-                    self._send(404, b"not found: try /metrics, /status or /healthz\n", "text/plain")
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._open[writer] = None
+        if len(self._open) > self.max_connections:
+            oldest = next(iter(self._open))
+            oldest.transport.abort()  # its reader fails and its own task cleans up
+        try:
+            await asyncio.wait_for(self._exchange(reader, writer), self.request_timeout_seconds)
+        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            pass  # a client that does not finish its request in time is dropped
+        except asyncio.CancelledError:
+            pass  # the server is closing
+        except Exception:
+            log.exception("HTTP request failed")
+        finally:
+            self._open.pop(writer, None)
+            writer.transport.abort()
 
-        return Handler
+    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.LimitOverrunError:
+            code, body, kind, method = 431, b"request head too large\n", "text/plain", "GET"
+        else:
+            parts = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+            if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+                code, body, kind, method = 400, b"bad request\n", "text/plain", "GET"
+            else:
+                method = parts[0]
+                code, body, kind = self.answer(method, parts[1])
+        writer.write(
+            (
+                f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\n"
+                f"Content-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
+                "Connection: close\r\n\r\n"
+            ).encode()
+            + (b"" if method == "HEAD" else body)
+        )
+        await writer.drain()
 
+    # -- control from other threads ------------------------------------------------------------
     def start(self) -> None:
+        """Serve from a daemon thread; returns once the port accepts requests."""
         self._thread.start()
+        self._ready.wait(10.0)
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        """Stop serving, drop open connections and release the port."""
+        if self._thread.is_alive() and self._stop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already ended
+                self._loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join(5.0)
+        elif not self._thread.is_alive() and not self._loop.is_closed():
+            self._loop.close()  # never started
+        self.socket.close()

@@ -22,13 +22,14 @@ from hangwatch import rdkafka_conf
 from hangwatch.defaults import STANDALONE
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
+from hangwatch.wire import sidecar_http, telemetry
 from hangwatch_sidecar.probe.settings import MAX_TIMEOUT_MS
 
-DEFAULT_PORT = 9477
+DEFAULT_PORT = sidecar_http.PORT
+"""The sidecar's one HTTP port (metrics, status, health); the injection webhook uses it."""
 MAX_SECONDS = 7 * 24 * 3600
 """Longest interval or threshold accepted: beyond a week a setting is a typo (and a sleep
 of 1e308 s overflows)."""
-"""The sidecar's one HTTP port (metrics, status, health); the injection webhook uses it."""
 
 KAFKA_ENV_PREFIX = "HANGWATCH_KAFKA_"
 
@@ -131,7 +132,7 @@ class SidecarSettings:
         ),
     )
     telemetry_dir: str = field(
-        default="/var/run/hangwatch/telemetry",
+        default=telemetry.DEFAULT_DIR,
         metadata=_doc("Directory of the producers' telemetry files (shared emptyDir)."),
     )
     telemetry_max_bytes: int = field(

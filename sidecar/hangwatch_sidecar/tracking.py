@@ -11,10 +11,9 @@ timestamps, so a restarted sidecar still sees an old hang.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from hangwatch.wire.telemetry import IDENTITY_SUMMARY, Statistics, TelemetryDocument
 from hangwatch_sidecar.evidence import ProducerObservation, TopicPartition
 
 
@@ -32,33 +31,28 @@ class _Memory:
     """Responses received per broker, as of the previous document."""
 
 
-def _int(mapping: Mapping[str, Any], key: str) -> int:
-    value = mapping.get(key, 0)
-    return int(value) if isinstance(value, int | float) else 0
-
-
-def producer_leaders(stats: Mapping[str, Any] | None) -> dict[TopicPartition, int]:
+def producer_leaders(stats: Statistics | None) -> dict[TopicPartition, int]:
     """Partition leaders as the producer's librdkafka statistics report them."""
     leaders: dict[TopicPartition, int] = {}
-    for topic, body in ((stats or {}).get("topics") or {}).items():
-        for pid, part in (body.get("partitions") or {}).items():
-            if pid != "-1" and isinstance(part, Mapping) and "leader" in part:
-                leaders[(topic, int(pid))] = int(part["leader"])
+    for topic, body in (stats.topics if stats else {}).items():
+        for pid, part in (body.partitions or {}).items():
+            if pid != "-1" and part.leader is not None:
+                leaders[(topic, int(pid))] = part.leader
     return leaders
 
 
-def metadata_age_seconds(stats: Mapping[str, Any] | None) -> float | None:
+def metadata_age_seconds(stats: Statistics | None) -> float | None:
     """Oldest topic metadata age in the producer's statistics (librdkafka reports ms)."""
     ages = [
-        float(body["metadata_age"]) / 1000.0
-        for body in ((stats or {}).get("topics") or {}).values()
-        if isinstance(body, Mapping) and isinstance(body.get("metadata_age"), int | float)
+        body.metadata_age / 1000.0
+        for body in (stats.topics if stats else {}).values()
+        if body.metadata_age is not None
     ]
     return max(ages) if ages else None
 
 
 def unanswered_waits(
-    stats: Mapping[str, Any] | None, previous: Mapping[str, int] | None
+    stats: Statistics | None, previous: dict[str, int] | None
 ) -> tuple[int, dict[str, int]]:
     """(requests awaiting a response on brokers that answered nothing since `previous`,
     responses received per broker now). A broker that keeps answering while requests
@@ -67,28 +61,19 @@ def unanswered_waits(
     connection (S2) has requests waiting and no response at all."""
     waiting = 0
     responses: dict[str, int] = {}
-    for name, broker in ((stats or {}).get("brokers") or {}).items():
-        if not isinstance(broker, Mapping):
-            continue
-        responses[str(name)] = rx = _int(broker, "rx")
-        answered = previous is not None and rx > previous.get(str(name), rx)
+    for name, broker in (stats.brokers if stats else {}).items():
+        responses[name] = rx = broker.rx or 0
+        answered = previous is not None and rx > previous.get(name, rx)
         if not answered:
-            waiting += _int(broker, "waitresp_cnt")
+            waiting += broker.waitresp_cnt or 0
     return waiting, responses
 
 
-def _when(ts: object, now: float, wall_now: float) -> float | None:
+def _when(ts: float | None, now: float, wall_now: float) -> float | None:
     """The sidecar-monotonic time of a wall timestamp from the document (never in the future)."""
-    if not isinstance(ts, int | float):
+    if ts is None:
         return None
-    return now - max(0.0, wall_now - float(ts))
-
-
-def pending_of(counters: Mapping[str, Any]) -> int:
-    """Messages sent and not yet answered: the wrapper's unacknowledged, else the queue length."""
-    if "unacknowledged" in counters:
-        return _int(counters, "unacknowledged")
-    return _int(counters, "in_queue")
+    return now - max(0.0, wall_now - ts)
 
 
 class ProducerTracker:
@@ -98,19 +83,14 @@ class ProducerTracker:
         self._memory: dict[str, _Memory] = {}
 
     def observe(
-        self, key: str, doc: Mapping[str, Any], alive: bool | None, now: float, wall_now: float
+        self, key: str, doc: TelemetryDocument, alive: bool | None, now: float, wall_now: float
     ) -> ProducerObservation:
-        """Record `doc` (a parsed telemetry document) for producer `key` at time `now`."""
-        counters: Mapping[str, Any] = doc.get("counters") or {}
-        seq, delivered, failed = (
-            _int(doc, "seq"),
-            _int(counters, "delivered"),
-            _int(counters, "failed"),
-        )
-        pending = pending_of(counters)
+        """Record `doc` (a decoded telemetry document) for producer `key` at time `now`."""
+        seq, delivered, failed = doc.seq, doc.counters.delivered, doc.counters.failed
+        pending = doc.counters.pending
         memory = self._memory.get(key)
         waiting, per_broker = unanswered_waits(
-            doc.get("stats"), memory.broker_responses if memory is not None else None
+            doc.stats, memory.broker_responses if memory is not None else None
         )
         if memory is None:
             memory = self._first_sight(doc, seq, delivered, failed, pending, now, wall_now)
@@ -120,31 +100,28 @@ class ProducerTracker:
             if sum(per_broker.values()) > sum(memory.broker_responses.values()):
                 memory.answered_at = now
         memory.broker_responses = per_broker
-        identity = doc.get("identity") or {}
         return ProducerObservation(
             key=key,
-            pid=_int(identity, "pid") if isinstance(identity, Mapping) else 0,
+            pid=doc.identity.pid,
             alive=alive,
             pending=pending,
             delivered_total=delivered,
             failed_total=failed,
-            topics=frozenset(str(t) for t in doc.get("topics") or ()),
+            topics=frozenset(doc.topics),
             heartbeat_age_seconds=max(0.0, now - memory.heartbeat_at),
             progress_age_seconds=None if memory.progress_at is None else now - memory.progress_at,
             pending_seconds=0.0 if memory.pending_since is None else now - memory.pending_since,
             failing_seconds=0.0 if memory.failing_since is None else now - memory.failing_since,
-            leaders=producer_leaders(doc.get("stats")),
+            leaders=producer_leaders(doc.stats),
             answered_age_seconds=None if memory.answered_at is None else now - memory.answered_at,
             awaiting_responses=waiting,
-            metadata_age_seconds=metadata_age_seconds(doc.get("stats")),
-            identity={k: v for k, v in identity.items() if k in _IDENTITY_KEYS and v is not None}
-            if isinstance(identity, Mapping)
-            else {},
+            metadata_age_seconds=metadata_age_seconds(doc.stats),
+            identity=_identity(doc),
         )
 
     @staticmethod
     def _first_sight(
-        doc: Mapping[str, Any],
+        doc: TelemetryDocument,
         seq: int,
         delivered: int,
         failed: int,
@@ -152,12 +129,12 @@ class ProducerTracker:
         now: float,
         wall_now: float,
     ) -> _Memory:
-        heartbeat_at = _when(doc.get("ts"), now, wall_now)
+        heartbeat_at = _when(doc.ts, now, wall_now)
         return _Memory(
             seq=seq,
             heartbeat_at=now if heartbeat_at is None else heartbeat_at,
             delivered=delivered,
-            progress_at=_when(doc.get("last_delivery_ts"), now, wall_now),
+            progress_at=_when(doc.last_delivery_ts, now, wall_now),
             failed=failed,
             pending_since=now if pending > 0 else None,
             failing_since=None,
@@ -166,7 +143,7 @@ class ProducerTracker:
     @staticmethod
     def _update(
         memory: _Memory,
-        doc: Mapping[str, Any],
+        doc: TelemetryDocument,
         counts: tuple[int, int, int, int],
         now: float,
         wall_now: float,
@@ -177,9 +154,9 @@ class ProducerTracker:
         seq, delivered, failed, pending = counts
         if seq != memory.seq:
             memory.seq = seq
-            memory.heartbeat_at = _when(doc.get("ts"), now, wall_now) or now
+            memory.heartbeat_at = _when(doc.ts, now, wall_now) or now
         if delivered > memory.delivered:
-            memory.progress_at = _when(doc.get("last_delivery_ts"), now, wall_now) or now
+            memory.progress_at = _when(doc.last_delivery_ts, now, wall_now) or now
             memory.failing_since = None
         elif failed > memory.failed and memory.failing_since is None:
             memory.failing_since = now
@@ -198,4 +175,7 @@ class ProducerTracker:
         return len(self._memory)
 
 
-_IDENTITY_KEYS = ("pod", "node", "application_id", "executor_id", "pid", "client_id")
+def _identity(doc: TelemetryDocument) -> dict[str, object]:
+    """Who the producer is, for evidence: pod, node, application, executor, pid, client."""
+    named = {name: getattr(doc.identity, name) for name in IDENTITY_SUMMARY}
+    return {k: v for k, v in named.items() if v is not None}

@@ -36,12 +36,14 @@ from typing import Any
 
 from hangwatch.contracts import Verdict
 from hangwatch.defaults import STANDALONE
+from hangwatch.wire import status
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
 from hangwatch_sidecar.sockets.judge import failed_connects_reason, judge_sockets
 from hangwatch_sidecar.sockets.types import SocketObservation
 
-MAX_CONNECTIONS_SHOWN = 16
-"""Connections listed in a verdict's evidence at most (outstanding and blackholed first)."""
+MAX_CONNECTIONS_SHOWN = status.MAX_CONNECTIONS
+"""Connections listed in a verdict's evidence at most (outstanding and blackholed first),
+as many as /status lists."""
 
 
 @dataclass(frozen=True)

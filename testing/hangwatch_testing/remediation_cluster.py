@@ -17,7 +17,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -166,16 +165,13 @@ class FakeSidecar:
         )
 
     def start(self) -> FakeSidecar:
-        """Serve; like `StatusServer.start` but polling for shutdown every 50 ms, not 0.5 s,
-        and with a listen backlog of 256 instead of 5: benchmarks point many pods at one
-        server, and a full backlog drops SYNs (1 s retransmits), which a real sidecar
+        """Serve, with a listen backlog of 256 instead of 128: benchmarks point many pods at
+        one server, and a full backlog drops SYNs (1 s retransmits), which a real sidecar
         polled once per round never sees."""
-        self.server = StatusServer(self.state, port=0, stale_after_seconds=60, host="127.0.0.1")
-        self.server.httpd.socket.listen(256)
-        serve = threading.Thread(
-            target=self.server.httpd.serve_forever, args=(0.05,), daemon=True, name="sidecar"
+        self.server = StatusServer(
+            self.state, port=0, stale_after_seconds=60, host="127.0.0.1", backlog=256
         )
-        serve.start()
+        self.server.start()
         return self
 
     @property

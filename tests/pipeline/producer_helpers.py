@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +50,30 @@ def doc_where(path: Path, predicate: Callable[[dict[str, Any]], bool], timeout: 
         return doc if predicate(doc) else None
 
     return wait_for(check, timeout, f"a telemetry document in {path.name}")
+
+
+CRASH_SCRIPT = """
+import os, sys
+from hangwatch_pipeline import ProducerSettings, producer
+p = producer({"bootstrap.servers": sys.argv[1]}, ProducerSettings())
+p.send("t", b"x")
+p.flush(10)
+print(p.telemetry_path, flush=True)
+os._exit(1)
+"""
+"""A producer process that sends, then dies without closing (its files stay behind)."""
+
+
+def crashed_producer(bootstrap: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Run CRASH_SCRIPT in a child process: its result and the telemetry file it left."""
+    run = subprocess.run(
+        [sys.executable, "-c", CRASH_SCRIPT, bootstrap],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return run, Path(run.stdout.strip())
 
 
 def stored_messages(lab: Lab, topic: str, partitions: int) -> int:

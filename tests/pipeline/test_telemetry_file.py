@@ -23,8 +23,6 @@ import fcntl
 import json
 import os
 import re
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -36,7 +34,7 @@ from hangwatch_pipeline import DeliveryFailed, ProducerSettings, producer
 from hangwatch_pipeline.telemetry import SCHEMA_VERSION
 from hangwatch_testing.waiting import wait_for
 
-from .producer_helpers import FAST, doc_where, read_doc
+from .producer_helpers import FAST, crashed_producer, doc_where, read_doc
 
 pytestmark = pytest.mark.usefixtures("producer_env")
 
@@ -75,27 +73,9 @@ def lock_is_held(lock: Path) -> bool:
     return False
 
 
-CRASH_SCRIPT = """
-import os, sys
-from hangwatch_pipeline import ProducerSettings, producer
-p = producer({"bootstrap.servers": sys.argv[1]}, ProducerSettings())
-p.send("t", b"x")
-p.flush(10)
-print(p.telemetry_path, flush=True)
-os._exit(1)
-"""
-
-
 def test_crashed_producer_leaves_its_file_with_the_lock_free(lab: Lab, producer_env: Path) -> None:
-    run = subprocess.run(
-        [sys.executable, "-c", CRASH_SCRIPT, lab.bootstrap],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    run, path = crashed_producer(lab.bootstrap)
     assert run.returncode == 1, run.stderr
-    path = Path(run.stdout.strip())
     assert path.parent == producer_env and read_doc(path)["identity"]["pid"] != os.getpid()
     assert not lock_is_held(path.with_suffix(".lock"))
 

@@ -96,13 +96,19 @@ def test_timed_out_messages_fail_the_task_and_the_retry_delivers(
     spark: SparkSession, kafka: Lab, telemetry_dir: Path
 ) -> None:
     options = _options(
-        kafka, "timeout", events=60_000, partitions=6, producer_conf={"message.timeout.ms": "3000"}
+        kafka,
+        "timeout",
+        events=60_000,
+        partitions=6,
+        producer_conf={"message.timeout.ms": "3000"},
+        rate_per_second=6_000.0,  # ~10 s: the fault lands mid-run however loaded the machine
     )
     with TelemetryWatcher(telemetry_dir).running() as watcher:
         running = run_in_background(spark, options)
         wait_for(lambda: watcher.documents, 30, "the tasks' producers to start")
         kafka.down(2)
         time.sleep(4.5)  # longer than one message timeout, shorter than three
+        assert not running.done(), "the run ended before the fault was over: not mid-run"
         kafka.restore()
         summary = running.result(timeout=120)
     assert summary.ok, summary.render()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hangwatch.wire.telemetry import TelemetryDocument, from_builtins
 from hangwatch_sidecar.tracking import ProducerTracker
 
 WALL = 1_800_000_000.0
@@ -25,23 +26,25 @@ def doc(
     ts: float = WALL,
     last_delivery: float | None = None,
     **extra: Any,
-) -> dict[str, Any]:
-    return {
-        "schema": 1,
-        "seq": seq,
-        "ts": ts,
-        "last_delivery_ts": last_delivery,
-        "identity": {"pid": 77, "pod": "exec-1", "executor_id": "1"},
-        "counters": {
-            "enqueued": delivered + failed + pending,
-            "delivered": delivered,
-            "failed": failed,
-            "in_queue": pending,
-            "unacknowledged": pending,
-        },
-        "topics": ["t"],
-        **extra,
-    }
+) -> TelemetryDocument:
+    return from_builtins(
+        {
+            "schema": 1,
+            "seq": seq,
+            "ts": ts,
+            "last_delivery_ts": last_delivery,
+            "identity": {"pid": 77, "pod": "exec-1", "executor_id": "1"},
+            "counters": {
+                "enqueued": delivered + failed + pending,
+                "delivered": delivered,
+                "failed": failed,
+                "in_queue": pending,
+                "unacknowledged": pending,
+            },
+            "topics": ["t"],
+            **extra,
+        }
+    )
 
 
 def test_first_sight_uses_the_documents_own_timestamps() -> None:

@@ -3,7 +3,8 @@
 Covers: each bad file becomes a per-file problem with a reason (not an exception);
 a missing directory is a problem; only the newest `max_files` files are read and the
 rest are reported; liveness from the wrapper's flock lock file (held: alive; free:
-dead; absent: unknown); garbage collection removes a dead producer's files only.
+dead; absent: unknown). Removing a dead producer's files is the producer side's job
+(tests/pipeline/test_dead_producers_files.py): the sidecar never writes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from hangwatch_sidecar.telemetry_reader import collect_garbage, lock_state, parse, scan
+from hangwatch.wire.telemetry import from_builtins
+from hangwatch_sidecar.telemetry_reader import lock_state, parse, scan
 
 GOOD = {
     "schema": 1,
@@ -52,7 +54,8 @@ def test_scan_reports_problems_per_file_and_reads_good_ones(tmp_path: Path) -> N
     reads, problems = scan(tmp_path, max_bytes=4096, max_files=64)
     by_key = {r.key: r for r in reads}
     assert set(by_key) == {"producer-1-1", "producer-2-1", "producer-3-1"}
-    assert by_key["producer-1-1"].doc == GOOD and by_key["producer-1-1"].problem is None
+    assert by_key["producer-1-1"].doc == from_builtins(GOOD)
+    assert by_key["producer-1-1"].problem is None
     assert "not valid JSON" in (by_key["producer-2-1"].problem or "")
     assert "larger than 4096 bytes" in (by_key["producer-3-1"].problem or "")
     assert problems == []
@@ -83,10 +86,3 @@ def test_liveness_comes_from_the_lock_file(tmp_path: Path) -> None:
         fcntl.flock(held.fileno(), fcntl.LOCK_SH)
         assert lock_state(lock) is True
     assert lock_state(lock) is False
-
-
-def test_garbage_collection_removes_only_that_producers_files(tmp_path: Path) -> None:
-    for name in ("producer-5-1.json", "producer-5-1.lock", "producer-6-1.json"):
-        (tmp_path / name).write_text("{}")
-    collect_garbage(tmp_path, "producer-5-1")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["producer-6-1.json"]

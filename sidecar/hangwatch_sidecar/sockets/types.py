@@ -191,18 +191,21 @@ class SocketObservation:
             return None
         return min(c.quiet_seconds for c in self.connections)
 
-    def summary(self, limit: int) -> dict[str, object]:
-        """The view as /status shows it: at most `limit` connections, those that matter first
-        (unanswered, blackholed, connects unanswered, awaiting), then by broker."""
-        ranked = sorted(
+    def ranked(self) -> list[ConnectionEvidence]:
+        """The connections that matter first (unanswered, blackholed, connects unanswered,
+        awaiting, connecting), then by broker and name."""
+        return sorted(
             self.connections,
             key=lambda c: (_SHOWN_FIRST.get(c.pattern, len(_SHOWN_FIRST)), c.broker, c.connection),
         )
+
+    def summary(self, limit: int) -> dict[str, object]:
+        """The view as a verdict's evidence shows it: at most `limit` connections, ranked."""
         return {
             "available": self.available,
             "error": self.error,
             "connections_total": len(self.connections),
-            "connections": [c.as_dict() for c in ranked[: max(0, limit)]],
+            "connections": [c.as_dict() for c in self.ranked()[: max(0, limit)]],
             "silent_seconds": _round(self.silent_seconds),
             "failed_connects": self.failed_connects,
             "failed_connects_seconds": round(self.failed_connects_seconds, 3),

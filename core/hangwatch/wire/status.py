@@ -1,0 +1,234 @@
+"""The sidecar's `/status` document (schema 1): docs/sidecar.md is the prose.
+
+The sidecar (`hangwatch_sidecar.state`) builds a `StatusDocument` after every round and
+serves `encode(doc)`, which cuts every string, list and object to bounds and the whole
+document to `MAX_BYTES`, dropping evidence first: nothing a producer writes into its
+telemetry can make the answer too large for the operator. The operator
+(`hangwatch_operator.sidecar_status`) reads it with `decode`, which refuses anything
+beyond `READ_LIMIT_BYTES`, non-JSON, NaN, a schema it does not know (the version rule in
+`hangwatch.wire`) and fields of the wrong type or range. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+from hangwatch.wire.schema import (
+    Count,
+    Problem,
+    Seconds,
+    Timestamp,
+    WireFormatError,
+    clamp,
+    decode_object,
+    read,
+)
+
+SCHEMA_VERSION = 1
+SUPPORTED_SCHEMAS = frozenset({1})
+
+MAX_STRING = 1024
+"""Reasons, details, names and every other string: at most this many characters."""
+
+MAX_ITEMS = 256
+"""Every list and object (brokers, producers, reasons, evidence): at most this many entries."""
+
+MAX_DEPTH = 10
+"""Containers nested deeper than this (in evidence) are cut."""
+
+MAX_BYTES = 256 * 1024
+"""The largest document a sidecar serves."""
+
+READ_LIMIT_BYTES = 1 << 20
+"""The largest answer a reader accepts: anything larger is not a sidecar's."""
+
+SHRINK_STEPS = ((MAX_STRING, MAX_ITEMS, True), (MAX_STRING, MAX_ITEMS, False), (256, 32, False))
+"""(string length, entries, keep evidence) tried in order until the document fits."""
+
+LAST_RESORT = (128, 8)
+"""Bounds of the last step: without evidence, every list and object of at most 8 entries
+of at most 128 characters, the whole document stays far below MAX_BYTES."""
+
+Text = Annotated[str, msgspec.Meta(max_length=MAX_STRING)]
+Texts = Annotated[list[Text], msgspec.Meta(max_length=MAX_ITEMS)]
+TextMap = Annotated[dict[Text, Text], msgspec.Meta(max_length=MAX_ITEMS)]
+Evidence = Annotated[dict[Text, Any], msgspec.Meta(max_length=MAX_ITEMS)]
+Milliseconds = Annotated[float, msgspec.Meta(ge=0, le=1e9)]
+NodeId = Annotated[int, msgspec.Meta(ge=-1, le=2**31)]
+
+
+class Assessment(msgspec.Struct, kw_only=True, frozen=True):
+    """A verdict with its reasons (sentences) and evidence (numbers and names)."""
+
+    verdict: Text
+    reasons: Texts = msgspec.field(default_factory=list)
+    evidence: Evidence = msgspec.field(default_factory=dict)
+
+
+class BrokerStatus(msgspec.Struct, kw_only=True, frozen=True):
+    """One broker address as the sidecar's last probe saw it."""
+
+    address: Text
+    node_id: NodeId | None = None
+    reachability: Text = "unknown"
+    """A `hangwatch.contracts.Reachability` value (text: a newer class is not fatal)."""
+    latency_ms: Milliseconds | None = None
+    in_bootstrap: bool = True
+    advertised: bool = True
+    detail: Text = ""
+
+
+class ClusterStatus(msgspec.Struct, kw_only=True, frozen=True):
+    """The cluster's metadata as of the last round."""
+
+    probed_ts: Timestamp | None = None
+    metadata_ts: Timestamp | None = None
+    metadata_ok: bool = False
+    leaderless: Texts = msgspec.field(default_factory=list)
+    error: Text | None = None
+
+
+CountMap = Annotated[dict[Text, Count], msgspec.Meta(max_length=MAX_ITEMS)]
+
+MAX_CONNECTIONS = 16
+"""Connections of the socket view listed at most (those that matter first; all are counted)."""
+
+
+class ConnectionStatus(msgspec.Struct, kw_only=True, frozen=True):
+    """One of the pod's own connections to a broker, as the socket view judged it."""
+
+    connection: Text
+    """`local ip:port->broker ip:port`."""
+    broker: Text
+    pattern: Text
+    """`answered`, `idle`, `awaiting`, `unanswered`, `blackholed`, `connect_unanswered`,
+    `connecting` or `closing` (text: a newer pattern is not fatal)."""
+    state: Text
+    uid: Count = 0
+    waiting_seconds: Seconds | None = None
+    quiet_seconds: Seconds = 0.0
+    last_received_seconds: Seconds | None = None
+    unacked: Count = 0
+    retransmits: Count = 0
+    backoff: Count = 0
+
+
+class SocketViewStatus(msgspec.Struct, kw_only=True, frozen=True):
+    """The pod's own TCP connections to the brokers (kernel tcp_info), as of the last round."""
+
+    available: bool = True
+    error: Text | None = None
+    connections_total: Count = 0
+    connections: Annotated[list[ConnectionStatus], msgspec.Meta(max_length=MAX_CONNECTIONS)] = (
+        msgspec.field(default_factory=list)
+    )
+    silent_seconds: Seconds | None = None
+    """Every connection idle this long (None: no connection, or one is not idle)."""
+    failed_connects: Count | None = None
+    failed_connects_seconds: Seconds = 0.0
+
+
+class SidecarInfo(msgspec.Struct, kw_only=True, frozen=True):
+    """The sidecar itself: when it started, how many rounds, when the last one ended."""
+
+    started_ts: Timestamp | None = None
+    rounds: Count = 0
+    evaluated_ts: Timestamp | None = None
+    round_seconds: Seconds = 0.0
+    settings: Evidence = msgspec.field(default_factory=dict)
+    probe_connects: CountMap = msgspec.field(default_factory=dict)
+    """New connections the sidecar's probes opened, per broker, since it started."""
+    probe_requests: CountMap = msgspec.field(default_factory=dict)
+    """ApiVersions requests the sidecar's probes sent, per broker, since it started."""
+    metadata_requests: Count = 0
+
+
+class ProducerTimeToError(msgspec.Struct, kw_only=True, frozen=True):
+    """One producer's configured worst case until a send reports an error."""
+
+    client: Text
+    worst_case_seconds: Seconds | None = None
+    """None when unbounded (a timeout is disabled) or not computable (see `problem`)."""
+    unbounded: bool = False
+    over_budget: bool = False
+    formula: Text = ""
+    problem: Text | None = None
+
+
+ProducerTimes = Annotated[dict[Text, ProducerTimeToError], msgspec.Meta(max_length=MAX_ITEMS)]
+
+
+class TimeToError(msgspec.Struct, kw_only=True, frozen=True):
+    """Producers whose own settings can keep a send silent longer than the budget."""
+
+    budget_seconds: Seconds
+    over_budget: Texts = msgspec.field(default_factory=list)
+    producers: ProducerTimes = msgspec.field(default_factory=dict)
+
+
+Brokers = Annotated[list[BrokerStatus], msgspec.Meta(max_length=MAX_ITEMS)]
+Producers = Annotated[dict[Text, Assessment], msgspec.Meta(max_length=MAX_ITEMS)]
+
+
+class StatusDocument(msgspec.Struct, kw_only=True, frozen=True):
+    """The `/status` document: the pod's debounced verdict and what it rests on."""
+
+    schema: int = SCHEMA_VERSION
+    version: Text = ""
+    identity: TextMap = msgspec.field(default_factory=dict)
+    verdict: Text
+    since: Timestamp | None = None
+    reasons: Texts = msgspec.field(default_factory=list)
+    latest: Assessment | None = None
+    brokers: Brokers = msgspec.field(default_factory=list)
+    cluster: ClusterStatus | None = None
+    producers: Producers = msgspec.field(default_factory=dict)
+    sidecar: SidecarInfo = msgspec.field(default_factory=SidecarInfo)
+    time_to_error: TimeToError | None = None
+    sockets: SocketViewStatus | None = None
+    """None when the sidecar's socket view is switched off."""
+
+
+def without_evidence(doc: StatusDocument) -> StatusDocument:
+    """The document with every assessment's evidence left out (the first thing to go)."""
+
+    def bare(assessment: Assessment) -> Assessment:
+        return msgspec.structs.replace(assessment, evidence={})
+
+    return msgspec.structs.replace(
+        doc,
+        latest=None if doc.latest is None else bare(doc.latest),
+        producers={key: bare(a) for key, a in doc.producers.items()},
+    )
+
+
+def encode(doc: StatusDocument) -> bytes:
+    """The document as JSON, every string/list/object cut to bounds, at most MAX_BYTES."""
+    out = b""
+    for max_string, max_items, evidence in SHRINK_STEPS:
+        shaped = doc if evidence else without_evidence(doc)
+        out = msgspec.json.encode(clamp(shaped, max_string, max_items, MAX_DEPTH))
+        if len(out) <= MAX_BYTES:
+            return out
+    max_string, max_items = LAST_RESORT
+    return msgspec.json.encode(clamp(without_evidence(doc), max_string, max_items, MAX_DEPTH))
+
+
+def decode(raw: bytes) -> StatusDocument:
+    """A document from a /status body; `WireFormatError` when a reader cannot trust it."""
+    if len(raw) > READ_LIMIT_BYTES:
+        raise WireFormatError(Problem.TOO_LARGE, f"/status larger than {READ_LIMIT_BYTES} bytes")
+    return from_builtins(decode_object(raw, "/status"))
+
+
+def from_builtins(obj: Any) -> StatusDocument:
+    """A document from already-decoded JSON values (same checks as `decode`)."""
+    return read(obj, StatusDocument, "/status", SUPPORTED_SCHEMAS, ("verdict",))
+
+
+def to_builtins(doc: StatusDocument) -> dict[str, Any]:
+    """The document as JSON builtins (what `encode` writes, before bounding)."""
+    data: dict[str, Any] = msgspec.to_builtins(doc)
+    return data
