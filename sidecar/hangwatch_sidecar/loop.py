@@ -122,8 +122,11 @@ class SidecarLoop:
         looks_wrong = bool(previous.failing) or bool(previous.leaderless_for(frozenset()))
         return looks_wrong or not previous.metadata_ok
 
-    def _fetch_metadata(self, now: float) -> None:
-        """Metadata through the kept metadata client (a new one after a failure)."""
+    def _fetch_metadata(self, now: float, fresh: bool = False) -> None:
+        """Metadata through the kept metadata client; a new client after a failure, and when
+        `fresh` (brokers failed last round: a kept client may still send to one of them)."""
+        if fresh:
+            self._drop_metadata_client()
         try:
             if self._metadata_client is None:
                 self._metadata_client = MetadataClient(self.bootstrap, self.probe_settings)
@@ -194,8 +197,9 @@ class SidecarLoop:
         """One full evaluation round; returns (and publishes) the new state."""
         started = self.clock()
         previous = self.state()
+        doubt = previous.cluster is not None and bool(previous.cluster.failing)
         fetching = (
-            self._pool.submit(self._fetch_metadata, started)
+            self._pool.submit(self._fetch_metadata, started, doubt)
             if self._metadata_due(started, previous.cluster)
             else None
         )

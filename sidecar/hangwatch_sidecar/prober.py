@@ -9,10 +9,11 @@ needs: the kept connections, each endpoint's memory, the broker address book the
 socket view matches connections against, and counts of the connections and requests
 the probes cost the brokers.
 
-A round whose probes waited (something is wrong) takes a second look at the socket view
-before trusting passive evidence taken at its start: brokers whose pod connections are
-blackholed by then are `timeout`, brokers whose connections no longer show an answer
-are probed now.
+A round whose probes waited or failed (something is wrong) does not trust the passive
+evidence taken at its start: it reads the socket view again, brokers whose pod
+connections are blackholed by then are `timeout`, the others it skipped are probed now
+(one ApiVersions on the kept connection), so every broker's state in a bad round is
+fresh, as it was when every broker was probed every round.
 """
 
 from __future__ import annotations
@@ -135,11 +136,11 @@ class BrokerProber:
         view: SocketObservation | None,
         started: float,
     ) -> list[EndpointProbe]:
-        evidence = passive_evidence(view, self.window + (self.clock() - started))
+        evidence = passive_evidence(view, self.window)
         out = []
         for probe in probes:
             name = str(probe.endpoint)
-            if name not in passive or name in evidence.answered:
+            if name not in passive:
                 out.append(probe)
                 continue
             del passive[name]
@@ -149,8 +150,8 @@ class BrokerProber:
                     self.memory[name] = replace(remembered, last_ok=False, observed=1)
                 detail = f"not probed: {evidence.blackholed[name]}"
                 out.append(replace(probe, reachability=Reachability.TIMEOUT, detail=detail))
-            else:  # the answer it was judged by is no longer the latest word: ask now
-                plan = PlannedProbe(name, ProbeMode.KEPT, "passive evidence did not hold")
+            else:  # something is wrong this round: an answer seen before it is not enough
+                plan = PlannedProbe(name, ProbeMode.KEPT, "a round with failures probes all")
                 out.append(self._probe_one(probe.endpoint, plan, started))
         return out
 
