@@ -195,25 +195,23 @@ def _sockets(state: SidecarState) -> Iterator[Metric]:
         found = view.by_pattern(pattern) if view is not None else ()
         connections.add_metric([str(pattern)], len(found))
     yield connections
-    connects = CounterMetricFamily(
+    yield _counts(
         "hangwatch_probe_connections",
         "New connections the sidecar's probes opened, by broker",
-        labels=["broker"],
+        "broker",
+        state.probe_counts.connects,
     )
-    for broker, n in sorted(state.probe_counts.connects.items()):
-        connects.add_metric([broker], n)
-    requests = CounterMetricFamily(
+    yield _counts(
         "hangwatch_probe_requests",
         "ApiVersions requests the sidecar's probes sent, by broker",
-        labels=["broker"],
+        "broker",
+        state.probe_counts.requests,
     )
-    for broker, n in sorted(state.probe_counts.requests.items()):
-        requests.add_metric([broker], n)
     metadata = CounterMetricFamily(
         "hangwatch_metadata_requests", "Metadata fetches of the sidecar's metadata client"
     )
     metadata.add_metric([], state.probe_counts.metadata_requests)
-    yield from (connects, requests, metadata)
+    yield metadata
 
 
 def _sidecar(state: SidecarState) -> Iterator[Metric]:
