@@ -15,7 +15,6 @@ Targets: under 2 % of one core, under 80 MB. Prints the machine first.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from machine import describe
 from hangwatch_demo.harness import run_scenario, stop_process, workload
 from hangwatch_demo.scenarios import SCENARIOS, TOPIC, Timing
 from hangwatch_lab import Lab
+from hangwatch_testing.processes import cpu_seconds, peak_rss_mb
 
 ERROR_WAIT = 40.0
 """How long after the fault the producer's own first error is waited for ("never" beyond)."""
@@ -71,19 +71,6 @@ def detection(repeats: int) -> None:
         )
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks
-
-
-def _peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def cost(seconds: float, producers: int = 8) -> None:
     print(
         f"\npart 2: sidecar cost, 1 s probe interval, {producers} producer processes, "
@@ -121,12 +108,12 @@ def cost(seconds: float, producers: int = 8) -> None:
         )
         stack.callback(stop_process, sidecar, 10)
         time.sleep(5)  # start-up (imports, first rounds) is not steady state
-        cpu0, t0 = _cpu_seconds(sidecar.pid), time.monotonic()
+        cpu0, t0 = cpu_seconds(sidecar.pid), time.monotonic()
         while time.monotonic() - t0 < seconds:
             time.sleep(5)
             print(f"  ... {time.monotonic() - t0:.0f}/{seconds:.0f} s", file=sys.stderr, flush=True)
-        share = (_cpu_seconds(sidecar.pid) - cpu0) / (time.monotonic() - t0) * 100
-        rss = _peak_rss_mb(sidecar.pid)
+        share = (cpu_seconds(sidecar.pid) - cpu0) / (time.monotonic() - t0) * 100
+        rss = peak_rss_mb(sidecar.pid)
     print(
         f"sidecar CPU {share:.2f} % of one core (target < 2 %), peak RSS {rss:.1f} MB "
         f"(target < 80 MB)"

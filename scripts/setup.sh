@@ -2,11 +2,12 @@
 # Installs everything hangwatch's demo and tests need on a fresh Debian machine:
 # iptables (kernel faults in the lab), kcat (an independent Kafka client for tests),
 # the real-API-server tier's etcd and the toolchain that builds kube-apiserver v1.20.2
-# once (golang-go, dpkg-dev; cached in ~/.cache/hangwatch), the image test's container
+# once (golang-go, dpkg-dev; cached in ~/.cache/hangwatch), Debian's sarama and kafka-go
+# sources (real clients the tests build in GOPATH mode), the image test's container
 # tools (buildah, podman, runc, debootstrap), and the project itself with its
 # development extras. Java's JDK (javac) compiles one Spark-view test's classes. Safe
-# to run again. `--kube` (what `make test` passes) also builds
-# the API server when it is not cached; `make demo` does not need it.
+# to run again. `--kube` (what `make test` passes) also builds the API server when it
+# is not cached; `make demo` does not need it.
 set -euo pipefail
 build_kube=""
 case "${1:-}" in
@@ -25,6 +26,9 @@ command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)  # sarama's zstd dependency uses cgo
+[ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || need_apt+=(golang-github-shopify-sarama-dev)
+[ -d /usr/share/gocode/src/github.com/segmentio/kafka-go ] || need_apt+=(golang-github-segmentio-kafka-go-dev)
 command -v dpkg-source >/dev/null 2>&1 || need_apt+=(dpkg-dev)
 command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
 command -v podman >/dev/null 2>&1 || need_apt+=(podman)

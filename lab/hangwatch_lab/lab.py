@@ -344,7 +344,8 @@ class Lab:
 
     def _end_election(self, topic: str) -> None:
         with self._lock:
-            if self._elections.pop(topic, None) is None or not self.alive():
+            if topic not in self._elections or not self.alive():
+                self._elections.pop(topic, None)
                 return
             self._call("clear_request_errors", api_key=API_KEYS["produce"])
             self._call("set_topic_error", topic=topic, error=0)
@@ -352,6 +353,8 @@ class Lab:
             for partition in range(self.topics[topic]):
                 leader = (partition + self._leader_shift) % self.broker_count + 1
                 self._call("set_leader", topic=topic, partition=partition, broker=leader)
+            # Over only once the leaders have moved: `status().elections` empties after that.
+            self._elections.pop(topic, None)
         log.info("election over: leaders moved", extra={"topic": topic})
 
     def restore(self, broker: int | None = None) -> None:

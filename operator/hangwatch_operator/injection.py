@@ -152,6 +152,9 @@ def sidecar_container(
         ],
         "readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
         "livenessProbe": {**probe, "initialDelaySeconds": 10, "periodSeconds": 20},
+        # No capability: the socket view's sock_diag netlink dump of the pod's own network
+        # namespace (shared by every container of the pod, native or legacy injection) is
+        # answered to any user; it reads no other process's memory or files.
         "securityContext": {
             "runAsNonRoot": True,
             "runAsUser": SIDECAR_UID,
@@ -305,6 +308,17 @@ def _sidecar_env(policy: Policy, settings: OperatorSettings) -> list[dict[str, A
     env.append(
         _value_env("HANGWATCH_REQUEST_TIMEOUT_MS", str(probes.request_timeout_seconds * 1000))
     )
+    env.append(
+        _value_env(
+            "HANGWATCH_FRESH_CONNECT_INTERVAL_SECONDS", str(probes.fresh_connect_interval_seconds)
+        )
+    )
+    view = policy.socket_view
+    env.append(_value_env("HANGWATCH_SOCKET_VIEW", "true" if view.enabled else "false"))
+    if view.ports:
+        env.append(_value_env("HANGWATCH_SOCKET_PORTS", ",".join(map(str, view.ports))))
+    if view.uids:
+        env.append(_value_env("HANGWATCH_SOCKET_UIDS", ",".join(map(str, view.uids))))
     kafka = policy.kafka
     env.append(_value_env("HANGWATCH_KAFKA_SECURITY_PROTOCOL", kafka.security_protocol))
     if kafka.sasl_mechanism:

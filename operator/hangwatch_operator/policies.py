@@ -97,6 +97,7 @@ INTEGER_BOUNDS: dict[str, tuple[int, int]] = {
     "probes.probeIntervalSeconds": (1, 300),
     "probes.connectTimeoutSeconds": (1, 60),
     "probes.requestTimeoutSeconds": (1, 60),
+    "probes.freshConnectIntervalSeconds": (10, 86400),
     "detection.stallSeconds": (5, 3600),
     "detection.heartbeatSeconds": (5, 3600),
     "detection.metadataMaxAgeSeconds": (30, 86400),
@@ -110,6 +111,13 @@ INTEGER_BOUNDS: dict[str, tuple[int, int]] = {
     "safety.nodeFaultMinPods": (1, 1000),
 }
 """Every integer field under `spec` -> its inclusive (minimum, maximum), as in the CRD."""
+ITEM_BOUNDS: dict[str, tuple[int, int]] = {
+    "socketView.ports[]": (1, 65535),
+    "socketView.uids[]": (0, 4294967294),
+}
+"""Every integer list item under `spec` -> its inclusive (minimum, maximum), as in the CRD."""
+MAX_LIST_ITEMS = 32
+"""`spec.socketView.ports` and `.uids` hold at most this many entries (the CRD's maxItems)."""
 MAX_UNHEALTHY_SHARE = (0.0, 1.0)
 """`spec.safety.maxUnhealthyShare` lies in (minimum, maximum]: above 0, at most 1."""
 NODE_FAULT_MIN_PODS = 2
@@ -196,6 +204,16 @@ class Probes:
     probe_interval_seconds: int = POLICY.probe_interval_seconds
     connect_timeout_seconds: int = 2
     request_timeout_seconds: int = 3
+    fresh_connect_interval_seconds: int = 300
+
+
+@dataclass(frozen=True)
+class SocketView:
+    """`spec.socketView`: the sidecar's view of the pod's own connections to brokers."""
+
+    enabled: bool = True
+    ports: tuple[int, ...] = ()
+    uids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -265,6 +283,7 @@ class Policy:
     actions: Actions = field(default_factory=Actions)
     safety: SafetyLimits = field(default_factory=SafetyLimits)
     sidecar: SidecarSpec = field(default_factory=SidecarSpec)
+    socket_view: SocketView = field(default_factory=SocketView)
 
 
 def kafka_env_name(prop: str) -> str:
@@ -311,8 +330,30 @@ def _parse(body: Mapping[str, Any]) -> Policy:
             actions=_actions(_section(spec, "actions")),
             safety=_safety(_section(spec, "safety")),
             sidecar=_sidecar(_section(spec, "sidecar")),
+            socket_view=_socket_view(_section(spec, "socketView")),
         )
     )
+
+
+def _socket_view(section: Mapping[str, Any]) -> SocketView:
+    enabled = section.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise InvalidPolicyError("spec.socketView.enabled must be true or false")
+    lists = {}
+    for key in ("ports", "uids"):
+        low, most = ITEM_BOUNDS[f"socketView.{key}[]"]
+        values = section.get(key) or []
+        if not isinstance(values, list) or len(values) > MAX_LIST_ITEMS:
+            raise InvalidPolicyError(
+                f"spec.socketView.{key} must be a list of at most {MAX_LIST_ITEMS}"
+            )
+        for value in values:
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= most:
+                raise InvalidPolicyError(
+                    f"spec.socketView.{key}: {value!r} is not in {low}..{most}"
+                )
+        lists[key] = tuple(values)
+    return SocketView(enabled, lists["ports"], lists["uids"])
 
 
 def matching_policy(pod: Mapping[str, Any], policies: Iterable[Policy]) -> Policy | None:

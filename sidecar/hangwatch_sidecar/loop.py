@@ -1,14 +1,18 @@
 """The sidecar's evaluation loop: probe, read telemetry, evaluate, publish.
 
 Every round (probe interval, jittered +-20% so sidecars started together spread
-out): probe each broker concurrently (connect + ApiVersions: cheap), fetch cluster
-metadata when it is due (metadata interval) or at once when anything looks wrong,
-read the telemetry directory, take the newest Spark view (read in the background
-every Spark interval by `spark.watch`; a round never waits for the driver), run the
-pure verdict engine, debounce, and publish a new immutable `SidecarState`.
-Steady-state cost per sidecar: one TCP connection and one ApiVersions request per
-broker per probe interval, one Metadata request per metadata interval, one thread
-dump request to the Spark driver per Spark interval.
+out): read the pod's own TCP connections to brokers (the socket view), plan each
+broker's probe passive-first (`probing`: none for a broker that just answered the
+pod's own connection, an ApiVersions request on the kept probe connection otherwise, a
+new connection only at the slow fresh-connect cadence or on doubt), probe concurrently,
+fetch cluster metadata through one kept metadata client when it is due (metadata
+interval) or at once when anything looks wrong, read the telemetry directory, take the
+newest Spark view (read in the background every Spark interval by `spark.watch`; a
+round never waits for the driver), run the pure verdict engine, debounce, and publish
+a new immutable `SidecarState`. Steady-state cost per sidecar and broker: no new
+connection between fresh-connect intervals, at most one ApiVersions request per probe
+interval (none while the producer's own connection answers), one Metadata request per
+metadata interval; and one thread dump request to the Spark driver per Spark interval.
 """
 
 from __future__ import annotations
@@ -30,11 +34,11 @@ from hangwatch.secrets import redact
 from hangwatch_sidecar import budget, telemetry_reader
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
 from hangwatch_sidecar.observing import endpoints_to_probe, observe_cluster
-from hangwatch_sidecar.probe.endpoints import probe_endpoint
 from hangwatch_sidecar.probe.metadata import MetadataClient
 from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings, parse_bootstrap
 from hangwatch_sidecar.probe.tls import tls_context
-from hangwatch_sidecar.probe.types import ClusterMetadata, EndpointProbe
+from hangwatch_sidecar.probe.types import ClusterMetadata
+from hangwatch_sidecar.prober import BrokerProber
 from hangwatch_sidecar.settings import SidecarSettings
 from hangwatch_sidecar.spark.client import DriverClient, DriverReader
 from hangwatch_sidecar.spark.tracking import SparkTracker
@@ -85,11 +89,15 @@ class SidecarLoop:
         self.probe_errors: Counter[str] = Counter()
         self.verdict_changes: Counter[str] = Counter()
         self.telemetry_problems: Counter[str] = Counter()
+        self.metadata_requests = 0
+        self.metadata_clients = 0
+        self._metadata_client: MetadataClient | None = None
         self.producer_configs: dict[str, Mapping[str, budget.ConfigValue] | None] = {}
         """Each producer's configuration as its latest telemetry states it."""
         self._exited: set[str] = set()
         """Producers seen exited whose files are still there (logged once each)."""
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="hangwatch-probe")
+        self.prober = BrokerProber(settings, self.probe_settings, self.tls, self._pool, clock)
         self._lock = threading.Lock()
         self.spark = _spark_watch(settings, self._pool, clock)
         self._state = SidecarState(
@@ -119,28 +127,37 @@ class SidecarLoop:
         looks_wrong = bool(previous.failing) or bool(previous.leaderless_for(frozenset()))
         return looks_wrong or not previous.metadata_ok
 
-    def _fetch_metadata(self, now: float) -> None:
+    def _fetch_metadata(self, now: float, fresh: bool = False) -> None:
+        """Metadata through the kept metadata client; a new client after a failure, and when
+        `fresh` (brokers failed last round: a kept client may still send to one of them)."""
+        if fresh:
+            self._drop_metadata_client()
         try:
-            with MetadataClient(self.bootstrap, self.probe_settings) as client:
-                result = client.fetch(sorted(self.settings.topic_set))
+            if self._metadata_client is None:
+                self._metadata_client = MetadataClient(self.bootstrap, self.probe_settings)
+                self.metadata_clients += 1
+            result = self._metadata_client.fetch(sorted(self.settings.topic_set))
+            self.metadata_requests += 1
         except Exception as exc:  # noqa: BLE001 - a failing client must not stop the loop
+            self._drop_metadata_client()
             self.metadata_error = f"metadata client failed: {type(exc).__name__}"
             log.warning("metadata fetch failed", extra={"error": str(exc)[:200]})
             return
         self.metadata_at = now
+        if self.settings.probe_mode == "fresh":
+            self._drop_metadata_client()  # the old behaviour: a new client every fetch
         if result.metadata is not None:
             self.metadata, self.metadata_ts = result.metadata, self.wall()
             self.known_nodes.update({b.endpoint: b.id for b in result.metadata.brokers})
         else:
             self.metadata = None
+            self._drop_metadata_client()
         self.metadata_error = result.error or None
 
-    def _probe_brokers(self) -> list[EndpointProbe]:
-        targets = endpoints_to_probe(self.bootstrap, self.metadata)
-        futures = [
-            self._pool.submit(probe_endpoint, e, self.probe_settings, self.tls) for e in targets
-        ]
-        return [f.result() for f in futures]
+    def _drop_metadata_client(self) -> None:
+        if self._metadata_client is not None:
+            self._metadata_client.close()
+            self._metadata_client = None
 
     def _read_producers(self, now: float) -> list[ProducerObservation]:
         s = self.settings
@@ -185,12 +202,15 @@ class SidecarLoop:
         """One full evaluation round; returns (and publishes) the new state."""
         started = self.clock()
         previous = self.state()
+        doubt = previous.cluster is not None and bool(previous.cluster.failing)
         fetching = (
-            self._pool.submit(self._fetch_metadata, started)
+            self._pool.submit(self._fetch_metadata, started, doubt)
             if self._metadata_due(started, previous.cluster)
             else None
         )
-        probes = self._probe_brokers()
+        probes, passive, view = self.prober.probe(
+            endpoints_to_probe(self.bootstrap, self.metadata), started
+        )
         if fetching is not None:
             fetching.result()
         for p in probes:
@@ -199,6 +219,13 @@ class SidecarLoop:
         now = self.clock()
         cluster = observe_cluster(
             now, self.bootstrap, probes, self.metadata, self.metadata_error, self.known_nodes
+        )
+        cluster = replace(
+            cluster,
+            brokers=tuple(
+                replace(b, detail=passive[b.address]) if b.address in passive else b
+                for b in cluster.brokers
+            ),
         )
         if cluster.leaderless_for(frozenset()):
             self.leaderless_since = self.leaderless_since or now
@@ -213,6 +240,7 @@ class SidecarLoop:
             now=now,
             leaderless_since=self.leaderless_since,
             topics=self.settings.topic_set,
+            sockets=view,
             spark=spark,
         )
         wall_now = self.wall()
@@ -240,6 +268,8 @@ class SidecarLoop:
             probe_errors=dict(self.probe_errors),
             verdict_changes=dict(self.verdict_changes),
             telemetry_problems=dict(self.telemetry_problems),
+            sockets=view,
+            probe_counts=self.prober.counts(self.metadata_requests, self.metadata_clients),
             time_to_error=budget.time_to_error(
                 self.producer_configs, self.settings.time_to_error_budget_seconds
             ),
@@ -271,6 +301,8 @@ class SidecarLoop:
         if self.spark:
             self.spark.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._drop_metadata_client()
+        self.prober.close()
 
 
 def _unusable(key: str, alive: bool | None, problem: str) -> ProducerObservation:

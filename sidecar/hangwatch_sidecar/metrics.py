@@ -3,8 +3,8 @@
 A custom collector builds every family at scrape time from the published state, so
 series of producers that went away disappear with them and no label ever holds a
 message id or a timestamp (bounded: brokers, producers (<= max_producers), verdicts,
-reachability classes, producer thread activities, Spark read error kinds). Names start
-with `hangwatch_` and carry their unit.
+reachability classes, producer thread activities, Spark read error kinds, socket view
+patterns). Names start with `hangwatch_` and carry their unit.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from hangwatch.contracts import Reachability, Verdict
+from hangwatch_sidecar.sockets.types import Pattern
 from hangwatch_sidecar.spark.types import Activity
 from hangwatch_sidecar.state import SidecarState
 
@@ -36,6 +37,7 @@ class StateCollector(Collector):
         yield from _brokers(state)
         yield from _producers(state)
         yield from _spark(state)
+        yield from _sockets(state)
         yield from _sidecar(state)
 
 
@@ -224,6 +226,42 @@ def _spark(state: SidecarState) -> Iterator[Metric]:
             errors.add_metric([reason], n)
         duration.add_metric([], state.spark_reads.last_read_seconds)
     yield from (up, tasks, longest, stragglers, threads, reads, errors, duration)
+
+
+def _sockets(state: SidecarState) -> Iterator[Metric]:
+    up = GaugeMetricFamily(
+        "hangwatch_socket_view_up",
+        "1 when the pod's own TCP connections could be read this round (sock_diag netlink)",
+    )
+    view = state.sockets
+    up.add_metric([], 1.0 if view is not None and view.available else 0.0)
+    yield up
+    connections = GaugeMetricFamily(
+        "hangwatch_socket_connections",
+        "The pod's own connections to brokers, by what they show",
+        labels=["pattern"],
+    )
+    for pattern in Pattern:
+        found = view.by_pattern(pattern) if view is not None else ()
+        connections.add_metric([str(pattern)], len(found))
+    yield connections
+    yield _counts(
+        "hangwatch_probe_connections",
+        "New connections the sidecar's probes opened, by broker",
+        "broker",
+        state.probe_counts.connects,
+    )
+    yield _counts(
+        "hangwatch_probe_requests",
+        "ApiVersions requests the sidecar's probes sent, by broker",
+        "broker",
+        state.probe_counts.requests,
+    )
+    metadata = CounterMetricFamily(
+        "hangwatch_metadata_requests", "Metadata fetches of the sidecar's metadata client"
+    )
+    metadata.add_metric([], state.probe_counts.metadata_requests)
+    yield metadata
 
 
 def _sidecar(state: SidecarState) -> Iterator[Metric]:

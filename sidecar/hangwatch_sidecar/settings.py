@@ -37,6 +37,9 @@ _SPARK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 """Application ids (`spark-<hex>`, `app-<date>-<n>`, `local-<n>`, `application_<n>_<n>`)
 and executor ids (`1`, `driver`): what may go into a REST path."""
 
+PROBE_MODES = ("passive-first", "fresh")
+"""Values of `probe_mode` (see `hangwatch_sidecar.probing`)."""
+
 
 def _doc(text: str) -> dict[str, str]:
     return {"doc": text}
@@ -205,6 +208,52 @@ class SidecarSettings:
             "trickling driver costs a background read this much, never a round."
         ),
     )
+    socket_view: bool = field(
+        default=True,
+        metadata=_doc(
+            "Read the pod's own TCP connections to brokers (kernel tcp_info through sock_diag "
+            "netlink; no capability needed): judges producers without hangwatch's telemetry."
+        ),
+    )
+    socket_ports: str = field(
+        default="",
+        metadata=_doc(
+            "Comma-separated broker ports the socket view watches (empty: every broker's port). "
+            "Narrows it to one listener when several share the brokers' addresses."
+        ),
+    )
+    socket_uids: str = field(
+        default="",
+        metadata=_doc(
+            "Comma-separated user ids whose sockets the socket view watches (empty: every owner; "
+            "the sidecar's own sockets are always left out). Leaves out a container of the pod "
+            "running as another user (a consumer, an acks=0 producer)."
+        ),
+    )
+    probe_mode: str = field(
+        default="passive-first",
+        metadata=_doc(
+            "passive-first: no probe for a broker that just answered the pod's own connection, "
+            "one kept probe connection per broker otherwise, a new connection only every "
+            "fresh-connect interval or on doubt. fresh: a new connection to every broker every "
+            "round (0.2 connections/s per broker per sidecar at a 5 s interval)."
+        ),
+    )
+    fresh_connect_interval_seconds: float = field(
+        default=300.0,
+        metadata=_doc(
+            "Passive-first: a new connection to each broker at least this often (new "
+            "connections must keep working, not only the kept one): 1,000 sidecars cost a "
+            "broker ~3 connections/s instead of 200/s at a 5 s interval."
+        ),
+    )
+    passive_window_seconds: float = field(
+        default=2.0,
+        metadata=_doc(
+            "Passive-first: the pod's own connection answered within this long (and at most a "
+            "probe interval) stands for a probe of that broker."
+        ),
+    )
     kafka: Mapping[str, str] = field(
         default_factory=dict,
         metadata=_doc(
@@ -228,6 +277,8 @@ class SidecarSettings:
             "election_grace_seconds",
             "time_to_error_budget_seconds",
             "spark_interval_seconds",
+            "fresh_connect_interval_seconds",
+            "passive_window_seconds",
         ):
             value = getattr(self, name)
             if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
@@ -248,6 +299,10 @@ class SidecarSettings:
         if self.stall_seconds <= self.probe_interval_seconds:
             raise UsageError("--stall-seconds must be longer than --probe-interval-seconds")
         self._validate_spark()
+        if self.probe_mode not in PROBE_MODES:
+            raise UsageError(f"--probe-mode must be one of {', '.join(PROBE_MODES)}")
+        _numbers("--socket-ports", self.socket_ports, 1, 65535)
+        _numbers("--socket-uids", self.socket_uids, 0, 2**32 - 2)
         return self
 
     def _validate_spark(self) -> None:
@@ -272,12 +327,43 @@ class SidecarSettings:
         return spark_driver.resolve_ui(self.spark_ui_url, self.spark_driver_url, self.spark_ui_port)
 
     @property
+    def socket_port_set(self) -> frozenset[int]:
+        return _numbers("--socket-ports", self.socket_ports, 1, 65535)
+
+    @property
+    def socket_uid_set(self) -> frozenset[int]:
+        return _numbers("--socket-uids", self.socket_uids, 0, 2**32 - 2)
+
+    @property
     def topic_set(self) -> frozenset[str]:
         return frozenset(t.strip() for t in self.topics.split(",") if t.strip())
 
     @property
     def telemetry_path(self) -> Path:
         return Path(self.telemetry_dir)
+
+
+def _numbers(flag: str, text: str, low: int, high: int) -> frozenset[int]:
+    """A comma-separated list of integers in [low, high]; UsageError naming the flag."""
+    found = set()
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        value = part.strip()
+        if not value.isdigit() or not low <= int(value) <= high:
+            raise UsageError(f"{flag}: {value!r} is not a number in {low}..{high}")
+        found.add(int(value))
+    return frozenset(found)
+
+
+def parse_bool(text: str) -> bool:
+    """true/false, yes/no, on/off, 1/0 (any case); ValueError otherwise."""
+    value = text.strip().lower()
+    if value in ("true", "yes", "on", "1"):
+        return True
+    if value in ("false", "no", "off", "0"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
 
 
 def _env_name(name: str) -> str:
@@ -291,10 +377,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         flag = "--" + f.name.replace("_", "-")
         default = f.default if f.default is not MISSING else None
+        kind: Any = type(default) if default is not None else str
         parser.add_argument(
             flag,
             dest=f.name,
-            type=type(default) if default is not None else str,
+            type=parse_bool if kind is bool else kind,
             default=None,
             # argparse formats help with %: a literal one in a doc would crash --help.
             help=f"{f.metadata['doc']} [env {_env_name(f.name)}; default {default!r}]".replace(
@@ -313,7 +400,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _convert(name: str, raw: str, kind: type) -> Any:
     try:
-        return kind(raw)
+        return parse_bool(raw) if kind is bool else kind(raw)
     except ValueError:
         raise UsageError(f"{_env_name(name)}={raw!r} is not a valid {kind.__name__}") from None
 

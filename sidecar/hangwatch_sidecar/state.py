@@ -17,6 +17,7 @@ from hangwatch import __version__
 from hangwatch.contracts import Verdict
 from hangwatch.wire import status
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation, ProducerObservation
+from hangwatch_sidecar.sockets.types import SocketObservation
 from hangwatch_sidecar.spark.types import (
     Activity,
     ReadStats,
@@ -28,6 +29,19 @@ from hangwatch_sidecar.verdicts import Assessment, PodAssessment
 
 SPARK_SHOWN = 16
 """Tasks and producer threads of the Spark view listed in /status at most (totals beside)."""
+
+
+@dataclass(frozen=True)
+class ProbeCounts:
+    """What probing cost the brokers since the sidecar started (for /status and metrics)."""
+
+    connects: Mapping[str, int] = field(default_factory=dict)
+    """New probe connections per broker."""
+    requests: Mapping[str, int] = field(default_factory=dict)
+    """ApiVersions probe requests per broker."""
+    metadata_requests: int = 0
+    metadata_clients: int = 0
+    """Metadata clients created (each opens its own connections)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,9 @@ class SidecarState:
     """The driver UI the Spark view reads; None when the Spark view is off."""
     spark: SparkView | None = None
     spark_reads: ReadStats = field(default_factory=ReadStats)
+    sockets: SocketObservation | None = None
+    """The round's view of the pod's own connections to brokers (None: switched off)."""
+    probe_counts: ProbeCounts = field(default_factory=ProbeCounts)
 
 
 def _assessment(a: Assessment) -> status.Assessment:
@@ -71,6 +88,25 @@ def _broker(b: BrokerObservation) -> status.BrokerStatus:
         in_bootstrap=b.in_bootstrap,
         advertised=b.advertised,
         detail=b.detail,
+    )
+
+
+def _sockets(view: SocketObservation | None) -> status.SocketViewStatus | None:
+    """The socket view, bounded: the connections that matter first, at most
+    `status.MAX_CONNECTIONS` of them (all are counted)."""
+    if view is None:
+        return None
+    return status.SocketViewStatus(
+        available=view.available,
+        error=view.error,
+        connections_total=len(view.connections),
+        connections=[
+            status.ConnectionStatus(**c.as_dict())  # type: ignore[arg-type]
+            for c in view.ranked()[: status.MAX_CONNECTIONS]
+        ],
+        silent_seconds=view.silent_seconds,
+        failed_connects=view.failed_connects,
+        failed_connects_seconds=view.failed_connects_seconds,
     )
 
 
@@ -103,9 +139,13 @@ def status_document(state: SidecarState) -> status.StatusDocument:
             evaluated_ts=state.evaluated_ts,
             round_seconds=round(state.round_seconds, 4),
             settings=dict(state.settings),
+            probe_connects=dict(state.probe_counts.connects),
+            probe_requests=dict(state.probe_counts.requests),
+            metadata_requests=state.probe_counts.metadata_requests,
         ),
         time_to_error=state.time_to_error,
         spark=_spark(state),
+        sockets=_sockets(state.sockets),
     )
 
 

@@ -1,12 +1,13 @@
 """The verdict engine: evidence + thresholds + time -> one verdict with reasons.
 
 Pure functions only. `evaluate` turns the latest `ClusterObservation`, the
-`ProducerObservation`s (the wrapper's telemetry) and Spark's view of the executor
-(`spark.judge`: its tasks and, for a JVM producer, its threads) into a `Verdict` for
-the pod and for each producer, with human-readable reasons and machine-readable
-evidence. `Debouncer` adds hysteresis:
-a verdict replaces the current one only after it has held for N evaluations in a
-row, so a single lost probe or a 1-2 s election never flips the pod.
+`ProducerObservation`s (the wrapper's telemetry), the socket view of the pod's own
+connections to brokers (`sockets.judge`, for any client) and Spark's view of the
+executor (`spark.judge`: its tasks and, for a JVM producer, its threads) into a
+`Verdict` for the pod and for each producer, with human-readable reasons and
+machine-readable evidence. `Debouncer` adds hysteresis: a verdict replaces the current
+one only after it has held for N evaluations in a row, so a single lost probe or a
+1-2 s election never flips the pod.
 
 Order of precedence (first match wins), following the incidents' lesson
 (docs/incidents.md) that a restart helps only when the cluster itself is healthy:
@@ -16,15 +17,17 @@ Order of precedence (first match wins), following the incidents' lesson
 3. partitions the producers write to have no leader -> `leader_election`
 4. a producer is stuck while the cluster is healthy -> `producer_hung`: its requests go
    unanswered (S2) or its heartbeat stopped (S4); but a stuck producer whose requests
-   brokers keep answering without a delivery (S1) -> `metadata_stale`. Spark's view
-   decides the same for a JVM producer without telemetry (its I/O thread held in a
-   user callback, a send's result never coming; waits for metadata ->
-   `metadata_stale`); with telemetry it adds its reasons; a straggler task only
-   corroborates
+   brokers keep answering without a delivery (S1) -> `metadata_stale`. Without
+   telemetry the socket view decides: a request unanswered on a live connection, or
+   every connection silent while Spark runs a task of this executor; and Spark's view
+   decides for a JVM producer (its I/O thread held in a user callback, a send's result
+   never coming; waits for metadata -> `metadata_stale`). With telemetry both add their
+   reasons; a straggler task only corroborates
 5. a producer's metadata disagrees / is too old / it keeps failing -> `metadata_stale`
-6. some brokers or bootstrap entries fail (producers can still work) -> `broker_degraded`
-7. no producer telemetry and no Kafka producer thread in the executor's JVM -> `unknown`
-   (cluster fine, nothing to judge)
+6. some brokers or bootstrap entries fail (producers can still work), or the pod's own
+   connections to a broker are blackholed -> `broker_degraded`
+7. no producer telemetry, no connection of the pod to a broker and no Kafka producer
+   thread in the executor's JVM -> `unknown` (cluster fine, nothing to judge)
 8. otherwise -> `healthy`
 """
 
@@ -36,9 +39,16 @@ from typing import Any
 
 from hangwatch.contracts import Verdict
 from hangwatch.defaults import STANDALONE
+from hangwatch.wire import status
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
+from hangwatch_sidecar.sockets.judge import failed_connects_reason, judge_sockets
+from hangwatch_sidecar.sockets.types import SocketObservation
 from hangwatch_sidecar.spark.judge import SparkFinding, judge_spark
 from hangwatch_sidecar.spark.types import SparkView
+
+MAX_CONNECTIONS_SHOWN = status.MAX_CONNECTIONS
+"""Connections listed in a verdict's evidence at most (outstanding and blackholed first),
+as many as /status lists."""
 
 
 @dataclass(frozen=True)
@@ -242,20 +252,29 @@ def evaluate(
     now: float,
     leaderless_since: float | None = None,
     topics: frozenset[str] = frozenset(),
+    sockets: SocketObservation | None = None,
     spark: SparkView | None = None,
+    spark_task_running: bool | None = None,
 ) -> PodAssessment:
     """The pod's verdict now; `leaderless_since` is when leaderless partitions were first seen.
 
-    `spark`: Spark's view of this executor this round (None: the Spark view is off)."""
+    `sockets`: this round's view of the pod's own connections to brokers (None: not
+    read). `spark`: Spark's view of this executor this round (None: the Spark view is
+    off). `spark_task_running` (True: one of its tasks runs; False: none; None: unknown)
+    is combined with the socket view's silence; by default it comes from `spark`."""
     if cluster is None:
         return PodAssessment(Assessment(Verdict.UNKNOWN, ("no probe round has completed yet",)), {})
     brokers = _brokers_evidence(cluster)
     if not cluster.answering:
         failing = ", ".join(f"{b.address} {b.reachability}" for b in cluster.brokers)
+        seen = judge_sockets(sockets, stall_seconds=thresholds.stall_seconds, cluster_healthy=False)
         pod = Assessment(
             Verdict.CLUSTER_UNREACHABLE,
-            (f"no broker answers from this pod: {failing or 'no brokers configured'}",),
-            {"brokers": brokers},
+            (
+                f"no broker answers from this pod: {failing or 'no brokers configured'}",
+                *(f.reason for f in seen if f.verdict is Verdict.BROKER_DEGRADED),
+            ),
+            _with_sockets({"brokers": brokers}, sockets),
         )
         return PodAssessment(pod, {p.key: pod for p in producers})
     written = topics.union(*(p.topics for p in producers)) if producers else topics
@@ -287,41 +306,65 @@ def evaluate(
     per_producer = {
         p.key: assess_producer(p, cluster, thresholds, cluster_healthy) for p in producers
     }
-    findings = judge_spark(
+    if spark_task_running is None and spark is not None and spark.available:
+        spark_task_running = spark.task_running
+    socket_findings = judge_sockets(
+        sockets,
+        stall_seconds=thresholds.stall_seconds,
+        cluster_healthy=cluster_healthy,
+        spark_task_running=spark_task_running,
+    )
+    spark_findings = judge_spark(
         spark,
         stall_seconds=thresholds.stall_seconds,
         heartbeat_seconds=thresholds.heartbeat_seconds,
         cluster_healthy=cluster_healthy,
     )
-    also = tuple(f"spark view: {f.reason}" for f in findings if f.verdict is None)
+    also = [f"spark view: {f.reason}" for f in spark_findings if f.verdict is None]
     for verdict in _PRODUCER_ORDER:
         hit = [(k, a) for k, a in per_producer.items() if a.verdict is verdict]
-        found = [f for f in findings if f.verdict is verdict]
-        if hit or found:
-            reasons = tuple(f"producer {k}: {r}" for k, a in hit for r in a.reasons)
-            reasons += tuple(f"spark view: {f.reason}" for f in found) + also
+        found = [f for f in socket_findings if f.verdict is verdict]
+        judged = [f for f in spark_findings if f.verdict is verdict]
+        reasons = [f"producer {k}: {r}" for k, a in hit for r in a.reasons]
+        if verdict is Verdict.BROKER_DEGRADED and (hit or found or judged or cluster.failing):
+            reasons += [_broker_reason(b) for b in cluster.failing]
+            refusing = [b.address for b in cluster.failing if b.reachability == "refused"]
+            if corroboration := failed_connects_reason(sockets, refusing):
+                reasons.append(f"socket view: {corroboration}")
+        if hit or found or judged or reasons:
+            reasons += [f"socket view: {f.reason}" for f in found]
+            reasons += [f"spark view: {f.reason}" for f in judged] + also
             evidence = {"producers": [k for k, _ in hit], "brokers": brokers}
-            evidence |= _spark_evidence(found + [f for f in findings if f.verdict is None])
-            return PodAssessment(Assessment(verdict, reasons, evidence), per_producer)
-    if cluster.failing:
-        return PodAssessment(
-            Assessment(
-                Verdict.BROKER_DEGRADED,
-                tuple(_broker_reason(b) for b in cluster.failing) + also,
-                {"brokers": brokers} | _spark_evidence(list(findings)),
-            ),
-            per_producer,
-        )
-    if not producers and not (spark is not None and spark.producer_visible):
+            if found:
+                evidence["connections_judged"] = sorted({c for f in found for c in f.connections})[
+                    :MAX_CONNECTIONS_SHOWN
+                ]
+            evidence |= _spark_evidence(judged + [f for f in spark_findings if f.verdict is None])
+            return PodAssessment(
+                Assessment(verdict, tuple(reasons), _with_sockets(evidence, sockets)),
+                per_producer,
+            )
+    connected = sockets is not None and sockets.available and bool(sockets.connections)
+    jvm_producer = spark is not None and spark.producer_visible
+    if not producers and not connected and not jvm_producer:
         return PodAssessment(
             Assessment(
                 Verdict.UNKNOWN,
-                (_nothing_to_judge(spark),),
-                {"brokers": brokers},
+                (_nothing_to_judge(sockets, spark),),
+                _with_sockets({"brokers": brokers}, sockets),
             ),
             per_producer,
         )
-    return PodAssessment(Assessment(Verdict.HEALTHY, (), {"brokers": brokers}), per_producer)
+    return PodAssessment(
+        Assessment(Verdict.HEALTHY, (), _with_sockets({"brokers": brokers}, sockets)),
+        per_producer,
+    )
+
+
+def _with_sockets(evidence: dict[str, Any], sockets: SocketObservation | None) -> dict[str, Any]:
+    if sockets is not None:
+        evidence["sockets"] = sockets.summary(MAX_CONNECTIONS_SHOWN)
+    return evidence
 
 
 def _spark_evidence(findings: list[SparkFinding]) -> dict[str, Any]:
@@ -331,16 +374,20 @@ def _spark_evidence(findings: list[SparkFinding]) -> dict[str, Any]:
     return {k: v for k, v in (("spark_threads", threads), ("spark_tasks", tasks)) if v}
 
 
-def _nothing_to_judge(spark: SparkView | None) -> str:
-    if spark is None:
-        return "no producer telemetry yet; cluster answers"
-    if not spark.available:
-        return f"no producer telemetry yet; cluster answers; Spark view unavailable: {spark.error}"
-    running = "no task" if not spark.task_running else f"{len(spark.tasks) or 'a'} task(s)"
-    return (
-        "no producer telemetry yet and no Kafka producer thread in the executor's JVM "
-        f"({running} running); cluster answers"
-    )
+def _nothing_to_judge(sockets: SocketObservation | None, spark: SparkView | None) -> str:
+    """Why `unknown`: no telemetry, no connection to a broker, no producer in the JVM."""
+    if sockets is None:
+        why = "no producer telemetry yet"
+    elif not sockets.available:
+        why = f"no producer telemetry yet, and no socket view ({sockets.error})"
+    else:
+        why = "no producer telemetry and no connection of the pod to a broker"
+    if spark is not None and not spark.available:
+        why += f"; Spark view unavailable: {spark.error}"
+    elif spark is not None:
+        running = "no task" if not spark.task_running else f"{len(spark.tasks) or 'a'} task(s)"
+        why += f" and no Kafka producer thread in the executor's JVM ({running} running)"
+    return f"{why}; cluster answers"
 
 
 def _broker_reason(broker: Any) -> str:

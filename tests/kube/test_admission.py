@@ -122,7 +122,7 @@ def test_executor_is_stored_with_the_legacy_sidecar(
         assert mounts[TELEMETRY_VOLUME] == settings.telemetry_dir
     # the ServiceAccount plugin ran before the webhook: the token is mounted as usual
     assert any(v["name"].startswith("default-token-") for v in spec["volumes"])
-    assert "Injecting the hangwatch sidecar" in operator.log()
+    assert "Injected the hangwatch sidecar into pod" in operator.log()
 
 
 def test_driver_non_spark_and_opted_out_pods_are_untouched(

@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 from hangwatch_operator.policies import (
     BOOTSTRAP_ENTRY,
     INTEGER_BOUNDS,
+    ITEM_BOUNDS,
     MAX_UNHEALTHY_SHARE,
     InvalidPolicyError,
     parse_policy,
@@ -110,7 +111,12 @@ def test_schema_is_structural_and_every_default_is_valid() -> None:
 
 
 def test_integer_fields_carry_their_unit_in_the_name() -> None:
-    unitless = {"maxConcurrent": "a count of pods", "observedGeneration": "a generation"}
+    unitless = {
+        "maxConcurrent": "a count of pods",
+        "observedGeneration": "a generation",
+        "ports[]": "TCP port numbers",
+        "uids[]": "user ids",
+    }
     for path, node in walk_schema(version_schema()):
         name = path.rsplit(".", 1)[-1]
         if node.get("type") != "integer" or path.startswith("status.verdictCounts"):
@@ -237,7 +243,7 @@ def test_the_operator_knows_every_bound_of_the_crd_and_no_other() -> None:
     bounds = _spec_bounds()
     share = bounds.pop("safety.maxUnhealthyShare")
     assert share == MAX_UNHEALTHY_SHARE
-    assert bounds == INTEGER_BOUNDS
+    assert bounds == INTEGER_BOUNDS | ITEM_BOUNDS
     pattern = version_schema()["properties"]["spec"]["properties"]["kafka"]["properties"]
     assert pattern["bootstrapServers"]["items"]["pattern"] == BOOTSTRAP_ENTRY
 

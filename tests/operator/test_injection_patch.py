@@ -429,3 +429,58 @@ def test_our_patch_applier_agrees_with_jsonpatch(mode: InjectionMode) -> None:
     ours = copy.deepcopy(pod)
     apply_add_ops(ours, ops)
     assert ours == jsonpatch.apply_patch(pod, ops)
+
+
+def test_socket_view_and_passive_first_probing_reach_the_sidecar_settings() -> None:
+    """The policy's socketView and freshConnectIntervalSeconds ride in environment variables
+    the real sidecar accepts (its own settings parser, with the injected args), and the
+    sidecar gets no capability for the socket view (sock_diag of its own netns needs none)."""
+    import argparse
+    import dataclasses
+
+    from hangwatch_operator.policies import SocketView
+    from hangwatch_sidecar.settings import add_arguments, from_args
+
+    policy = dataclasses.replace(
+        _policy(), socket_view=SocketView(enabled=True, ports=(9093,), uids=(185, 1000))
+    )
+    sidecar = _sidecar(_inject(executor_pod(), NATIVE, policy))
+    env = {e["name"]: e["value"] for e in sidecar["env"] if "value" in e}
+    assert env["HANGWATCH_SOCKET_VIEW"] == "true"
+    assert env["HANGWATCH_SOCKET_PORTS"] == "9093"
+    assert env["HANGWATCH_SOCKET_UIDS"] == "185,1000"
+    assert env["HANGWATCH_FRESH_CONNECT_INTERVAL_SECONDS"] == "300"
+    assert sidecar["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    settings = from_args(parser.parse_args(sidecar["args"]), environ=env)
+    assert settings.socket_view and settings.socket_port_set == {9093}
+    assert settings.socket_uid_set == {185, 1000}
+    assert settings.fresh_connect_interval_seconds == 300.0
+    off = dataclasses.replace(policy, socket_view=SocketView(enabled=False))
+    injected = _sidecar(_inject(executor_pod(), NATIVE, off))["env"]
+    env = {e["name"]: e["value"] for e in injected if "value" in e}
+    assert env["HANGWATCH_SOCKET_VIEW"] == "false" and "HANGWATCH_SOCKET_PORTS" not in env
+    assert not from_args(parser.parse_args(sidecar["args"]), environ=env).socket_view
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"enabled": "yes"}, "spec.socketView.enabled must be true or false"),
+        ({"ports": [0]}, "spec.socketView.ports: 0 is not in 1..65535"),
+        ({"ports": [True]}, "spec.socketView.ports: True is not in 1..65535"),
+        ({"uids": [-1]}, "spec.socketView.uids: -1 is not in 0..4294967294"),
+        ({"uids": list(range(33))}, "spec.socketView.uids must be a list of at most 32"),
+        ({"ports": "9092"}, "spec.socketView.ports must be a list of at most 32"),
+    ],
+)
+def test_invalid_socket_view_is_refused_naming_the_field(
+    section: dict[str, Any], message: str
+) -> None:
+    from hangwatch_operator.policies import InvalidPolicyError
+
+    body = apply_defaults(version_schema(), load_yaml(EXAMPLES / "policy-spark-executors.yaml"))
+    body["spec"]["socketView"] = section
+    with pytest.raises(InvalidPolicyError, match=message.replace(".", r"\.")):
+        parse_policy(body)

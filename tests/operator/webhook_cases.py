@@ -30,9 +30,18 @@ RECORDED: dict[str, Any] = (
 )
 """case -> {"pod", "namespace", "operations", "warnings"} as recorded."""
 
-ADDED_SINCE = frozenset({spark_driver.SIDECAR_DRIVER_URL_ENV, spark_driver.SIDECAR_UI_PORT_ENV})
+ADDED_SINCE = frozenset(
+    {
+        spark_driver.SIDECAR_DRIVER_URL_ENV,
+        spark_driver.SIDECAR_UI_PORT_ENV,
+        "HANGWATCH_FRESH_CONNECT_INTERVAL_SECONDS",
+        "HANGWATCH_SOCKET_VIEW",
+        "HANGWATCH_SOCKET_PORTS",
+        "HANGWATCH_SOCKET_UIDS",
+    }
+)
 """Sidecar variables injection gained after the recording: the driver's address and UI
-port for the Spark view."""
+port for the Spark view; the policy's socket view and fresh-connection interval."""
 
 
 def as_recorded(pod: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,12 @@ from typing import Any
 
 from hangwatch.contracts import Reachability
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation, ProducerObservation
+from hangwatch_sidecar.sockets.types import (
+    ConnectionEvidence,
+    Pattern,
+    SocketObservation,
+    TcpState,
+)
 
 OK = Reachability.OK
 
@@ -50,3 +56,25 @@ BASE = ProducerObservation(
 
 def producer(**changes: Any) -> ProducerObservation:
     return replace(BASE, **changes)
+
+
+CONNECTION = ConnectionEvidence(
+    connection="10.0.0.9:40000->10.0.0.1:9092",
+    broker="10.0.0.1:9092",
+    pattern=Pattern.IDLE,
+    state=TcpState.ESTABLISHED,
+    uid=185,
+    waiting_seconds=None,
+    quiet_seconds=3.0,
+    last_received_seconds=3.0,
+)
+"""One of the pod's own connections to broker 10.0.0.1:9092, idle for 3 s."""
+
+
+def connection(**changes: Any) -> ConnectionEvidence:
+    return replace(CONNECTION, **changes)
+
+
+def socket_view(*connections: ConnectionEvidence, **changes: Any) -> SocketObservation:
+    """The socket view of one round holding `connections`."""
+    return SocketObservation(at=100.0, connections=connections, **changes)

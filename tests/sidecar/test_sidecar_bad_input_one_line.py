@@ -3,8 +3,9 @@
 Covers: missing bootstrap; a non-numeric flag; a non-numeric environment variable;
 stall not longer than the probe interval; a port out of range; a malformed bootstrap
 entry; a malformed `-X`; a driver UI URL with a path, a driver URL that is not Spark's,
-an executor id that could escape a REST path; and that a secret-looking `-X` value is
-never echoed.
+an executor id that could escape a REST path; a probe mode, socket ports or uids out of
+range, a socket-view switch that is not a boolean (flag and environment), a NaN
+interval; and that a secret-looking `-X` value is never echoed.
 """
 
 from __future__ import annotations
@@ -49,6 +50,36 @@ CASES = {
         ["--bootstrap", "x:1", "--executor-id", "../../etc"],
         {},
         "--executor-id must be letters, digits",
+    ),
+    "probe mode": (
+        ["--bootstrap", "x:1", "--probe-mode", "sometimes"],
+        {},
+        "--probe-mode must be one of passive-first, fresh",
+    ),
+    "socket ports": (
+        ["--bootstrap", "x:1", "--socket-ports", "9092,70000"],
+        {},
+        "--socket-ports: '70000' is not a number in 1..65535",
+    ),
+    "socket uids env": (
+        ["--bootstrap", "x:1"],
+        {"HANGWATCH_SOCKET_UIDS": "185,-1"},
+        "--socket-uids: '-1' is not a number",
+    ),
+    "socket view flag": (
+        ["--bootstrap", "x:1", "--socket-view", "maybe"],
+        {},
+        "invalid parse_bool value",
+    ),
+    "socket view env": (
+        ["--bootstrap", "x:1"],
+        {"HANGWATCH_SOCKET_VIEW": "maybe"},
+        "HANGWATCH_SOCKET_VIEW='maybe' is not a valid bool",
+    ),
+    "fresh interval": (
+        ["--bootstrap", "x:1", "--fresh-connect-interval-seconds", "nan"],
+        {},
+        "--fresh-connect-interval-seconds must be > 0",
     ),
 }
 

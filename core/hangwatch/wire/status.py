@@ -90,6 +90,46 @@ class ClusterStatus(msgspec.Struct, kw_only=True, frozen=True):
     error: Text | None = None
 
 
+CountMap = Annotated[dict[Text, Count], msgspec.Meta(max_length=MAX_ITEMS)]
+
+MAX_CONNECTIONS = 16
+"""Connections of the socket view listed at most (those that matter first; all are counted)."""
+
+
+class ConnectionStatus(msgspec.Struct, kw_only=True, frozen=True):
+    """One of the pod's own connections to a broker, as the socket view judged it."""
+
+    connection: Text
+    """`local ip:port->broker ip:port`."""
+    broker: Text
+    pattern: Text
+    """`answered`, `idle`, `awaiting`, `unanswered`, `blackholed`, `connect_unanswered`,
+    `connecting` or `closing` (text: a newer pattern is not fatal)."""
+    state: Text
+    uid: Count = 0
+    waiting_seconds: Seconds | None = None
+    quiet_seconds: Seconds = 0.0
+    last_received_seconds: Seconds | None = None
+    unacked: Count = 0
+    retransmits: Count = 0
+    backoff: Count = 0
+
+
+class SocketViewStatus(msgspec.Struct, kw_only=True, frozen=True):
+    """The pod's own TCP connections to the brokers (kernel tcp_info), as of the last round."""
+
+    available: bool = True
+    error: Text | None = None
+    connections_total: Count = 0
+    connections: Annotated[list[ConnectionStatus], msgspec.Meta(max_length=MAX_CONNECTIONS)] = (
+        msgspec.field(default_factory=list)
+    )
+    silent_seconds: Seconds | None = None
+    """Every connection idle this long (None: no connection, or one is not idle)."""
+    failed_connects: Count | None = None
+    failed_connects_seconds: Seconds = 0.0
+
+
 class SidecarInfo(msgspec.Struct, kw_only=True, frozen=True):
     """The sidecar itself: when it started, how many rounds, when the last one ended."""
 
@@ -98,6 +138,11 @@ class SidecarInfo(msgspec.Struct, kw_only=True, frozen=True):
     evaluated_ts: Timestamp | None = None
     round_seconds: Seconds = 0.0
     settings: Evidence = msgspec.field(default_factory=dict)
+    probe_connects: CountMap = msgspec.field(default_factory=dict)
+    """New connections the sidecar's probes opened, per broker, since it started."""
+    probe_requests: CountMap = msgspec.field(default_factory=dict)
+    """ApiVersions requests the sidecar's probes sent, per broker, since it started."""
+    metadata_requests: Count = 0
 
 
 class ProducerTimeToError(msgspec.Struct, kw_only=True, frozen=True):
@@ -212,6 +257,8 @@ class StatusDocument(msgspec.Struct, kw_only=True, frozen=True):
     sidecar: SidecarInfo = msgspec.field(default_factory=SidecarInfo)
     time_to_error: TimeToError | None = None
     spark: SparkStatus | None = None
+    sockets: SocketViewStatus | None = None
+    """None when the sidecar's socket view is switched off."""
 
 
 def without_evidence(doc: StatusDocument) -> StatusDocument:

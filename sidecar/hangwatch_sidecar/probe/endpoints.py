@@ -178,6 +178,7 @@ def _api_versions(
         if not 4 <= size <= MAX_RESPONSE_BYTES:
             raise _Failed(Reachability.UNRESPONSIVE, f"answer is not Kafka (length {size})")
         answered = struct.unpack(">i", _recv_exact(sock, 4, deadline))[0]
+        _recv_exact(sock, size - 4, deadline)  # the rest: a kept connection starts clean
     except TimeoutError:
         raise _Failed(
             Reachability.UNRESPONSIVE, f"TCP accepted, no Kafka answer in {budget_ms} ms"
@@ -201,6 +202,17 @@ def probe_endpoint(
     Takes at most connect_timeout_ms + request_timeout_ms; never raises for network faults.
     Pass `tls.tls_context(settings)` when the settings ask for TLS.
     """
+    probe, sock = probe_endpoint_and_keep(endpoint, settings, tls)
+    if sock is not None:
+        sock.close()
+    return probe
+
+
+def probe_endpoint_and_keep(
+    endpoint: Endpoint, settings: ProbeSettings, tls: ssl.SSLContext | None = None
+) -> tuple[EndpointProbe, socket.socket | None]:
+    """As `probe_endpoint`, and the connection stays open when the probe succeeded (the
+    caller owns it: ask again on it with `probe_kept_connection`, close it when done)."""
     stages: dict[str, float] = {}
     addresses: tuple[str, ...] = ()
     deadline = time.monotonic() + settings.connect_timeout_s
@@ -222,9 +234,51 @@ def probe_endpoint(
             with _timed(stages, "api_versions_ms"):
                 hint = "" if tls else " (a TLS listener? check security.protocol)"
                 _api_versions(sock, deadline, settings.request_timeout_ms, settings.client_id, hint)
+            cleanup.pop_all()
     except _Failed as failed:
         detail = settings.scrub(failed.detail)
-        return EndpointProbe(endpoint, failed.reachability, detail, addresses, **stages)
+        return EndpointProbe(endpoint, failed.reachability, detail, addresses, **stages), None
+    return EndpointProbe(endpoint, Reachability.OK, "", addresses, **stages), sock
+
+
+def _unacknowledged(sock: socket.socket) -> tuple[int, int] | None:
+    """(unacked segments, consecutive retransmissions) of `sock` from the kernel's tcp_info."""
+    try:
+        raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+    except (OSError, AttributeError):
+        return None
+    if len(raw) < 28:
+        return None
+    retransmits = raw[2]
+    unacked = struct.unpack_from("I", raw, 24)[0]
+    return unacked, retransmits
+
+
+def probe_kept_connection(
+    sock: socket.socket, endpoint: Endpoint, settings: ProbeSettings, addresses: tuple[str, ...]
+) -> EndpointProbe:
+    """One ApiVersions round trip on a connection kept from an earlier probe, classified.
+
+    No answer within the request timeout: `timeout` (blackholed) when the request is
+    not even acknowledged by TCP, else `unresponsive`. A connection the broker closed is
+    `unresponsive` with that detail: the caller connects afresh to classify the broker.
+    The caller closes the socket when the probe failed."""
+    stages: dict[str, float] = {}
+    deadline = time.monotonic() + settings.request_timeout_s
+    try:
+        with _timed(stages, "api_versions_ms"):
+            _api_versions(sock, deadline, settings.request_timeout_ms, settings.client_id, "")
+    except _Failed as failed:
+        tcp = _unacknowledged(sock)
+        reachability, detail = failed.reachability, failed.detail
+        if "no Kafka answer" in detail and tcp is not None and tcp[0] > 0:
+            reachability = Reachability.TIMEOUT
+            detail = (
+                f"request on the kept connection not acknowledged by TCP in "
+                f"{settings.request_timeout_ms} ms ({tcp[1]} retransmissions): blackholed"
+            )
+        detail = settings.scrub(detail)
+        return EndpointProbe(endpoint, reachability, detail, addresses, **stages)
     return EndpointProbe(endpoint, Reachability.OK, "", addresses, **stages)
 
 

@@ -1,0 +1,179 @@
+"""Real clients without hangwatch's wrapper: fault to verdict next to the client's own error,
+and a long healthy run with idle periods (false positives, sidecar CPU and RSS).
+
+Part 1, per client (sarama, kafka-go, kcat, a plain confluent-kafka producer) and fault
+(stall-produce: S2's unanswered request; every broker blackholed: S0; the leader
+blackholed: S3; every broker down), one run each: the lab, the client, a real
+`hangwatch sidecar` process with an EMPTY telemetry directory (1 s probes, 5 s stall),
+the fault; prints the seconds from the fault to the sidecar's verdict (polled every
+0.25 s) next to the seconds to the client's own first error (waited for up to
+`--error-wait-seconds`, "none" beyond) and their ratio.
+
+Part 2: all four clients at once in one "pod" (the same network namespace), each
+writing in bursts separated by idle periods (staggered), next to one sidecar with the
+production defaults (5 s probes, 30 s stall) for `--healthy-seconds` (600: 10 minutes):
+every verdict change is counted (producer_hung must never appear), and the sidecar's
+CPU share of one core and peak RSS are measured with the socket view on (targets:
+< 2 % of a core, < 80 MB). Prints the machine first. Needs root (iptables faults).
+
+    python benchmarks/real_clients.py [--error-wait-seconds 40] [--healthy-seconds 600]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+
+from machine import describe
+
+from hangwatch_lab import Lab
+from hangwatch_testing.clients.runs import (
+    PARTITIONS,
+    TOPIC,
+    SidecarProcess,
+    SidecarTiming,
+    run,
+)
+from hangwatch_testing.clients.workloads import CLIENTS, Rhythm, Workload
+from hangwatch_testing.processes import cpu_seconds, peak_rss_mb
+
+
+def _each(fault: Callable[[Lab, int], None]) -> Callable[[Lab], None]:
+    def apply(lab: Lab) -> None:
+        for broker in lab.brokers:
+            fault(lab, broker)
+
+    return apply
+
+
+def _leader(fault: Callable[[Lab, int], None]) -> Callable[[Lab], None]:
+    def apply(lab: Lab) -> None:
+        metadata = lab.admin().list_topics(TOPIC, timeout=10)
+        fault(lab, int(metadata.topics[TOPIC].partitions[0].leader))
+
+    return apply
+
+
+FAULTS: dict[str, tuple[str, Callable[[Lab], None], str]] = {
+    "stall-produce": ("S2", _each(Lab.stall_produce), "producer_hung"),
+    "blackhole-all": ("S0", _each(Lab.blackhole), "cluster_unreachable"),
+    "blackhole-leader": ("S3", _leader(Lab.blackhole), "broker_degraded"),
+    "down-all": ("outage", _each(Lab.down), "cluster_unreachable"),
+}
+
+
+def matrix(error_wait: float) -> None:
+    print(
+        f"\npart 1: fault to verdict, empty telemetry (1 s probes, 5 s stall); the client's "
+        f"own first error waited for up to {error_wait:.0f} s"
+    )
+    print(
+        f"{'client':16} {'fault':18} {'verdict':20} {'hangwatch s':>11} "
+        f"{'client 1st error s':>19} {'ratio':>6}  client's error"
+    )
+    ratios = []
+    for client in CLIENTS:
+        for fault, (seed, inject, expect) in FAULTS.items():
+            print(f"  ... {client} {fault}", file=sys.stderr, flush=True)
+            result = run(
+                client, fault, inject, expect=expect, seconds=40, error_wait_seconds=error_wait
+            )
+            got = result.changes[-1][1] if result.changes else result.baseline
+            detect = result.detected_seconds
+            error = result.client_error_seconds
+            ratio = f"{detect / error:.2f}" if detect and error else "-"
+            if detect and error:
+                ratios.append(detect / error)
+            print(
+                f"{client:16} {fault + ' (' + seed + ')':18} {got:20} "
+                f"{detect if detect is not None else 'never':>11} "
+                f"{error if error is not None else 'none':>19} {ratio:>6}  "
+                f"{result.client_error[:60]}",
+                flush=True,
+            )
+    if ratios:
+        print(f"median ratio hangwatch / client's own error: {statistics.median(ratios):.2f}")
+
+
+def healthy(seconds: float) -> None:
+    print(
+        f"\npart 2: {len(CLIENTS)} clients in one pod, bursts and idle periods, one sidecar with "
+        f"production defaults (5 s probes, 30 s stall), {seconds:.0f} s"
+    )
+    with (
+        Lab(brokers=3, topics={TOPIC: PARTITIONS}) as lab,
+        tempfile.TemporaryDirectory() as tmp,
+        ExitStack() as stack,
+    ):
+        telemetry = Path(tmp)
+        for i, client in enumerate(CLIENTS):
+            rhythm = Rhythm(rate=20.0, burst_seconds=30.0 + 10 * i, idle_seconds=45.0 + 15 * i)
+            stack.callback(Workload(client, lab.bootstrap, TOPIC, rhythm).stop)
+        timing = SidecarTiming(
+            probe_interval_seconds=5.0,
+            stall_seconds=30.0,
+            connect_timeout_ms=3000,
+            request_timeout_ms=3000,
+        )
+        sidecar = SidecarProcess(lab.bootstrap, telemetry, timing)
+        stack.callback(sidecar.stop)
+        time.sleep(10)  # start-up is not steady state
+        cpu0, t0 = cpu_seconds(sidecar.proc.pid), time.monotonic()
+        seen: Counter[str] = Counter()
+        changes: list[tuple[float, str]] = []
+        last = None
+        connections: list[int] = []
+        while time.monotonic() - t0 < seconds:
+            doc = sidecar.status()
+            seen[doc["verdict"]] += 1
+            connections.append((doc.get("sockets") or {}).get("connections_total", 0))
+            if doc["verdict"] != last:
+                last = doc["verdict"]
+                changes.append((round(time.monotonic() - t0, 1), last))
+            elapsed = time.monotonic() - t0
+            if int(elapsed) % 60 == 0:
+                print(f"  ... {elapsed:.0f}/{seconds:.0f} s", file=sys.stderr, flush=True)
+            time.sleep(1.0)
+        share = (cpu_seconds(sidecar.proc.pid) - cpu0) / (time.monotonic() - t0) * 100
+        rss = peak_rss_mb(sidecar.proc.pid)
+        final = sidecar.status()
+    print(f"polls of /status by verdict: {dict(seen)}; changes: {changes}")
+    print(
+        f"producer_hung seen: {seen.get('producer_hung', 0)} of {sum(seen.values())} polls; "
+        f"connections to brokers seen: {min(connections)}..{max(connections)}"
+    )
+    print(
+        f"sidecar CPU {share:.2f} % of one core (target < 2 %), peak RSS {rss:.1f} MB "
+        f"(target < 80 MB); probe connects {final['sidecar']['probe_connects']}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--error-wait-seconds", type=float, default=40.0)
+    parser.add_argument("--healthy-seconds", type=float, default=600.0)
+    parser.add_argument("--skip-matrix", action="store_true")
+    args = parser.parse_args()
+    print(f"machine: {describe()}")
+    subprocess.run(
+        [sys.executable, "-m", "hangwatch_testing.clients.build"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    if not args.skip_matrix:
+        matrix(args.error_wait_seconds)
+    if args.healthy_seconds > 0:
+        healthy(args.healthy_seconds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""What the socket view means for the pod's verdict: findings the verdict engine weighs (pure).
+
+Fed by `verdicts.evaluate` with the round's `SocketObservation`, whether the cluster is
+healthy from this pod (every advertised broker answers the sidecar, metadata came,
+no partition is leaderless), the stall threshold, and `spark_task_running`: Spark's
+view of this executor (True: a task of this executor runs now; False: none; None:
+not known). Each finding names the connection, broker or task it rests on.
+
+- a request `unanswered` on a live connection past the stall threshold while the
+  cluster is healthy -> `producer_hung` (S2); while some broker fails -> it is
+  `broker_degraded`'s business, never a producer fault;
+- the pod's own connections to a broker `blackholed` or their connects unanswered ->
+  `broker_degraded` naming the broker (S0, S3; `cluster_unreachable` comes from the
+  probes, these corroborate);
+- silence: every connection idle past the stall threshold while Spark runs a task of
+  this executor -> `producer_hung` (S4's candidate: an I/O thread that stopped sends
+  nothing); silence with no task, or with Spark's view unknown, is just an idle pod.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from hangwatch.contracts import Verdict
+from hangwatch_sidecar.sockets.types import ConnectionEvidence, Pattern, SocketObservation
+
+MAX_NAMED = 5
+"""Connections named in one reason at most (the rest are counted)."""
+
+
+@dataclass(frozen=True)
+class SocketFinding:
+    """One conclusion from the socket view, with the connections and brokers it names."""
+
+    verdict: Verdict
+    reason: str
+    connections: tuple[str, ...] = ()
+    brokers: tuple[str, ...] = ()
+
+
+def _names(connections: tuple[ConnectionEvidence, ...]) -> str:
+    shown = ", ".join(c.connection for c in connections[:MAX_NAMED])
+    more = len(connections) - MAX_NAMED
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _unanswered(
+    view: SocketObservation, stall_seconds: float, cluster_healthy: bool
+) -> list[SocketFinding]:
+    found = []
+    by_broker: dict[str, list[ConnectionEvidence]] = defaultdict(list)
+    for c in view.by_pattern(Pattern.UNANSWERED):
+        by_broker[c.broker].append(c)
+    for broker, conns in sorted(by_broker.items()):
+        longest = max(c.waiting_seconds or 0.0 for c in conns)
+        what = (
+            f"connection {_names(tuple(conns))} to broker {broker}: a request unanswered for "
+            f"{longest:.0f} s (threshold {stall_seconds:.0f} s), acknowledged by the broker's "
+            "TCP, no Kafka answer"
+        )
+        if cluster_healthy:
+            reason = f"{what}, while every broker answers the sidecar's probes"
+            verdict = Verdict.PRODUCER_HUNG
+        else:
+            reason = f"{what}, while some brokers fail: not judged a producer fault"
+            verdict = Verdict.BROKER_DEGRADED
+        found.append(SocketFinding(verdict, reason, tuple(c.connection for c in conns), (broker,)))
+    return found
+
+
+def _blackholed(view: SocketObservation) -> list[SocketFinding]:
+    found = []
+    by_broker: dict[str, list[ConnectionEvidence]] = defaultdict(list)
+    for c in view.by_pattern(Pattern.BLACKHOLED, Pattern.CONNECT_UNANSWERED):
+        by_broker[c.broker].append(c)
+    for broker, conns in sorted(by_broker.items()):
+        syn = [c for c in conns if c.pattern is Pattern.CONNECT_UNANSWERED]
+        data = [c for c in conns if c.pattern is Pattern.BLACKHOLED]
+        parts = []
+        if data:
+            worst = max(c.retransmits for c in data)
+            parts.append(
+                f"data unacknowledged on {_names(tuple(data))} ({worst} retransmissions in a row)"
+            )
+        if syn:
+            parts.append(f"connects unanswered past a second ({_names(tuple(syn))})")
+        reason = (
+            f"the pod's own connections to broker {broker}: "
+            + "; ".join(parts)
+            + (" (blackholed from the producer's side)")
+        )
+        found.append(
+            SocketFinding(
+                Verdict.BROKER_DEGRADED, reason, tuple(c.connection for c in conns), (broker,)
+            )
+        )
+    return found
+
+
+def _silence(
+    view: SocketObservation,
+    stall_seconds: float,
+    cluster_healthy: bool,
+    spark_task_running: bool | None,
+) -> list[SocketFinding]:
+    silent = view.silent_seconds
+    if spark_task_running is not True or silent is None or silent < stall_seconds:
+        return []
+    if not cluster_healthy:
+        return []
+    brokers = tuple(sorted({c.broker for c in view.connections}))
+    reason = (
+        f"every connection of the pod to brokers ({len(view.connections)}) has been silent for "
+        f"{silent:.0f} s (threshold {stall_seconds:.0f} s) while Spark runs a task of this "
+        "executor: its producer sends nothing (a blocked I/O thread?)"
+    )
+    return [
+        SocketFinding(
+            Verdict.PRODUCER_HUNG, reason, tuple(c.connection for c in view.connections), brokers
+        )
+    ]
+
+
+def judge_sockets(
+    view: SocketObservation | None,
+    *,
+    stall_seconds: float,
+    cluster_healthy: bool,
+    spark_task_running: bool | None = None,
+) -> tuple[SocketFinding, ...]:
+    """Findings from the socket view, most severe first (none when it is unavailable)."""
+    if view is None or not view.available:
+        return ()
+    findings = _unanswered(view, stall_seconds, cluster_healthy)
+    findings += _silence(view, stall_seconds, cluster_healthy, spark_task_running)
+    findings += _blackholed(view)
+    order = {Verdict.PRODUCER_HUNG: 0, Verdict.BROKER_DEGRADED: 1}
+    return tuple(sorted(findings, key=lambda f: order.get(f.verdict, 9)))
+
+
+def failed_connects_reason(view: SocketObservation | None, refusing: list[str]) -> str | None:
+    """A sentence when the pod's clients failed connects while entries refuse (S1), else None.
+
+    The namespace counter cannot say where a connect went, so it only corroborates
+    what the probes found (`refusing`: addresses the sidecar found refusing)."""
+    if view is None or not view.available or not refusing or not view.failed_connects:
+        return None
+    return (
+        f"the pod's clients failed {view.failed_connects} connects in the last "
+        f"{view.failed_connects_seconds:.0f} s, with {', '.join(refusing[:MAX_NAMED])} refusing: "
+        "the producer is dialing dead entries"
+    )

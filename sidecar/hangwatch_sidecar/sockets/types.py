@@ -1,0 +1,226 @@
+"""Plain data of the socket view: kernel TCP state of one connection, a snapshot, evidence.
+
+Produced by `sockets.reader` (snapshots) and `sockets.classify` (evidence), read by the
+pure judging modules. Times in a snapshot are the kernel's "milliseconds since" counters
+of `struct tcp_info`; `at` is the sidecar's monotonic clock. No I/O here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class TcpState(StrEnum):
+    """TCP states of `include/net/tcp_states.h`, by kernel number (1..11)."""
+
+    ESTABLISHED = "established"
+    SYN_SENT = "syn_sent"
+    SYN_RECV = "syn_recv"
+    FIN_WAIT1 = "fin_wait1"
+    FIN_WAIT2 = "fin_wait2"
+    TIME_WAIT = "time_wait"
+    CLOSE = "close"
+    CLOSE_WAIT = "close_wait"
+    LAST_ACK = "last_ack"
+    LISTEN = "listen"
+    CLOSING = "closing"
+
+    @classmethod
+    def from_kernel_name(cls, name: str) -> int:
+        """The kernel number of the state named `name` (`established` -> 1)."""
+        return list(cls).index(cls(name)) + 1
+
+    @classmethod
+    def from_kernel(cls, number: int) -> TcpState:
+        """The state of kernel number `number`; ValueError outside 1..11."""
+        members = list(cls)
+        if not 1 <= number <= len(members):
+            raise ValueError(f"unknown TCP state number {number}")
+        return members[number - 1]
+
+
+@dataclass(frozen=True)
+class TcpConnection:
+    """One TCP socket of the namespace whose peer is a broker address, from `tcp_info`."""
+
+    local: str
+    """`ip:port` of this end."""
+    peer: str
+    """`ip:port` of the broker end."""
+    state: TcpState
+    inode: int
+    """Socket inode (0 once no process holds it): tells the sidecar's own sockets apart."""
+    uid: int
+    """Owner of the socket (the process that created it runs as this user)."""
+    last_data_sent_ms: int
+    last_data_recv_ms: int
+    """Time since data last arrived; for a connection that never received any, time since
+    it was set up (the kernel starts the clock there): read `bytes_received` with it."""
+    last_ack_recv_ms: int
+    bytes_sent: int
+    bytes_acked: int
+    bytes_received: int
+    unacked: int
+    """Segments sent and not yet acknowledged by the peer's TCP."""
+    retransmits: int
+    """Consecutive retransmission timeouts of the oldest unacknowledged segment (or SYN)."""
+    backoff: int
+    """Exponential backoff steps of the retransmission timer."""
+    total_retrans: int = 0
+    rtt_ms: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.local}->{self.peer}"
+
+
+@dataclass(frozen=True)
+class SocketSnapshot:
+    """Every connection to a broker address at one moment, and the namespace's counters."""
+
+    at: float
+    connections: tuple[TcpConnection, ...] = ()
+    attempt_fails: int | None = None
+    """The namespace's `Tcp: AttemptFails` counter (connects that failed: refused, reset
+    or timed out), None when unreadable. Namespace-wide: the sidecar's own count too."""
+    error: str | None = None
+    """Why no snapshot could be taken (netlink unavailable...); connections are then empty."""
+    sockets_seen: int = 0
+    """Sockets the kernel's filtered dump returned, before narrowing."""
+
+
+class Pattern(StrEnum):
+    """What one connection shows, from the producer's side of it."""
+
+    ANSWERED = "answered"
+    """Data arrived after the last data sent: every request so far is answered."""
+    IDLE = "idle"
+    """Nothing sent since the last answer (or since set-up)."""
+    AWAITING = "awaiting"
+    """A request is outstanding, below the stall threshold."""
+    UNANSWERED = "unanswered"
+    """Data sent after the last data received, all acknowledged by TCP, nothing received
+    for at least the stall threshold: the broker's TCP has the request, Kafka never
+    answered it (S2)."""
+    BLACKHOLED = "blackholed"
+    """Sent data unacknowledged with retransmission backoff: nothing comes back (S0, S3)."""
+    CONNECTING = "connecting"
+    """SYN sent, for less than a second."""
+    CONNECT_UNANSWERED = "connect_unanswered"
+    """SYN sent and unanswered past a second (retransmitted): a blackholed address."""
+    CLOSING = "closing"
+    """Any other state (closing, closed by the broker)."""
+
+
+@dataclass(frozen=True)
+class ConnectionEvidence:
+    """One connection of the pod to a broker, judged."""
+
+    connection: str
+    broker: str
+    """The broker's address as the sidecar names it (`host:port`)."""
+    pattern: Pattern
+    state: TcpState
+    uid: int
+    waiting_seconds: float | None
+    """How long the oldest outstanding request has waited (a lower bound), None if none."""
+    quiet_seconds: float
+    """Time since any data moved on the connection (sent or received)."""
+    last_received_seconds: float | None
+    """Time since data last arrived (None: never)."""
+    unacked: int = 0
+    retransmits: int = 0
+    backoff: int = 0
+
+    @property
+    def request_outstanding(self) -> bool:
+        return self.pattern in (Pattern.AWAITING, Pattern.UNANSWERED, Pattern.BLACKHOLED)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "connection": self.connection,
+            "broker": self.broker,
+            "pattern": str(self.pattern),
+            "state": str(self.state),
+            "uid": self.uid,
+            "waiting_seconds": _round(self.waiting_seconds),
+            "quiet_seconds": _round(self.quiet_seconds),
+            "last_received_seconds": _round(self.last_received_seconds),
+            "unacked": self.unacked,
+            "retransmits": self.retransmits,
+            "backoff": self.backoff,
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+@dataclass(frozen=True)
+class SocketObservation:
+    """The socket view of one round, as the verdict engine reads it."""
+
+    at: float
+    connections: tuple[ConnectionEvidence, ...] = ()
+    failed_connects: int | None = None
+    """Connect attempts of the pod's clients that failed since the previous snapshot
+    (the namespace's counter less the sidecar's own failures); None when unknown."""
+    failed_connects_seconds: float = 0.0
+    """The window `failed_connects` covers."""
+    error: str | None = None
+    """Set when the view is unavailable this round (the verdict engine ignores it then)."""
+    answered_brokers: Mapping[str, float] = field(default_factory=dict)
+    """Broker -> seconds since one of the pod's connections last received data from it."""
+
+    @property
+    def available(self) -> bool:
+        return self.error is None
+
+    def by_pattern(self, *patterns: Pattern) -> tuple[ConnectionEvidence, ...]:
+        return tuple(c for c in self.connections if c.pattern in patterns)
+
+    @property
+    def silent_seconds(self) -> float | None:
+        """Every connection idle (no request outstanding, none connecting) for at least this
+        long; None when there is no connection or one is not idle."""
+        if not self.connections or any(
+            c.pattern not in (Pattern.IDLE, Pattern.ANSWERED) for c in self.connections
+        ):
+            return None
+        return min(c.quiet_seconds for c in self.connections)
+
+    def ranked(self) -> list[ConnectionEvidence]:
+        """The connections that matter first (unanswered, blackholed, connects unanswered,
+        awaiting, connecting), then by broker and name."""
+        return sorted(
+            self.connections,
+            key=lambda c: (_SHOWN_FIRST.get(c.pattern, len(_SHOWN_FIRST)), c.broker, c.connection),
+        )
+
+    def summary(self, limit: int) -> dict[str, object]:
+        """The view as a verdict's evidence shows it: at most `limit` connections, ranked."""
+        return {
+            "available": self.available,
+            "error": self.error,
+            "connections_total": len(self.connections),
+            "connections": [c.as_dict() for c in self.ranked()[: max(0, limit)]],
+            "silent_seconds": _round(self.silent_seconds),
+            "failed_connects": self.failed_connects,
+            "failed_connects_seconds": round(self.failed_connects_seconds, 3),
+        }
+
+
+_SHOWN_FIRST = {
+    p: i
+    for i, p in enumerate(
+        (
+            Pattern.UNANSWERED,
+            Pattern.BLACKHOLED,
+            Pattern.CONNECT_UNANSWERED,
+            Pattern.AWAITING,
+            Pattern.CONNECTING,
+        )
+    )
+}

@@ -1,0 +1,246 @@
+"""Real clients nobody on this project wrote, next to a real sidecar with EMPTY telemetry.
+
+Each test runs the lab, one client (sarama 1.22.1 and segmentio kafka-go 0.2.1 from
+Debian built from testing/clients, kcat, a plain confluent-kafka producer) and a real
+`hangwatch sidecar` process whose telemetry directory stays empty: the verdict comes
+from the sidecar's probes and the socket view of the pod's own connections. Sidecar
+timing: 1 s probes, 5 s stall, 1 s timeouts, hysteresis 2. Covered:
+
+- S2's pattern for every client: a Produce request the broker never answers
+  (stall-produce) -> producer_hung naming the connection and broker, before the
+  client's own first error;
+- S0 all brokers blackholed (sarama) -> cluster_unreachable; S3 the leader blackholed
+  (kafka-go) -> broker_degraded naming that broker; every broker down (kcat) ->
+  cluster_unreachable; one broker down (confluent-kafka) -> broker_degraded naming it;
+- controls, never producer_hung: a 2 s election (sarama, confluent-kafka); an idle
+  producer between bursts (kafka-go); a consumer group in the same pod next to a
+  producer (kcat consumer + confluent-kafka);
+- S4's pattern with a plain confluent-kafka producer whose delivery callback blocks
+  forever: the socket view sees silence; with Spark's view saying a task of the
+  executor runs (a view constructed here; the real one is read from a real driver in
+  test_spark_view_on_a_real_driver.py) -> producer_hung naming the silence; with no
+  Spark view -> never flagged.
+
+Timing-sensitive: they share the `lab-timing` xdist group (one worker runs them in turn).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hangwatch.contracts import Verdict
+from hangwatch_lab import Lab
+from hangwatch_sidecar.loop import SidecarLoop
+from hangwatch_sidecar.settings import SidecarSettings
+from hangwatch_sidecar.spark.types import ExecutorCounts, ReadStats, SparkView
+from hangwatch_testing.clients.build import PROGRAMS, built
+from hangwatch_testing.clients.runs import TOPIC, run
+from hangwatch_testing.clients.workloads import CLIENTS, Rhythm, Workload
+
+pytestmark = pytest.mark.xdist_group("lab-timing")
+
+CLUSTER_FAULT_BOUND = 2 * 1.0 + 1.0 + 3.0
+"""Two rounds (hysteresis) + the connect timeout, plus 3 s for a loaded 2-core machine and
+the 0.25 s /status polling; the clients themselves stay silent for tens of seconds."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def go_clients(pytestconfig: pytest.Config) -> None:
+    """Builds the Go producers into the cache when missing (a fresh CI machine), with the
+    build's progress on the terminal: a first build takes about half a minute."""
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        for program in PROGRAMS:
+            built(program)
+
+
+def _stall_every_broker(lab: Lab) -> None:
+    for broker in lab.brokers:
+        lab.stall_produce(broker)
+
+
+def _leader(lab: Lab) -> int:
+    metadata = lab.admin().list_topics(TOPIC, timeout=10)
+    return int(metadata.topics[TOPIC].partitions[0].leader)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_unanswered_produce_is_producer_hung_for_every_client(client: str) -> None:
+    result = run(client, "stall-produce", _stall_every_broker, expect="producer_hung", seconds=40)
+    assert result.detected_seconds is not None, result.describe()
+    reasons = " ".join(result.changes[-1][2])
+    assert "a request unanswered for" in reasons and "connection 127.0.0.1:" in reasons
+    assert "to broker 127.0.0.1:" in reasons
+    assert result.verdicts <= {"healthy", "producer_hung"}, result.describe()
+    if result.client_error_seconds is not None:
+        assert result.detected_seconds < result.client_error_seconds, result.describe()
+
+
+def test_s0_all_brokers_blackholed_is_cluster_unreachable_sarama(kernel_faults: None) -> None:
+    def blackhole_all(lab: Lab) -> None:
+        for broker in lab.brokers:
+            lab.blackhole(broker)
+
+    result = run("sarama", "blackhole-all", blackhole_all, expect="cluster_unreachable", seconds=15)
+    assert result.detected_seconds is not None and result.detected_seconds <= CLUSTER_FAULT_BOUND, (
+        result.describe()
+    )
+    assert "producer_hung" not in result.verdicts
+
+
+def test_s3_blackholed_leader_is_broker_degraded_naming_it_kafka_go(kernel_faults: None) -> None:
+    named: list[str] = []
+
+    def blackhole_leader(lab: Lab) -> None:
+        broker = _leader(lab)
+        named.append(lab.brokers[broker].address)
+        lab.blackhole(broker)
+
+    result = run(
+        "kafka-go", "blackhole-leader", blackhole_leader, expect="broker_degraded", seconds=15
+    )
+    assert result.detected_seconds is not None and result.detected_seconds <= CLUSTER_FAULT_BOUND, (
+        result.describe()
+    )
+    reasons = " ".join(result.changes[-1][2])
+    assert f"broker {named[0]}" in reasons and "timeout" in reasons, reasons
+    assert "producer_hung" not in result.verdicts
+
+
+def test_every_broker_down_is_cluster_unreachable_kcat() -> None:
+    def down_all(lab: Lab) -> None:
+        for broker in lab.brokers:
+            lab.down(broker)
+
+    result = run("kcat", "down-all", down_all, expect="cluster_unreachable", seconds=15)
+    assert result.detected_seconds is not None and result.detected_seconds <= CLUSTER_FAULT_BOUND, (
+        result.describe()
+    )
+    assert "producer_hung" not in result.verdicts
+
+
+def test_one_broker_down_is_broker_degraded_naming_it_confluent() -> None:
+    named: list[str] = []
+
+    def down_leader(lab: Lab) -> None:
+        broker = _leader(lab)
+        named.append(lab.brokers[broker].address)
+        lab.down(broker)
+
+    result = run(
+        "confluent-kafka", "down-leader", down_leader, expect="broker_degraded", seconds=15
+    )
+    assert result.detected_seconds is not None, result.describe()
+    assert named[0] in " ".join(result.changes[-1][2])
+    assert "producer_hung" not in result.verdicts
+
+
+@pytest.mark.parametrize("client", ["sarama", "confluent-kafka"])
+def test_control_a_two_second_election_is_never_producer_hung(client: str) -> None:
+    result = run(
+        client, "election-2s", lambda lab: lab.election(TOPIC, 2.0), expect=None, seconds=20
+    )
+    assert "producer_hung" not in result.verdicts, result.describe()
+    assert result.final["verdict"] == "healthy", result.describe()
+
+
+def test_control_an_idle_producer_between_bursts_is_never_producer_hung() -> None:
+    rhythm = Rhythm(rate=20.0, burst_seconds=2.0, idle_seconds=12.0)
+    result = run("kafka-go", "idle", lambda lab: None, expect=None, seconds=30, rhythm=rhythm)
+    assert result.verdicts == {"healthy"}, result.describe()
+    assert (result.final["sockets"] or {})["connections_total"] > 0
+
+
+def test_control_a_consumer_group_in_the_same_pod_is_never_producer_hung() -> None:
+    consumer = "kcat -C -q -b {bootstrap} -G hangwatch-control-group " + TOPIC
+    result = run(
+        "confluent-kafka",
+        "consumer-alongside",
+        lambda lab: None,
+        expect=None,
+        seconds=30,
+        extra_clients=(consumer,),
+    )
+    assert result.verdicts == {"healthy"}, result.describe()
+
+
+def _loop(bootstrap: str, telemetry: Path) -> SidecarLoop:
+    return SidecarLoop(
+        SidecarSettings(
+            bootstrap=bootstrap,
+            topics=TOPIC,
+            port=1,
+            telemetry_dir=str(telemetry),
+            probe_interval_seconds=1.0,
+            stall_seconds=5.0,
+            connect_timeout_ms=1000,
+            request_timeout_ms=1000,
+        ).validate()
+    )
+
+
+class _TaskRunning:
+    """Spark's view of the executor, constructed for this test: one of its tasks runs and
+    the JVM holds no Kafka thread (a Python producer). The real view is read from a real
+    driver in test_spark_view_on_a_real_driver.py."""
+
+    stats = ReadStats()
+
+    def poll(self) -> SparkView:
+        counts = ExecutorCounts(active_tasks=1, failed_tasks=0, completed_tasks=0)
+        return SparkView(at=time.monotonic(), available=True, thread_dump=False, counts=counts)
+
+    def close(self) -> None:
+        pass
+
+
+def test_s4_blocked_callback_is_silence_flagged_only_while_spark_runs_a_task() -> None:
+    with Lab(brokers=3, topics={TOPIC: 3}) as lab, tempfile.TemporaryDirectory() as tmp:
+        telemetry, wedge = Path(tmp) / "telemetry", Path(tmp) / "wedge"
+        telemetry.mkdir()
+        workload = Workload("confluent-kafka", lab.bootstrap, TOPIC, wedge=wedge)
+        unknown, running = _loop(lab.bootstrap, telemetry), _loop(lab.bootstrap, telemetry)
+        running.spark = _TaskRunning()  # type: ignore[assignment]
+        stop = threading.Event()
+        try:
+            deadline = time.monotonic() + 30
+            while (
+                running.state().verdict is not Verdict.HEALTHY
+                or unknown.state().verdict is not Verdict.HEALTHY
+            ):
+                running.round()
+                unknown.round()
+                assert time.monotonic() < deadline, running.state().assessment
+                time.sleep(0.5)
+            wedge.touch()  # the next delivery callback blocks the producer's poll thread
+            wedged_at = time.monotonic()
+            flagged = None
+            while time.monotonic() - wedged_at < 25 and flagged is None:
+                if running.round().verdict is Verdict.PRODUCER_HUNG:
+                    flagged = time.monotonic() - wedged_at
+                assert unknown.round().verdict is not Verdict.PRODUCER_HUNG
+                time.sleep(0.5)
+            assert flagged is not None, running.state().assessment
+            reasons = " ".join(running.state().assessment.pod.reasons)  # type: ignore[union-attr]
+            assert "silent for" in reasons and "Spark runs a task" in reasons
+            assert unknown.state().verdict is Verdict.HEALTHY
+        finally:
+            stop.set()
+            running.close()
+            unknown.close()
+            workload.stop()
+
+
+def test_build_errors_name_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hangwatch_testing.clients import build
+
+    with pytest.raises(build.BuildError, match="unknown Go producer 'java'"):
+        build.built("java")
+    monkeypatch.setattr(build.shutil, "which", lambda _name: None)
+    with pytest.raises(build.BuildError, match="no Go toolchain: install golang-go gcc"):
+        build.built("sarama-producer")

@@ -1,0 +1,102 @@
+"""What the socket view concludes (`sockets.judge`), on constructed evidence.
+
+Covered: an unanswered request on a live connection past the threshold -> producer_hung
+naming the connection and broker when the cluster is healthy, broker_degraded (never a
+producer fault) when brokers fail; blackholed connections and unanswered connects ->
+broker_degraded naming the broker, grouped per broker; silence (every connection idle
+past the threshold) -> producer_hung only when Spark says a task of this executor runs
+(`spark_task_running=True`), never when no task runs or Spark's view is unknown, never
+while the cluster is unhealthy, never with a request outstanding; an unavailable view
+yields nothing; failed connects corroborate refusing entries only; long lists of
+connections are capped in reasons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hangwatch.contracts import Verdict as V
+from hangwatch_sidecar.sockets.judge import MAX_NAMED, failed_connects_reason, judge_sockets
+from hangwatch_sidecar.sockets.types import ConnectionEvidence, Pattern, TcpState
+from tests.sidecar.builders import connection, socket_view
+
+C = connection(quiet_seconds=40.0, last_received_seconds=40.0)
+view = socket_view
+
+
+def unanswered(waiting: float = 45.0, **kw: object) -> ConnectionEvidence:
+    return replace(C, pattern=Pattern.UNANSWERED, waiting_seconds=waiting, **kw)  # type: ignore[arg-type]
+
+
+def test_unanswered_request_with_healthy_cluster_is_producer_hung_naming_it() -> None:
+    (finding,) = judge_sockets(view(unanswered()), stall_seconds=30, cluster_healthy=True)
+    assert finding.verdict is V.PRODUCER_HUNG
+    assert C.connection in finding.reason and "broker 10.0.0.1:9092" in finding.reason
+    assert "45 s" in finding.reason and finding.brokers == ("10.0.0.1:9092",)
+
+
+def test_unanswered_request_while_brokers_fail_is_not_a_producer_fault() -> None:
+    (finding,) = judge_sockets(view(unanswered()), stall_seconds=30, cluster_healthy=False)
+    assert finding.verdict is V.BROKER_DEGRADED
+    assert "not judged a producer fault" in finding.reason
+
+
+def test_blackholed_connections_are_broker_degraded_per_broker() -> None:
+    black = replace(C, pattern=Pattern.BLACKHOLED, unacked=2, retransmits=4, waiting_seconds=3.0)
+    syn = replace(
+        C,
+        connection="10.0.0.9:40001->10.0.0.2:9092",
+        broker="10.0.0.2:9092",
+        pattern=Pattern.CONNECT_UNANSWERED,
+        state=TcpState.SYN_SENT,
+    )
+    findings = judge_sockets(view(black, syn), stall_seconds=30, cluster_healthy=False)
+    assert [f.verdict for f in findings] == [V.BROKER_DEGRADED, V.BROKER_DEGRADED]
+    assert [f.brokers for f in findings] == [("10.0.0.1:9092",), ("10.0.0.2:9092",)]
+    assert "4 retransmissions" in findings[0].reason
+    assert "connects unanswered past a second" in findings[1].reason
+
+
+def test_silence_is_producer_hung_only_while_spark_runs_a_task() -> None:
+    quiet = view(C, replace(C, connection="b", quiet_seconds=35.0))
+    for running in (None, False):
+        assert (
+            judge_sockets(quiet, stall_seconds=30, cluster_healthy=True, spark_task_running=running)
+            == ()
+        )
+    (finding,) = judge_sockets(
+        quiet, stall_seconds=30, cluster_healthy=True, spark_task_running=True
+    )
+    assert finding.verdict is V.PRODUCER_HUNG
+    assert "silent for 35 s" in finding.reason and "Spark runs a task" in finding.reason
+
+
+def test_silence_needs_the_threshold_every_connection_idle_and_a_healthy_cluster() -> None:
+    short = view(replace(C, quiet_seconds=10.0))
+    busy = view(C, replace(C, connection="b", pattern=Pattern.AWAITING, waiting_seconds=1.0))
+    for v, healthy in ((short, True), (busy, True), (view(C), False), (view(), True)):
+        assert (
+            judge_sockets(v, stall_seconds=30, cluster_healthy=healthy, spark_task_running=True)
+            == ()
+        )
+
+
+def test_nothing_from_an_unavailable_or_missing_view() -> None:
+    broken = view(unanswered(), error="sock_diag netlink unavailable: Permission denied")
+    assert judge_sockets(broken, stall_seconds=30, cluster_healthy=True) == ()
+    assert judge_sockets(None, stall_seconds=30, cluster_healthy=True) == ()
+
+
+def test_failed_connects_only_corroborate_refusing_entries() -> None:
+    v = view(failed_connects=12, failed_connects_seconds=5.0)
+    assert failed_connects_reason(v, []) is None
+    assert failed_connects_reason(view(failed_connects=0), ["10.0.0.7:9092"]) is None
+    text = failed_connects_reason(v, ["10.0.0.7:9092"])
+    assert text is not None and "12 connects" in text and "10.0.0.7:9092" in text
+
+
+def test_reasons_name_a_bounded_number_of_connections() -> None:
+    many = [unanswered(connection=f"10.0.0.9:{40000 + i}->10.0.0.1:9092") for i in range(50)]
+    (finding,) = judge_sockets(view(*many), stall_seconds=30, cluster_healthy=True)
+    assert f"and {50 - MAX_NAMED} more" in finding.reason
+    assert len(finding.reason) < 600

@@ -1,0 +1,170 @@
+"""The verdict engine with the socket view, for producers without hangwatch's telemetry.
+
+Covered (constructed evidence, no I/O): no telemetry + a request unanswered on a live
+connection while the cluster is healthy -> producer_hung naming the connection and
+broker (S2, any client); the same during an election -> leader_election, while a member
+broker fails -> broker_degraded (never a producer fault); the pod's own connections to
+one broker blackholed -> broker_degraded naming it, also when the sidecar's probe of
+that broker succeeded; every broker unreachable -> cluster_unreachable with the socket
+view's corroboration; refused entries + failed connects -> broker_degraded with the
+corroborating count (S1); idle connections -> healthy; silence + Spark running a task ->
+producer_hung (S4's candidate), silence with Spark's view unknown or no task ->
+healthy; no telemetry and no connection -> unknown (nothing to judge), with the socket
+view's error when it is unavailable; with telemetry the socket view corroborates; the
+evidence lists a bounded number of connections.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hangwatch.contracts import Reachability as R
+from hangwatch.contracts import Verdict as V
+from hangwatch_sidecar.sockets.types import Pattern
+from hangwatch_sidecar.verdicts import MAX_CONNECTIONS_SHOWN, Thresholds, evaluate
+from tests.sidecar.builders import cluster, connection, producer, socket_view
+
+T = Thresholds(
+    stall_seconds=30, heartbeat_seconds=15, metadata_max_age_seconds=60, election_grace_seconds=15
+)
+IDLE = connection()
+UNANSWERED = replace(IDLE, pattern=Pattern.UNANSWERED, waiting_seconds=42.0)
+BLACKHOLED = replace(
+    IDLE,
+    connection="10.0.0.9:40001->10.0.0.2:9092",
+    broker="10.0.0.2:9092",
+    pattern=Pattern.BLACKHOLED,
+    unacked=1,
+    retransmits=3,
+    waiting_seconds=2.0,
+)
+
+
+view = socket_view
+
+
+def test_unanswered_request_without_telemetry_is_producer_hung_naming_it() -> None:
+    result = evaluate(cluster(), [], thresholds=T, now=100, sockets=view(UNANSWERED, IDLE))
+    assert result.pod.verdict is V.PRODUCER_HUNG
+    (reason,) = result.pod.reasons
+    assert reason.startswith("socket view: connection 10.0.0.9:40000->10.0.0.1:9092")
+    assert "unanswered for 42 s" in reason
+    assert result.pod.evidence["connections_judged"] == [UNANSWERED.connection]
+    assert result.pod.evidence["sockets"]["connections"][0]["pattern"] == "unanswered"
+
+
+def test_unanswered_during_an_election_or_a_broker_failure_is_not_hung() -> None:
+    election = evaluate(
+        cluster(leaderless_topics=frozenset({"t"})),
+        [],
+        thresholds=T,
+        now=100,
+        leaderless_since=99,
+        topics=frozenset({"t"}),
+        sockets=view(UNANSWERED),
+    )
+    assert election.pod.verdict is V.LEADER_ELECTION
+    failing = evaluate(
+        cluster(R.OK, R.TIMEOUT, R.OK), [], thresholds=T, now=100, sockets=view(UNANSWERED)
+    )
+    assert failing.pod.verdict is V.BROKER_DEGRADED
+    assert any("not judged a producer fault" in r for r in failing.pod.reasons)
+
+
+def test_blackholed_connection_names_its_broker_even_when_the_probe_answered() -> None:
+    result = evaluate(cluster(), [], thresholds=T, now=100, sockets=view(IDLE, BLACKHOLED))
+    assert result.pod.verdict is V.BROKER_DEGRADED
+    assert any("broker 10.0.0.2:9092" in r and "blackholed" in r for r in result.pod.reasons)
+    probed = evaluate(
+        cluster(R.OK, R.TIMEOUT, R.OK), [], thresholds=T, now=100, sockets=view(IDLE, BLACKHOLED)
+    )
+    assert probed.pod.verdict is V.BROKER_DEGRADED
+    assert probed.pod.reasons[0].startswith("broker 10.0.0.2:9092 (node 2) is timeout")
+    assert probed.pod.reasons[1].startswith("socket view: the pod's own connections")
+
+
+def test_every_broker_unreachable_is_cluster_unreachable_with_corroboration() -> None:
+    result = evaluate(
+        cluster(R.TIMEOUT, R.TIMEOUT, R.TIMEOUT),
+        [],
+        thresholds=T,
+        now=100,
+        sockets=view(BLACKHOLED),
+    )
+    assert result.pod.verdict is V.CLUSTER_UNREACHABLE
+    assert len(result.pod.reasons) == 2 and "blackholed" in result.pod.reasons[1]
+
+
+def test_refused_entries_with_failed_connects_are_corroborated() -> None:
+    dead = replace(cluster(), brokers=(*cluster().brokers,))
+    dead = replace(
+        dead,
+        brokers=(
+            *dead.brokers,
+            replace(
+                dead.brokers[0],
+                address="10.0.0.7:9092",
+                reachability=R.REFUSED,
+                node_id=None,
+                advertised=False,
+            ),
+        ),
+    )
+    result = evaluate(
+        dead,
+        [],
+        thresholds=T,
+        now=100,
+        sockets=view(IDLE, failed_connects=9, failed_connects_seconds=5.0),
+    )
+    assert result.pod.verdict is V.BROKER_DEGRADED
+    assert result.pod.reasons[0] == "bootstrap entry 10.0.0.7:9092 is refused"
+    assert "failed 9 connects" in result.pod.reasons[1]
+
+
+def test_idle_connections_are_healthy_and_silence_needs_a_running_task() -> None:
+    quiet = view(replace(IDLE, quiet_seconds=120.0))
+    assert evaluate(cluster(), [], thresholds=T, now=100, sockets=quiet).pod.verdict is V.HEALTHY
+    for running in (None, False):
+        result = evaluate(
+            cluster(), [], thresholds=T, now=100, sockets=quiet, spark_task_running=running
+        )
+        assert result.pod.verdict is V.HEALTHY
+    hung = evaluate(cluster(), [], thresholds=T, now=100, sockets=quiet, spark_task_running=True)
+    assert hung.pod.verdict is V.PRODUCER_HUNG
+    assert "silent for 120 s" in hung.pod.reasons[0]
+
+
+def test_nothing_to_judge_is_unknown_with_why() -> None:
+    none = evaluate(cluster(), [], thresholds=T, now=100, sockets=view())
+    assert none.pod.verdict is V.UNKNOWN
+    assert none.pod.reasons == (
+        "no producer telemetry and no connection of the pod to a broker; cluster answers",
+    )
+    broken = evaluate(
+        cluster(), [], thresholds=T, now=100, sockets=view(error="sock_diag netlink unavailable: x")
+    )
+    assert (
+        broken.pod.verdict is V.UNKNOWN and "sock_diag netlink unavailable" in broken.pod.reasons[0]
+    )
+
+
+def test_with_telemetry_the_socket_view_corroborates() -> None:
+    stuck = producer(pending=100, pending_seconds=60, progress_age_seconds=60, awaiting_responses=3)
+    result = evaluate(cluster(), [stuck], thresholds=T, now=100, sockets=view(UNANSWERED))
+    assert result.pod.verdict is V.PRODUCER_HUNG
+    assert result.pod.reasons[0].startswith("producer producer-42-1:")
+    assert result.pod.reasons[1].startswith("socket view: connection")
+    healthy = evaluate(cluster(), [producer()], thresholds=T, now=100, sockets=view(IDLE))
+    assert healthy.pod.verdict is V.HEALTHY
+
+
+def test_evidence_lists_a_bounded_number_of_connections() -> None:
+    many = [
+        replace(UNANSWERED, connection=f"10.0.0.9:{41000 + i}->10.0.0.1:9092") for i in range(200)
+    ]
+    result = evaluate(cluster(), [], thresholds=T, now=100, sockets=view(*many))
+    sockets = result.pod.evidence["sockets"]
+    assert sockets["connections_total"] == 200
+    assert len(sockets["connections"]) == MAX_CONNECTIONS_SHOWN
+    assert len(result.pod.evidence["connections_judged"]) == MAX_CONNECTIONS_SHOWN
