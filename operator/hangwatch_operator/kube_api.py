@@ -1,16 +1,20 @@
-"""The few Kubernetes API calls remediation makes, on the official asyncio client.
+"""The few Kubernetes API calls the operator makes itself, on the official asyncio client.
 
 Used by `actuation` (delete pods, read and patch nodes), `remediation` (post Events,
-patch policy status) and built once by `handlers` at start-up, from the in-cluster
+patch policy status), built once by `handlers` at start-up, from the in-cluster
 service account or, outside a cluster, the kubeconfig (the same sources kopf logs in
-with). Responses are read as plain JSON, not as generated models, and every failure
-becomes `KubeApiError` with the HTTP status, so callers handle one exception type.
-Patches are JSON merge patches, which every API server and resource accepts.
+with); and by `policy_watch` (list and watch ProducerHealthPolicies for the webhook,
+with a client of its own that `webhook` builds at start-up). Responses are read as
+plain JSON, not as generated models, and every failure becomes `KubeApiError` with
+the HTTP status, so callers handle one exception type. Patches are JSON merge
+patches, which every API server and resource accepts. A watch yields the raw lines
+of the stream (one event each); `policy_store` reads them.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import aiohttp
@@ -22,6 +26,9 @@ MERGE_PATCH = "application/merge-patch+json"
 REQUEST_TIMEOUT_SECONDS = 10.0
 """Per API call. The API server answers in milliseconds; a 10 s wait means it is in
 trouble, and the next poll round retries anyway."""
+WATCH_GRACE_SECONDS = 30
+"""How much longer than its server-side timeout a watch may last before the client
+ends it: covers a server that does not end watches and a connection that died quietly."""
 
 
 class KubeApiError(Exception):
@@ -111,21 +118,89 @@ class KubeApi:
             )
         )
 
+    async def list_policies(
+        self, namespace: str | None, limit: int, continue_token: str | None = None
+    ) -> dict[str, Any]:
+        """One page of ProducerHealthPolicies (in `namespace`, or in all namespaces)."""
+        options: dict[str, Any] = {"limit": limit, "_request_timeout": REQUEST_TIMEOUT_SECONDS}
+        if continue_token:
+            options["_continue"] = continue_token
+        if namespace is None:
+            call = self._custom.list_cluster_custom_object_without_preload_content(
+                GROUP, VERSION, PLURAL, **options
+            )
+        else:
+            call = self._custom.list_namespaced_custom_object_without_preload_content(
+                GROUP, VERSION, namespace, PLURAL, **options
+            )
+        return await self._json(call)
+
+    async def watch_policies(
+        self, namespace: str | None, resource_version: str, timeout_seconds: int
+    ) -> AsyncGenerator[bytes, None]:
+        """The lines of a watch of ProducerHealthPolicies from `resource_version`, with
+        bookmarks, until the server ends it after `timeout_seconds` (the client gives up
+        `WATCH_GRACE_SECONDS` later: a server that ends nothing, or a dead connection)."""
+        options: dict[str, Any] = {
+            "watch": True,
+            "allow_watch_bookmarks": True,
+            "resource_version": resource_version,
+            "timeout_seconds": timeout_seconds,
+            "_request_timeout": float(timeout_seconds + WATCH_GRACE_SECONDS),
+        }
+        if namespace is None:
+            call = self._custom.list_cluster_custom_object_without_preload_content(
+                GROUP, VERSION, PLURAL, **options
+            )
+        else:
+            call = self._custom.list_namespaced_custom_object_without_preload_content(
+                GROUP, VERSION, namespace, PLURAL, **options
+            )
+        response = await self._response(call)
+        try:
+            async for line in response.content:
+                if line.strip():
+                    yield line
+        except TimeoutError:
+            return  # the client's deadline: the watch ends as if the server had ended it
+        except (aiohttp.ClientError, ValueError) as exc:
+            # ValueError: a line longer than the client's buffer (2 MiB)
+            raise KubeApiError(0, f"watch interrupted: {exc!r}") from exc
+        finally:
+            response.release()
+
     @staticmethod
-    async def _json(call: Any) -> dict[str, Any]:
+    async def _response(call: Any) -> aiohttp.ClientResponse:
+        """The response of `call` with a success status (else `KubeApiError`)."""
         try:
             response: aiohttp.ClientResponse = await call
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise KubeApiError(0, f"no answer from the API server: {exc!r}") from exc
         except client.ApiException as exc:
             raise KubeApiError(exc.status or 0, str(exc.reason or exc)) from exc
+        if response.status >= 400:
+            try:
+                raw = await response.read()
+            except (aiohttp.ClientError, TimeoutError):
+                raw = b""
+            finally:
+                response.release()
+            raise KubeApiError(response.status, _message(raw))
+        return response
+
+    @staticmethod
+    async def _json(call: Any) -> dict[str, Any]:
+        response = await KubeApi._response(call)
         try:
             raw = await response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise KubeApiError(0, f"no answer from the API server: {exc!r}") from exc
         finally:
             response.release()
-        if response.status >= 400:
-            raise KubeApiError(response.status, _message(raw))
-        parsed = json.loads(raw) if raw else {}
+        try:
+            parsed = json.loads(raw) if raw else {}
+        except ValueError as exc:
+            raise KubeApiError(response.status, "an answer that is not JSON") from exc
         return parsed if isinstance(parsed, dict) else {}
 
 

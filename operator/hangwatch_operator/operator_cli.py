@@ -10,7 +10,10 @@ High availability: run two replicas with `--peering hangwatch` (what the chart s
 kopf's peering objects elect the replica with the highest `--priority` (random when
 not given, so replicas of one Deployment never tie and all pause); the others
 pause every handler, so exactly one polls sidecars and acts. Both keep serving the
-admission webhook. `--standalone` switches peering off (one replica, local runs).
+admission webhook, each with its own list and watch of the policies (`policy_watch`,
+which peering does not pause), covering the namespaces given here
+(`OperatorSettings.watch_namespaces`). `--standalone` switches peering off (one
+replica, local runs).
 """
 
 from __future__ import annotations
@@ -131,6 +134,7 @@ def _settings(args: argparse.Namespace) -> OperatorSettings:
         settings = OperatorSettings.from_environ(os.environ)
         return dataclasses.replace(
             settings,
+            watch_namespaces=tuple(args.namespaces or ()),  # what kopf is told to serve
             dry_run=settings.dry_run or args.dry_run,
             metrics_port=settings.metrics_port if args.metrics_port is None else args.metrics_port,
         )

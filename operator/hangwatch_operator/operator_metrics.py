@@ -1,7 +1,8 @@
 """The operator's Prometheus metrics: one registry, fixed names the chart's alerts use.
 
 Updated by `remediation` (decisions, suppressions, actions, pod gauges, poll
-durations), by `webhook` (admission requests) and by `handlers` (cordoned nodes);
+durations), by `webhook` (admission requests), by `policy_watch` (the policies the
+webhook knows, whether its watch works) and by `handlers` (cordoned nodes);
 served by `handlers` on `OperatorSettings.metrics_port`. Names and labels are a
 public contract (README: Contracts): change them only with a changelog entry.
 `policy` labels are `<namespace>/<name>`. Counters count *reported* decisions (the
@@ -73,6 +74,18 @@ WEBHOOK_REQUESTS = Counter(
     "Pod admissions seen by the injection webhook, by result (injected, skipped, error, "
     "malformed).",
     ["result"],
+    registry=REGISTRY,
+)
+WEBHOOK_POLICIES = Gauge(
+    "hangwatch_operator_webhook_policies",
+    "Valid ProducerHealthPolicies this replica's webhook injects for (its own list and "
+    "watch, which kopf peering does not pause).",
+    registry=REGISTRY,
+)
+WEBHOOK_POLICY_WATCH_UP = Gauge(
+    "hangwatch_operator_webhook_policy_watch_up",
+    "1 while the webhook's list and watch of ProducerHealthPolicies works, 0 while it "
+    "fails and is retried (the webhook keeps the policies it had).",
     registry=REGISTRY,
 )
 CORDONED_NODES = Gauge(

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, get_origin, get_type_hints
 
 from hangwatch.wire import sidecar_http
 from hangwatch.wire.telemetry import DEFAULT_DIR as DEFAULT_TELEMETRY_DIR
@@ -113,6 +113,13 @@ class OperatorSettings:
     operator must never stop Spark from starting executors; the pod then simply runs
     unwatched. `Fail` only where running unwatched is worse than not running."""
 
+    watch_namespaces: tuple[str, ...] = ()
+    """Namespaces (or kopf namespace patterns) the operator serves; empty: all of them.
+    `hangwatch operator` sets it from `--namespace` (what it hands kopf); the webhook's
+    own list and watch of policies covers the same namespaces. As a variable: the
+    patterns separated by spaces (kopf ignores spaces inside a pattern, so write
+    `team-*,!team-test` without them)."""
+
     operator_namespace: str = "hangwatch-system"
     """Namespace of the operator itself, excluded from injection so that the operator's
     own pods never wait on the webhook they serve."""
@@ -172,6 +179,8 @@ class OperatorSettings:
             raise SettingsError("webhook_timeout_seconds must be 1..30 (the API server's range)")
         if self.webhook_failure_policy not in {"Ignore", "Fail"}:
             raise SettingsError("webhook_failure_policy must be Ignore or Fail")
+        if not all(isinstance(ns, str) and ns.strip() for ns in self.watch_namespaces):
+            raise SettingsError("watch_namespaces must be non-empty names or patterns")
         if not self.telemetry_dir.startswith("/"):
             raise SettingsError(f"telemetry_dir must be absolute, got {self.telemetry_dir!r}")
 
@@ -190,6 +199,8 @@ class OperatorSettings:
 def _convert(name: str, hint: Any, raw: str) -> Any:
     """One environment value converted to the field's type; empty means None if allowed."""
     text = raw.strip()
+    if get_origin(hint) is tuple:  # words separated by whitespace
+        return tuple(text.split())
     optional = type(None) in getattr(hint, "__args__", ())
     if optional and not text:
         return None
@@ -205,6 +216,7 @@ def _convert(name: str, hint: Any, raw: str) -> Any:
             return InjectionMode(text.lower())
         if target is Path:
             return Path(text)
+
     except ValueError as exc:
         raise SettingsError(f"{ENV_PREFIX}{name.upper()}: {exc}") from exc
     return text

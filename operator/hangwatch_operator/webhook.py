@@ -1,11 +1,14 @@
-"""kopf wiring of injection: index the policies, serve the webhook on kopf's HTTPS server.
+"""kopf wiring of injection: serve the webhook on kopf's HTTPS server with current policies.
 
-Thin by design. `policies_by_namespace` indexes each ProducerHealthPolicy, parsed once
-per generation (`PolicyCache`; status updates do not re-parse; invalid specs raise
-`kopf.PermanentError` and drop out of the index). `configure` (at startup) sets up
-kopf's webhook server, `AdmissionServer`, with the chart's certificate files or a
+Thin by design. `configure` (at startup) starts this replica's own list and watch of
+the ProducerHealthPolicies (`policy_watch`; each policy parsed once per generation,
+invalid ones logged and left out) and waits until they are listed, sets up kopf's
+webhook server, `AdmissionServer`, with the chart's certificate files or a
 self-signed set for local runs, reads the API server version once for
-`injectionMode: auto`, and hands the server an `Injector` holding the live index.
+`injectionMode: auto`, and hands the server an `Injector` holding the live
+`PolicyStore.by_namespace`. The policies do not come from a kopf index: kopf peering
+pauses every handler and freezes every index of a replica that does not lead, while
+every replica serves admission; the watch is a plain task that peering never pauses.
 
 The injection path is `AdmissionServer`'s own: on kopf's server, certificate and port,
 requests to the injection webhook's path never enter kopf's admission machinery. An
@@ -38,7 +41,6 @@ import os
 import shutil
 import tempfile
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,16 +67,10 @@ from hangwatch_operator.admission import (
 )
 from hangwatch_operator.certificates import generate_webhook_certificates
 from hangwatch_operator.injection import apply_add_ops, server_minor_version
+from hangwatch_operator.kube_api import KubeApi
 from hangwatch_operator.operator_metrics import WEBHOOK_REQUESTS
-from hangwatch_operator.policies import (
-    GROUP,
-    PLURAL,
-    SPARK_ROLE_LABEL,
-    VERSION,
-    InvalidPolicyError,
-    Policy,
-    parse_policy,
-)
+from hangwatch_operator.policies import SPARK_ROLE_LABEL, Policy
+from hangwatch_operator.policy_watch import PolicyWatch, watch_plan
 from hangwatch_operator.settings import InjectionMode, OperatorSettings, SettingsError
 from hangwatch_operator.webhook_configuration import WEBHOOK_ID
 
@@ -82,6 +78,8 @@ SETTINGS_KEY = "hangwatch_settings"
 """Memo key of an `OperatorSettings` passed in by whoever starts the operator."""
 CONTEXT_KEY = "hangwatch_injection"
 """Memo key of the `Injector` built at startup."""
+POLICY_WATCH_KEY = "hangwatch_policy_watch"
+"""Memo key of the webhook's `PolicyWatch` (started at startup, stopped at cleanup)."""
 INJECTION_LOG_INTERVAL_SECONDS = 60.0
 """At most one INFO line about injected pods per interval (each one is a DEBUG line)."""
 
@@ -92,43 +90,6 @@ log = logging.getLogger(__name__)
 _COUNTERS = {result: WEBHOOK_REQUESTS.labels(result.value) for result in Result}
 
 
-class PolicyCache:
-    """Parsed policies by uid, re-parsed only when the generation (the spec) changes.
-
-    kopf calls the indexer on every event of a policy, status updates included (the
-    remediation daemon writes one per round); those keep their generation. Invalid
-    specs are remembered too. At most `size` policies are kept (least recent out).
-    """
-
-    def __init__(self, size: int = 4096) -> None:
-        self.size = size
-        self._parsed: OrderedDict[str, tuple[int, Policy | InvalidPolicyError]] = OrderedDict()
-
-    def parse(self, body: Mapping[str, Any]) -> Policy:
-        """`parse_policy(body)`, from the cache when uid and generation are known."""
-        meta = body.get("metadata") or {}
-        uid, generation = meta.get("uid"), meta.get("generation")
-        if not isinstance(uid, str) or not isinstance(generation, int):
-            return parse_policy(body)
-        cached = self._parsed.get(uid)
-        if cached is None or cached[0] != generation:
-            try:
-                parsed: Policy | InvalidPolicyError = parse_policy(body)
-            except InvalidPolicyError as exc:
-                parsed = exc
-            cached = (generation, parsed)
-            self._parsed[uid] = cached
-            while len(self._parsed) > self.size:
-                self._parsed.popitem(last=False)
-        self._parsed.move_to_end(uid)
-        if isinstance(cached[1], InvalidPolicyError):
-            raise cached[1]
-        return cached[1]
-
-
-POLICY_CACHE = PolicyCache()
-
-
 @dataclass
 class Injector:
     """What every admission request needs (startup works it out once), and its logging."""
@@ -136,7 +97,8 @@ class Injector:
     settings: OperatorSettings
     server_minor: int | None
     policies: Mapping[str, Iterable[Policy]] = field(default_factory=dict)
-    """kopf's live index `policies_by_namespace` (namespace -> its valid policies)."""
+    """namespace -> its valid policies: the live `PolicyStore.by_namespace` of this
+    replica's own policy watch (`policy_watch`), current whether or not it leads."""
     generated_tls_dir: Path | None = None
     _injected_since_log: int = 0
     _next_injection_log: float = 0.0
@@ -262,26 +224,31 @@ async def _read_capped(request: aiohttp.web.Request, cap: int) -> bytes | None:
 
 
 @kopf.on.startup()
-async def configure(
-    settings: kopf.OperatorSettings,
-    memo: kopf.Memo,
-    policies_by_namespace: kopf.Index[str, Policy] | None = None,
-    **_: Any,
-) -> None:
-    """Configure the webhook server and resolve what `injectionMode: auto` means here."""
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    """Load the policies (own list and watch), configure the webhook server and resolve
+    what `injectionMode: auto` means here. The webhook listens only once the policies
+    are listed: until then this replica is not ready (the chart's readiness probe
+    connects to the webhook port), and kopf's start-up waits."""
     try:
         ours = memo.get(SETTINGS_KEY) or OperatorSettings.from_environ(os.environ)
     except SettingsError as exc:  # stop at once: a retry cannot fix the environment
         raise kopf.PermanentError(f"invalid operator settings: {exc}") from exc
     if not isinstance(ours, OperatorSettings):
         raise kopf.PermanentError(f"memo[{SETTINGS_KEY!r}] must be OperatorSettings")
+    watch = memo.get(POLICY_WATCH_KEY)
+    if not isinstance(watch, PolicyWatch):  # a retried start-up keeps its watch
+        watch = PolicyWatch(await KubeApi.connect(), watch_plan(ours.watch_namespaces))
+        memo[POLICY_WATCH_KEY] = watch
+        watch.start()
     minor = None
     if ours.injection_mode is InjectionMode.AUTO:
         minor = await asyncio.to_thread(_fetch_server_minor)
     server_version = "unknown" if minor is None else f"1.{minor}"
     log.info("Injection mode %s (API server %s).", ours.injection_mode, server_version)
-    policies = {} if policies_by_namespace is None else policies_by_namespace
-    injector = Injector(ours, minor, policies)
+    if not watch.ready.is_set():
+        log.info("The webhook listens once the ProducerHealthPolicies are listed.")
+        await watch.ready.wait()
+    injector = Injector(ours, minor, watch.store.by_namespace)
     server, injector.generated_tls_dir = _webhook_server(ours, injector)
     settings.admission.server = server
     settings.admission.managed = ours.webhook_managed_configuration
@@ -314,20 +281,14 @@ def settle_garbage_collector() -> None:
 
 
 @kopf.on.cleanup()
-def remove_generated_certificates(memo: kopf.Memo, **_: Any) -> None:
+async def stop_webhook(memo: kopf.Memo, **_: Any) -> None:
+    """Stop the policy watch; remove a generated certificate."""
+    watch = memo.get(POLICY_WATCH_KEY)
+    if isinstance(watch, PolicyWatch):
+        await watch.stop()
     injector = memo.get(CONTEXT_KEY)
     if isinstance(injector, Injector) and injector.generated_tls_dir is not None:
         shutil.rmtree(injector.generated_tls_dir, ignore_errors=True)
-
-
-@kopf.index(GROUP, VERSION, PLURAL)
-def policies_by_namespace(body: kopf.Body, **_: Any) -> dict[str, Policy]:
-    """namespace -> the valid policies in it; an invalid policy is logged and left out."""
-    try:
-        policy = POLICY_CACHE.parse(body)
-    except InvalidPolicyError as exc:
-        raise kopf.PermanentError(f"invalid ProducerHealthPolicy: {exc}") from exc
-    return {policy.namespace: policy}
 
 
 def inject_sidecar(

@@ -61,6 +61,8 @@ OPERATOR_METRICS = [
     "hangwatch_operator_sidecar_unreachable_pods",
     "hangwatch_operator_status_poll_duration_seconds",
     "hangwatch_operator_webhook_requests_total",
+    "hangwatch_operator_webhook_policies",
+    "hangwatch_operator_webhook_policy_watch_up",
     "hangwatch_operator_cordoned_nodes",
     "hangwatch_operator_poll_rounds_total",
 ]

@@ -1,4 +1,4 @@
-"""The webhook's pure parts: AdmissionReviews in and out, the decision, logging, the cache.
+"""The webhook's pure parts: AdmissionReviews in and out, the decision, logging.
 
 Covers: `read_review` takes the namespace from the object, else the request, and
 names a pod by name or generateName; `admit` injects what `build_sidecar_patch`
@@ -9,9 +9,7 @@ and v1beta1 with the patch as base64 JSON and no patch keys without operations;
 `Injector.answer` counts every result in `hangwatch_operator_webhook_requests_total`,
 logs nothing per injection at INFO but one line a minute with the count, a DEBUG line
 per request, and always a conflict, a malformed request or an error (with its
-traceback); `PolicyCache` parses a policy once per generation (status updates reuse
-it; a new generation, an invalid spec, a missing uid are handled) and keeps a bounded
-number; settling freezes what start-up built out of the cyclic collector, which still
+traceback); settling freezes what start-up built out of the cyclic collector, which still
 collects what comes later. Hypothesis: `read_review` and `Injector.answer` never raise, for any JSON
 value or bytes, and always answer a valid AdmissionReview that allows the pod.
 """
@@ -19,7 +17,6 @@ value or bytes, and always answer a valid AdmissionReview that allows the pod.
 from __future__ import annotations
 
 import base64
-import copy
 import dataclasses
 import gc
 import json
@@ -42,9 +39,9 @@ from hangwatch_operator.admission import (
 )
 from hangwatch_operator.injection import build_sidecar_patch
 from hangwatch_operator.operator_metrics import REGISTRY
-from hangwatch_operator.policies import InvalidPolicyError, parse_policy
+from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
-from hangwatch_operator.webhook import Injector, PolicyCache
+from hangwatch_operator.webhook import Injector
 from hangwatch_testing.spark_pods import admission_review, driver_pod, executor_pod
 from tests.operator.webhook_server import POLICY_OF
 
@@ -217,46 +214,6 @@ def test_conflicts_malformed_requests_and_errors_are_always_logged(
     )
     assert error.levelno == logging.ERROR and error.exc_info is not None
     assert f"spark-jobs/{POD_NAME}" in error.getMessage()
-
-
-def test_policies_are_parsed_once_per_generation() -> None:
-    cache = PolicyCache()
-    body = copy.deepcopy(POLICY_BODY)
-    first = cache.parse(body)
-    body["status"] = {"watched": 3}  # a status update: same generation
-    assert cache.parse(body) is first
-    body["metadata"]["generation"] += 1
-    body["spec"]["probes"]["probeIntervalSeconds"] = 5
-    second = cache.parse(body)
-    assert second is not first and second.probes.probe_interval_seconds == 5
-    assert cache.parse(body) is second
-
-
-def test_invalid_policies_and_policies_without_uid_are_handled() -> None:
-    cache = PolicyCache()
-    invalid = copy.deepcopy(POLICY_BODY)
-    invalid["spec"]["detection"]["stallSeconds"] = 1
-    with pytest.raises(InvalidPolicyError, match="stallSeconds") as once:
-        cache.parse(invalid)
-    with pytest.raises(InvalidPolicyError) as twice:
-        cache.parse(invalid)
-    assert twice.value is once.value  # remembered, not re-parsed
-    anonymous = copy.deepcopy(POLICY_BODY)
-    del anonymous["metadata"]["uid"]
-    assert cache.parse(anonymous) == cache.parse(anonymous)
-    assert cache.parse(anonymous) is not cache.parse(anonymous)  # parsed every time
-
-
-def test_the_cache_keeps_a_bounded_number_of_policies() -> None:
-    cache = PolicyCache(size=2)
-    bodies = []
-    for index in range(3):
-        body = copy.deepcopy(POLICY_BODY)
-        body["metadata"]["uid"] = f"uid-{index}"
-        bodies.append(body)
-    parsed = [cache.parse(body) for body in bodies]
-    assert cache.parse(bodies[2]) is parsed[2] and cache.parse(bodies[1]) is parsed[1]
-    assert cache.parse(bodies[0]) is not parsed[0]  # the least recent one was dropped
 
 
 def test_settling_freezes_what_start_up_built_out_of_the_collector(

@@ -233,8 +233,9 @@ def test_a_pod_the_webhook_cannot_read_is_admitted_unchanged(webhook: Webhook) -
 
 def test_invalid_policy_is_reported_and_injects_nothing(webhook: Webhook) -> None:
     assert (
-        "invalid ProducerHealthPolicy: spec.sidecar.resources.requests.memory (256Mi) "
-        "exceeds the limit (128Mi)" in webhook.operator.log()
+        "Invalid ProducerHealthPolicy broken/too-small (generation 1): "
+        "spec.sidecar.resources.requests.memory (256Mi) exceeds the limit (128Mi); "
+        "its pods are not injected." in webhook.operator.log()
     )
     _, patched = webhook.review(executor_pod(namespace="broken"), "broken")
     assert patched is None

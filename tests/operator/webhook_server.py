@@ -6,8 +6,8 @@ applied, uid and generation set), a legacy policy in `legacy-jobs` and an invali
 one in `broken`, then the real operator as its own process (`kopf run -m
 hangwatch_operator.webhook`, settings from HANGWATCH_OPERATOR_* variables) with a
 certificate from our CA, and waits until the webhook is registered and every policy
-indexed. `Webhook.post` sends any body over HTTPS verified against that CA, as the
-API server does with caBundle.
+loaded by the webhook's own policy watch. `Webhook.post` sends any body over HTTPS
+verified against that CA, as the API server does with caBundle.
 """
 
 from __future__ import annotations
@@ -130,8 +130,9 @@ def inline_policy(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-def indexed(namespace: str, name: str) -> str:
-    return f"[{namespace}/{name}] Indexer 'policies_by_namespace' succeeded"
+def indexed(namespace: str, name: str, generation: int = 1) -> str:
+    """The operator's log line once its webhook's own policy watch holds the policy."""
+    return f"Policy {namespace}/{name} (generation {generation}) loaded for injection."
 
 
 def client_config(cluster: EmulatedCluster, name: str) -> dict[str, Any] | None:
@@ -183,7 +184,5 @@ def serving_webhook(workdir: Path) -> Iterator[Webhook]:
             ("legacy-jobs", "old-nodes"),
         ]:
             operator.wait_for_log(indexed(namespace, name))
-        operator.wait_for_log(
-            "[broken/too-small] Indexer 'policies_by_namespace' failed permanently"
-        )
+        operator.wait_for_log("Invalid ProducerHealthPolicy broken/too-small (generation 1)")
         yield Webhook(cluster, operator, f"https://localhost:{port}/inject-sidecar", ca)
