@@ -125,15 +125,7 @@ class KubeApi:
         options: dict[str, Any] = {"limit": limit, "_request_timeout": REQUEST_TIMEOUT_SECONDS}
         if continue_token:
             options["_continue"] = continue_token
-        if namespace is None:
-            call = self._custom.list_cluster_custom_object_without_preload_content(
-                GROUP, VERSION, PLURAL, **options
-            )
-        else:
-            call = self._custom.list_namespaced_custom_object_without_preload_content(
-                GROUP, VERSION, namespace, PLURAL, **options
-            )
-        return await self._json(call)
+        return await self._json(self._list_call(namespace, options))
 
     async def watch_policies(
         self, namespace: str | None, resource_version: str, timeout_seconds: int
@@ -148,15 +140,7 @@ class KubeApi:
             "timeout_seconds": timeout_seconds,
             "_request_timeout": float(timeout_seconds + WATCH_GRACE_SECONDS),
         }
-        if namespace is None:
-            call = self._custom.list_cluster_custom_object_without_preload_content(
-                GROUP, VERSION, PLURAL, **options
-            )
-        else:
-            call = self._custom.list_namespaced_custom_object_without_preload_content(
-                GROUP, VERSION, namespace, PLURAL, **options
-            )
-        response = await self._response(call)
+        response = await self._response(self._list_call(namespace, options))
         try:
             async for line in response.content:
                 if line.strip():
@@ -168,6 +152,16 @@ class KubeApi:
             raise KubeApiError(0, f"watch interrupted: {exc!r}") from exc
         finally:
             response.release()
+
+    def _list_call(self, namespace: str | None, options: dict[str, Any]) -> Any:
+        """A list (or, with `watch`, a watch) of the policies, cluster-wide or in one namespace."""
+        if namespace is None:
+            return self._custom.list_cluster_custom_object_without_preload_content(
+                GROUP, VERSION, PLURAL, **options
+            )
+        return self._custom.list_namespaced_custom_object_without_preload_content(
+            GROUP, VERSION, namespace, PLURAL, **options
+        )
 
     @staticmethod
     async def _response(call: Any) -> aiohttp.ClientResponse:
