@@ -21,9 +21,30 @@ def test_defaults_are_max_block_plus_delivery_timeout() -> None:
     assert estimate.formula == "max.block.ms + delivery.timeout.ms"
 
 
-def test_explicit_values() -> None:
-    config = {"max.block.ms": "5000", "delivery.timeout.ms": "20000", "request.timeout.ms": "10000"}
-    assert worst_case_of(java, config, brokers=1).total_seconds == 25
+@pytest.mark.parametrize(
+    ("config", "brokers", "total_seconds"),
+    [
+        pytest.param(
+            {"max.block.ms": "5000", "delivery.timeout.ms": "20000", "request.timeout.ms": "10000"},
+            1,
+            25,
+            id="explicit-values",
+        ),
+        pytest.param(
+            {
+                "kafka.bootstrap.servers": "a:9092,b:9092",
+                "kafka.delivery.timeout.ms": "30000",
+                "kafka.sasl.jaas.config": "org.apache...PlainLoginModule required;",
+                "ssl.truststore.location": "/etc/kafka/truststore.jks",
+            },
+            2,
+            90,
+            id="spark-prefix-and-security-keys-are-accepted",
+        ),
+    ],
+)
+def test_configured_worst_case(config: dict[str, str], brokers: int, total_seconds: int) -> None:
+    assert worst_case_of(java, config, brokers=brokers).total_seconds == total_seconds
 
 
 def test_default_delivery_timeout_is_raised_to_linger_plus_request_timeout() -> None:
@@ -42,16 +63,6 @@ def test_explicit_delivery_timeout_below_request_timeout_is_refused() -> None:
 def test_int32_max_delivery_timeout_is_unbounded() -> None:
     estimate = worst_case_of(java, {"delivery.timeout.ms": "2147483647"}, brokers=1)
     assert estimate.unbounded
-
-
-def test_spark_prefix_and_security_keys_are_accepted() -> None:
-    config = {
-        "kafka.bootstrap.servers": "a:9092,b:9092",
-        "kafka.delivery.timeout.ms": "30000",
-        "kafka.sasl.jaas.config": "org.apache...PlainLoginModule required;",
-        "ssl.truststore.location": "/etc/kafka/truststore.jks",
-    }
-    assert worst_case_of(java, config, brokers=2).total_seconds == 90
 
 
 def test_idempotence_defaults_on_unless_acks_conflict() -> None:
