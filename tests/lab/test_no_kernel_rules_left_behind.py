@@ -32,9 +32,7 @@ def _wait(predicate: object, timeout_seconds: float = 10.0) -> bool:
 
 
 def _pid_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not netfilter.pid_alive(pid):
         return True
     # A zombie child of ours still answers kill(0): reap it if it is ours.
     try:
