@@ -13,6 +13,7 @@ import pytest
 
 from hangwatch.time_to_error import java
 from hangwatch.time_to_error.estimate import ClientSettingsError, worst_case_of
+from tests.config_check.helpers import worst_cases
 
 
 def test_defaults_are_max_block_plus_delivery_timeout() -> None:
@@ -21,16 +22,14 @@ def test_defaults_are_max_block_plus_delivery_timeout() -> None:
     assert estimate.formula == "max.block.ms + delivery.timeout.ms"
 
 
-@pytest.mark.parametrize(
-    ("config", "brokers", "total_seconds"),
-    [
-        pytest.param(
+@worst_cases(
+    {
+        "explicit-values": (
             {"max.block.ms": "5000", "delivery.timeout.ms": "20000", "request.timeout.ms": "10000"},
             1,
             25,
-            id="explicit-values",
         ),
-        pytest.param(
+        "spark-prefix-and-security-keys-are-accepted": (
             {
                 "kafka.bootstrap.servers": "a:9092,b:9092",
                 "kafka.delivery.timeout.ms": "30000",
@@ -39,9 +38,8 @@ def test_defaults_are_max_block_plus_delivery_timeout() -> None:
             },
             2,
             90,
-            id="spark-prefix-and-security-keys-are-accepted",
         ),
-    ],
+    }
 )
 def test_configured_worst_case(config: dict[str, str], brokers: int, total_seconds: int) -> None:
     assert worst_case_of(java, config, brokers=brokers).total_seconds == total_seconds

@@ -11,10 +11,17 @@ from __future__ import annotations
 
 import math
 
-import pytest
-
 from hangwatch.time_to_error import librdkafka, models
 from hangwatch.time_to_error.estimate import worst_case_of
+from tests.config_check.helpers import worst_cases
+
+NOT_BOUNDING = {
+    "retries": "0",
+    "socket.timeout.ms": "300000",
+    "socket.connection.setup.timeout.ms": "120000",
+    "retry.backoff.ms": "5000",
+}
+"""Retries, socket and connect timeouts: message.timeout.ms bounds a send whatever they are."""
 
 
 def test_defaults_are_five_minutes_and_the_scan() -> None:
@@ -23,34 +30,24 @@ def test_defaults_are_five_minutes_and_the_scan() -> None:
     assert estimate.formula == "message.timeout.ms + expiry scan interval"
 
 
-@pytest.mark.parametrize(
-    ("config", "brokers", "total_seconds"),
-    [
-        pytest.param(
+@worst_cases(
+    {
+        "delivery-timeout-is-an-alias-and-the-later-wins": (
             {"message.timeout.ms": "5000", "delivery.timeout.ms": "20000"},
             1,
             21,
-            id="delivery-timeout-is-an-alias-and-the-later-wins",
         ),
-        pytest.param(
+        "message-timeout-set-later-wins": (
             {"delivery.timeout.ms": "20000", "message.timeout.ms": "5000"},
             1,
             6,
-            id="message-timeout-set-later-wins",
         ),
-        pytest.param(
-            {
-                "message.timeout.ms": "10000",
-                "retries": "0",
-                "socket.timeout.ms": "300000",
-                "socket.connection.setup.timeout.ms": "120000",
-                "retry.backoff.ms": "5000",
-            },
+        "retries-and-socket-timeouts-do-not-move-the-figure": (
+            {"message.timeout.ms": "10000", **NOT_BOUNDING},
             3,
             11,
-            id="retries-and-socket-timeouts-do-not-move-the-figure",
         ),
-    ],
+    }
 )
 def test_configured_worst_case(config: dict[str, str], brokers: int, total_seconds: int) -> None:
     assert worst_case_of(librdkafka, config, brokers=brokers).total_seconds == total_seconds
