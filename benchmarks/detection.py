@@ -28,7 +28,7 @@ from machine import describe
 from hangwatch_demo.harness import run_scenario, stop_process, workload
 from hangwatch_demo.scenarios import SCENARIOS, TOPIC, Timing
 from hangwatch_lab import Lab
-from hangwatch_testing.processes import cpu_seconds, peak_rss_mb
+from hangwatch_testing.processes import SidecarCost, sidecar_command
 
 ERROR_WAIT = 40.0
 """How long after the fault the producer's own first error is waited for ("never" beyond)."""
@@ -87,37 +87,20 @@ def cost(seconds: float, producers: int = 8) -> None:
                 workload(lab.bootstrap, telemetry, telemetry / "never", Timing(), rate=100.0)
             )
         sidecar = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "hangwatch",
-                "sidecar",
-                "--bootstrap",
-                lab.bootstrap,
-                "--topics",
-                TOPIC,
-                "--port",
-                "0",
-                "--probe-interval-seconds",
-                "1",
-                "--telemetry-dir",
-                str(telemetry),
-            ],
+            sidecar_command(lab.bootstrap, TOPIC, telemetry, "--probe-interval-seconds", "1"),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         stack.callback(stop_process, sidecar, 10)
         time.sleep(5)  # start-up (imports, first rounds) is not steady state
-        cpu0, t0 = cpu_seconds(sidecar.pid), time.monotonic()
-        while time.monotonic() - t0 < seconds:
+        meter = SidecarCost(sidecar.pid)
+        while meter.elapsed_seconds() < seconds:
             time.sleep(5)
-            print(f"  ... {time.monotonic() - t0:.0f}/{seconds:.0f} s", file=sys.stderr, flush=True)
-        share = (cpu_seconds(sidecar.pid) - cpu0) / (time.monotonic() - t0) * 100
-        rss = peak_rss_mb(sidecar.pid)
-    print(
-        f"sidecar CPU {share:.2f} % of one core (target < 2 %), peak RSS {rss:.1f} MB "
-        f"(target < 80 MB)"
-    )
+            print(
+                f"  ... {meter.elapsed_seconds():.0f}/{seconds:.0f} s", file=sys.stderr, flush=True
+            )
+        summary = meter.summary()
+    print(summary)
 
 
 def main() -> int:

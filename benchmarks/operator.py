@@ -64,6 +64,7 @@ from hangwatch.contracts import Verdict
 from hangwatch_operator.certificates import generate_webhook_certificates
 from hangwatch_operator.webhook_configuration import WEBHOOK_ID
 from hangwatch_testing.emulated_cluster import OperatorRun, running_operator
+from hangwatch_testing.processes import cpu_seconds
 from hangwatch_testing.remediation_cluster import (
     FAST,
     PODS,
@@ -165,12 +166,6 @@ class Step:
             f"max {max(self.latencies_ms, default=math.inf):8.1f} ms  {self.errors:>4} errors  "
             f"operator CPU {self.operator_cpu:4.0%}  generator CPU {self.generator_cpu:4.0%}"
         )
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process `pid` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class LoadGenerator:

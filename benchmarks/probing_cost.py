@@ -40,6 +40,7 @@ from machine import describe
 from hangwatch_demo.harness import stop_process
 from hangwatch_demo.sidecars import announced_port
 from hangwatch_lab import Lab
+from hangwatch_testing.processes import sidecar_command
 from hangwatch_testing.waiting import wait_for
 
 CHAIN = f"HWBENCH-{os.getpid()}"
@@ -88,9 +89,7 @@ def _sidecar(name: str, bootstrap: str, telemetry: Path, log: Path) -> subproces
     return subprocess.Popen(
         [
             *("setpriv", f"--regid={gid}", "--clear-groups"),
-            *(sys.executable, "-m", "hangwatch", "sidecar", "--bootstrap", bootstrap),
-            *("--topics", "t", "--port", "0", "--telemetry-dir", str(telemetry)),
-            *MODES[name],
+            *sidecar_command(bootstrap, "t", telemetry, *MODES[name]),
         ],
         stdout=subprocess.DEVNULL,
         stderr=log.open("w"),

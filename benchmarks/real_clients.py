@@ -40,33 +40,18 @@ from hangwatch_testing.clients.runs import (
     TOPIC,
     SidecarProcess,
     SidecarTiming,
+    on_each_broker,
+    on_the_leader,
     run,
 )
 from hangwatch_testing.clients.workloads import CLIENTS, Rhythm, Workload
-from hangwatch_testing.processes import cpu_seconds, peak_rss_mb
-
-
-def _each(fault: Callable[[Lab, int], None]) -> Callable[[Lab], None]:
-    def apply(lab: Lab) -> None:
-        for broker in lab.brokers:
-            fault(lab, broker)
-
-    return apply
-
-
-def _leader(fault: Callable[[Lab, int], None]) -> Callable[[Lab], None]:
-    def apply(lab: Lab) -> None:
-        metadata = lab.admin().list_topics(TOPIC, timeout=10)
-        fault(lab, int(metadata.topics[TOPIC].partitions[0].leader))
-
-    return apply
-
+from hangwatch_testing.processes import SidecarCost
 
 FAULTS: dict[str, tuple[str, Callable[[Lab], None], str]] = {
-    "stall-produce": ("S2", _each(Lab.stall_produce), "producer_hung"),
-    "blackhole-all": ("S0", _each(Lab.blackhole), "cluster_unreachable"),
-    "blackhole-leader": ("S3", _leader(Lab.blackhole), "broker_degraded"),
-    "down-all": ("outage", _each(Lab.down), "cluster_unreachable"),
+    "stall-produce": ("S2", on_each_broker(Lab.stall_produce), "producer_hung"),
+    "blackhole-all": ("S0", on_each_broker(Lab.blackhole), "cluster_unreachable"),
+    "blackhole-leader": ("S3", on_the_leader(Lab.blackhole), "broker_degraded"),
+    "down-all": ("outage", on_each_broker(Lab.down), "cluster_unreachable"),
 }
 
 
@@ -126,34 +111,30 @@ def healthy(seconds: float) -> None:
         sidecar = SidecarProcess(lab.bootstrap, telemetry, timing)
         stack.callback(sidecar.stop)
         time.sleep(10)  # start-up is not steady state
-        cpu0, t0 = cpu_seconds(sidecar.proc.pid), time.monotonic()
+        cost = SidecarCost(sidecar.proc.pid)
         seen: Counter[str] = Counter()
         changes: list[tuple[float, str]] = []
         last = None
         connections: list[int] = []
-        while time.monotonic() - t0 < seconds:
+        while cost.elapsed_seconds() < seconds:
             doc = sidecar.status()
             seen[doc["verdict"]] += 1
             connections.append((doc.get("sockets") or {}).get("connections_total", 0))
             if doc["verdict"] != last:
                 last = doc["verdict"]
-                changes.append((round(time.monotonic() - t0, 1), last))
-            elapsed = time.monotonic() - t0
+                changes.append((round(cost.elapsed_seconds(), 1), last))
+            elapsed = cost.elapsed_seconds()
             if int(elapsed) % 60 == 0:
                 print(f"  ... {elapsed:.0f}/{seconds:.0f} s", file=sys.stderr, flush=True)
             time.sleep(1.0)
-        share = (cpu_seconds(sidecar.proc.pid) - cpu0) / (time.monotonic() - t0) * 100
-        rss = peak_rss_mb(sidecar.proc.pid)
+        summary = cost.summary()
         final = sidecar.status()
     print(f"polls of /status by verdict: {dict(seen)}; changes: {changes}")
     print(
         f"producer_hung seen: {seen.get('producer_hung', 0)} of {sum(seen.values())} polls; "
         f"connections to brokers seen: {min(connections)}..{max(connections)}"
     )
-    print(
-        f"sidecar CPU {share:.2f} % of one core (target < 2 %), peak RSS {rss:.1f} MB "
-        f"(target < 80 MB); probe connects {final['sidecar']['probe_connects']}"
-    )
+    print(f"{summary}; probe connects {final['sidecar']['probe_connects']}")
 
 
 def main() -> int:

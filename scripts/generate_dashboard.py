@@ -74,6 +74,11 @@ def query(expr: str, legend: str = "__auto", ref: str = "A") -> prometheus.Dataq
     )
 
 
+def per_application(op: str, metric: str, match: str = "") -> list[prometheus.Dataquery]:
+    """One query: `metric` (with `match`) aggregated by `op` per application."""
+    return [query(agg(op, "application", pods(metric, match)), "{{application}}")]
+
+
 def series(
     title: str,
     description: str,
@@ -234,12 +239,7 @@ def broker_rows(builder: dash.Dashboard) -> dash.Dashboard:
                 "Leaderless partitions",
                 "Partitions without a leader, worst pod per application. Elections last "
                 "seconds; a plateau means a stuck election.",
-                [
-                    query(
-                        f"max by (application) (hangwatch_leaderless_partitions{{{SIDECAR}}})",
-                        "{{application}}",
-                    )
-                ],
+                per_application("max", "hangwatch_leaderless_partitions"),
             )
         )
     )
@@ -254,12 +254,7 @@ def producer_rows(builder: dash.Dashboard) -> dash.Dashboard:
                 "Pending messages",
                 "Messages queued or in flight, per application. Growing with no deliveries "
                 "is a hang.",
-                [
-                    query(
-                        f"sum by (application) (hangwatch_producer_pending_messages{{{SIDECAR}}})",
-                        "{{application}}",
-                    )
-                ],
+                per_application("sum", "hangwatch_producer_pending_messages"),
             )
         )
         .with_panel(
@@ -292,14 +287,7 @@ def producer_rows(builder: dash.Dashboard) -> dash.Dashboard:
             series(
                 "Seconds since delivery progress",
                 "Worst producer per application: time since its delivered count last grew.",
-                [
-                    query(
-                        agg(
-                            "max", "application", pods("hangwatch_producer_seconds_since_progress")
-                        ),
-                        "{{application}}",
-                    )
-                ],
+                per_application("max", "hangwatch_producer_seconds_since_progress"),
                 unit="s",
             )
         )
@@ -308,12 +296,7 @@ def producer_rows(builder: dash.Dashboard) -> dash.Dashboard:
                 "Producer heartbeat age",
                 "Worst producer per application: time since its telemetry last changed. "
                 "A stuck I/O thread stops the heartbeat.",
-                [
-                    query(
-                        agg("max", "application", pods("hangwatch_producer_heartbeat_age_seconds")),
-                        "{{application}}",
-                    )
-                ],
+                per_application("max", "hangwatch_producer_heartbeat_age_seconds"),
                 unit="s",
             )
         )
@@ -322,12 +305,7 @@ def producer_rows(builder: dash.Dashboard) -> dash.Dashboard:
             series(
                 "Cluster metadata age",
                 "Age of each sidecar's last successful metadata fetch, worst pod per application.",
-                [
-                    query(
-                        agg("max", "application", pods("hangwatch_cluster_metadata_age_seconds")),
-                        "{{application}}",
-                    )
-                ],
+                per_application("max", "hangwatch_cluster_metadata_age_seconds"),
                 unit="s",
             )
         )
@@ -335,16 +313,7 @@ def producer_rows(builder: dash.Dashboard) -> dash.Dashboard:
             series(
                 "Producers with stale metadata",
                 "Producers whose latest verdict is metadata_stale, per application.",
-                [
-                    query(
-                        agg(
-                            "sum",
-                            "application",
-                            pods("hangwatch_producer_verdict", 'verdict="metadata_stale"'),
-                        ),
-                        "{{application}}",
-                    )
-                ],
+                per_application("sum", "hangwatch_producer_verdict", 'verdict="metadata_stale"'),
             )
         )
     )

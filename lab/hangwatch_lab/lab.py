@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from types import TracebackType
 from typing import Any
 
 from confluent_kafka import KafkaError, Producer
@@ -163,12 +162,7 @@ class Lab:
     def __enter__(self) -> Lab:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.close()
 
     @property

@@ -52,7 +52,8 @@ def available() -> str | None:
     return None
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """True while process `pid` exists (a zombie included), as kill(pid, 0) sees it."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -91,7 +92,7 @@ def remove_stale_chains() -> list[str]:
         return []
     removed = []
     for chain in list_chains():
-        if not _pid_alive(_chain_pid(chain)):
+        if not pid_alive(_chain_pid(chain)):
             _remove_chain(chain)
             removed.append(chain)
             log.warning("removed kernel rules left by a dead lab", extra={"chain": chain})

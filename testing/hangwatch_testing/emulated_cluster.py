@@ -28,6 +28,7 @@ from typing import Any, Self
 
 import kmock
 
+from hangwatch_demo.harness import stop_process
 from hangwatch_testing.structural import crd
 from hangwatch_testing.waiting import wait_for
 
@@ -207,9 +208,4 @@ def running_operator(
         try:
             yield OperatorRun(process, log_path)
         finally:
-            process.terminate()
-            try:
-                process.wait(WAIT_SECONDS)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process, WAIT_SECONDS)

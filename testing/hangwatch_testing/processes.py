@@ -1,13 +1,30 @@
-"""What a running process costs, from /proc: CPU seconds and peak resident memory.
+"""Real sidecar processes: the `hangwatch sidecar` command line, and what a running
+process costs, from /proc: CPU seconds and peak resident memory (`SidecarCost` sums
+them up against the sidecar's targets).
 
-Shared by the benchmarks that measure a real sidecar process (detection, real clients)
-and the real-client harness.
+Shared by the benchmarks that run and measure a real sidecar process (detection, real
+clients, probing cost), the real-client harness and the tests that start one.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import time
 from pathlib import Path
+
+
+def sidecar_command(
+    bootstrap: str, topics: str, telemetry_dir: Path, *options: str, port: int = 0
+) -> list[str]:
+    """`hangwatch sidecar` (this interpreter's install) probing `bootstrap` for `topics`,
+    serving on `port` (0: any free port, announced in its log) and reading
+    `telemetry_dir`, with `options` (more flags) added."""
+    return [
+        *(sys.executable, "-m", "hangwatch", "sidecar", "--bootstrap", bootstrap),
+        *("--topics", topics, "--port", str(port), "--telemetry-dir", str(telemetry_dir)),
+        *options,
+    ]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -22,3 +39,23 @@ def peak_rss_mb(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+class SidecarCost:
+    """What a sidecar process costs from this object's creation on: CPU share of one core
+    and peak RSS, against the targets (under 2 % of one core, under 80 MB)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._cpu0, self._t0 = cpu_seconds(pid), time.monotonic()
+
+    def elapsed_seconds(self) -> float:
+        return time.monotonic() - self._t0
+
+    def summary(self) -> str:
+        """One line: CPU share since creation and peak RSS (read while the process runs)."""
+        share = (cpu_seconds(self.pid) - self._cpu0) / self.elapsed_seconds() * 100
+        return (
+            f"sidecar CPU {share:.2f} % of one core (target < 2 %), "
+            f"peak RSS {peak_rss_mb(self.pid):.1f} MB (target < 80 MB)"
+        )

@@ -41,7 +41,12 @@ from hangwatch_sidecar.state import SidecarState
 from hangwatch_sidecar.verdicts import Assessment, PodAssessment
 from hangwatch_testing.emulated_cluster import EmulatedCluster, OperatorRun
 from hangwatch_testing.spark_pods import driver_pod, executor_pod
-from hangwatch_testing.structural import apply_defaults, validation_errors, version_schema
+from hangwatch_testing.structural import (
+    apply_defaults,
+    policy_document,
+    validation_errors,
+    version_schema,
+)
 
 POLICIES = "hangwatch.dev/v1alpha1/producerhealthpolicies"
 PODS = "v1/pods"
@@ -118,12 +123,7 @@ class RemediationCluster(EmulatedCluster):
 def stored_policy(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
     """A policy as the API server stores it (CRD defaults applied, uid and generation),
     after checking that the API server would accept it (schema and CEL rules)."""
-    body = {
-        "apiVersion": "hangwatch.dev/v1alpha1",
-        "kind": "ProducerHealthPolicy",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"kafka": {"bootstrapServers": list(BROKERS)}, **spec},
-    }
+    body = policy_document(namespace, name, list(BROKERS), **spec)
     errors = validation_errors(body)
     assert not errors, errors
     stored = apply_defaults(version_schema(), body)

@@ -6,7 +6,8 @@ Not a test module: helpers for the operator tests. The CRD's structural
 fields rejected as with kubectl's strict field validation), defaults are applied as the
 API server applies them, and `x-kubernetes-validations` CEL rules are evaluated with
 cel-python (`celpy`). Errors are phrased like the API server's field errors, e.g.
-`spec.kafka.bootstrapServers: Required value`.
+`spec.kafka.bootstrapServers: Required value`. `policy_document` builds the
+ProducerHealthPolicy the tests create.
 """
 
 from __future__ import annotations
@@ -26,6 +27,18 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 CRD_PATH = ROOT / "crds" / "producerhealthpolicy.yaml"
 EXAMPLES = ROOT / "examples"
+
+
+def policy_document(
+    namespace: str, name: str, bootstrap_servers: list[str], **spec: Any
+) -> dict[str, Any]:
+    """A ProducerHealthPolicy `namespace/name` for `bootstrap_servers`, with `spec` added."""
+    return {
+        "apiVersion": "hangwatch.dev/v1alpha1",
+        "kind": "ProducerHealthPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"kafka": {"bootstrapServers": bootstrap_servers}, **spec},
+    }
 
 
 @functools.cache

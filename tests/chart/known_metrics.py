@@ -52,13 +52,18 @@ SIDECAR_METRICS = [
     "hangwatch_sidecar_process_max_fds",
 ]
 
-OPERATOR_METRICS = [
+OPERATOR_DECISION_METRICS = [
     "hangwatch_operator_decisions_total",
     "hangwatch_operator_suppressions_total",
     "hangwatch_operator_actions_total",
     "hangwatch_operator_watched_pods",
     "hangwatch_operator_unhealthy_pods",
     "hangwatch_operator_sidecar_unreachable_pods",
+]
+"""The operator's decisions, suppressions and actions, and the pods it watches by health."""
+
+OPERATOR_METRICS = [
+    *OPERATOR_DECISION_METRICS,
     "hangwatch_operator_status_poll_duration_seconds",
     "hangwatch_operator_webhook_requests_total",
     "hangwatch_operator_webhook_policies",

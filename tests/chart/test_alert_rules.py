@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from tests.chart.rendering import ALERTS_ON, ROOT, only, prometheus_rule_groups, render
+from tests.chart.schemas import DURATION, closed, non_empty
 
 PROMTOOL = shutil.which("promtool")
 HERE = Path(__file__).resolve().parent
@@ -135,42 +136,26 @@ def test_annotations_use_only_labels_the_expression_keeps() -> None:
                 assert set(LABEL_REF.findall(text)) <= allowed, rule["alert"]
 
 
-GRAFANA_PROVISIONING = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["apiVersion", "groups"],
-    "properties": {
+GRAFANA_PROVISIONING = closed(
+    {
         "apiVersion": {"const": 1},
-        "groups": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["orgId", "name", "folder", "interval", "rules"],
-                "properties": {
+        "groups": non_empty(
+            closed(
+                {
                     "orgId": {"type": "integer"},
                     "name": {"type": "string"},
                     "folder": {"type": "string"},
-                    "interval": {"type": "string", "pattern": "^[0-9]+[smh]$"},
-                    "rules": {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "required": ["uid", "title", "condition", "data", "for"],
-                            "properties": {
+                    "interval": DURATION,
+                    "rules": non_empty(
+                        closed(
+                            {
                                 "uid": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,40}$"},
                                 "title": {"type": "string"},
                                 "condition": {"type": "string"},
                                 "data": {
                                     "type": "array",
-                                    "items": {
-                                        "type": "object",
-                                        "additionalProperties": False,
-                                        "required": ["refId", "datasourceUid", "model"],
-                                        "properties": {
+                                    "items": closed(
+                                        {
                                             "refId": {"type": "string"},
                                             "datasourceUid": {"type": "string"},
                                             "relativeTimeRange": {
@@ -179,22 +164,29 @@ GRAFANA_PROVISIONING = {
                                             },
                                             "model": {"type": "object", "required": ["refId"]},
                                         },
-                                    },
+                                        "refId",
+                                        "datasourceUid",
+                                        "model",
+                                    ),
                                 },
                                 "noDataState": {"enum": ["OK", "NoData", "Alerting", "KeepLast"]},
                                 "execErrState": {"enum": ["OK", "Error", "Alerting", "KeepLast"]},
-                                "for": {"type": "string", "pattern": "^[0-9]+[smh]$"},
+                                "for": DURATION,
                                 "labels": {"type": "object"},
                                 "annotations": {"type": "object"},
                                 "isPaused": {"type": "boolean"},
                             },
-                        },
-                    },
+                            *("uid", "title", "condition", "data", "for"),
+                        )
+                    ),
                 },
-            },
-        },
+                *("orgId", "name", "folder", "interval", "rules"),
+            )
+        ),
     },
-}
+    "apiVersion",
+    "groups",
+)
 
 
 def _grafana(values: dict[str, Any]) -> dict[str, Any]:

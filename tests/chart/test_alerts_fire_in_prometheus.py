@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import subprocess
-import sys
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -35,6 +34,7 @@ import yaml
 from hangwatch.contracts import Verdict
 from hangwatch_sidecar.server import StatusServer
 from hangwatch_sidecar.state import SidecarState
+from hangwatch_testing.processes import sidecar_command
 from hangwatch_testing.waiting import wait_for
 from tests.chart.prometheus_server import PrometheusServer, free_port
 from tests.chart.rendering import prometheus_rule_groups
@@ -162,30 +162,15 @@ def lab_with_sidecar_process(tmp_path: Path) -> Iterator[tuple[str, Path, Any]]:
     with Lab(brokers=3, topics={"events": 6}) as lab:
         port = free_port()
         sidecar = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "hangwatch",
-                "sidecar",
-                "--bootstrap",
+            sidecar_command(
                 lab.bootstrap,
-                "--topics",
                 "events",
-                "--port",
-                str(port),
-                "--telemetry-dir",
-                str(telemetry),
-                "--probe-interval-seconds",
-                "1",
-                "--stall-seconds",
-                "5",
-                "--heartbeat-seconds",
-                "4",
-                "--connect-timeout-ms",
-                "1000",
-                "--request-timeout-ms",
-                "1000",
-            ],
+                telemetry,
+                *("--probe-interval-seconds", "1", "--stall-seconds", "5"),
+                *("--heartbeat-seconds", "4"),
+                *("--connect-timeout-ms", "1000", "--request-timeout-ms", "1000"),
+                port=port,
+            ),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

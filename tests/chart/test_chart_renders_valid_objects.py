@@ -36,6 +36,7 @@ from tests.chart.rendering import (
     rendered,
     scenario_values,
 )
+from tests.chart.schemas import DURATION, closed, non_empty
 
 CLUSTER_SCOPED = {
     "ClusterRole",
@@ -51,33 +52,27 @@ _META = {
     "required": ["name", "labels"],
     "properties": {"name": {"type": "string"}, "namespace": {"type": "string"}, "labels": _LABELS},
 }
-_RELABEL = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["targetLabel"],
-    "properties": {
+_RELABEL = closed(
+    {
         "sourceLabels": {"type": "array", "items": {"type": "string"}},
         "targetLabel": {"type": "string"},
         "replacement": {"type": "string"},
     },
-}
-_ENDPOINT = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["port", "path", "interval"],
-    "properties": {
+    "targetLabel",
+)
+_ENDPOINT = closed(
+    {
         "port": {"type": "string"},
         "path": {"type": "string"},
-        "interval": {"type": "string", "pattern": "^[0-9]+[smh]$"},
-        "scrapeTimeout": {"type": "string", "pattern": "^[0-9]+[smh]$"},
+        "interval": DURATION,
+        "scrapeTimeout": DURATION,
         "relabelings": {"type": "array", "items": _RELABEL},
     },
-}
-_SELECTOR = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {"matchLabels": _LABELS, "matchExpressions": {"type": "array"}},
-}
+    "port",
+    "path",
+    "interval",
+)
+_SELECTOR = closed({"matchLabels": _LABELS, "matchExpressions": {"type": "array"}})
 
 
 def _kind(api_version: str, spec: dict[str, Any] | None) -> dict[str, Any]:
@@ -97,88 +92,70 @@ def _kind(api_version: str, spec: dict[str, Any] | None) -> dict[str, Any]:
     return schema
 
 
-_RULE = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["alert", "expr", "for", "labels", "annotations"],
-    "properties": {
+_RULE = closed(
+    {
         "alert": {"type": "string", "pattern": "^Hangwatch[A-Za-z]+$"},
         "expr": {"type": "string", "minLength": 1},
-        "for": {"type": "string", "pattern": "^[0-9]+[smh]$"},
+        "for": DURATION,
         "labels": {
             "type": "object",
             "required": ["severity"],
             "properties": {"severity": {"enum": ["critical", "warning", "info"]}},
         },
-        "annotations": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["summary", "description", "runbook_url"],
-            "properties": {
-                k: {"type": "string"} for k in ("summary", "description", "runbook_url")
-            },
-        },
+        "annotations": closed(
+            {k: {"type": "string"} for k in ("summary", "description", "runbook_url")},
+            "summary",
+            "description",
+            "runbook_url",
+        ),
     },
-}
+    "alert",
+    "expr",
+    "for",
+    "labels",
+    "annotations",
+)
+
+
+def _monitor(endpoints: str) -> dict[str, Any]:
+    """A PodMonitor (`podMetricsEndpoints`) or ServiceMonitor (`endpoints`) spec."""
+    return closed(
+        {
+            "namespaceSelector": {"type": "object"},
+            "selector": _SELECTOR,
+            endpoints: non_empty(_ENDPOINT),
+        },
+        "selector",
+        endpoints,
+    )
+
 
 CUSTOM_KIND_SCHEMAS: dict[str, dict[str, Any]] = {
-    "PodMonitor": _kind(
-        "monitoring.coreos.com/v1",
-        {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["selector", "podMetricsEndpoints"],
-            "properties": {
-                "namespaceSelector": {"type": "object"},
-                "selector": _SELECTOR,
-                "podMetricsEndpoints": {"type": "array", "minItems": 1, "items": _ENDPOINT},
-            },
-        },
-    ),
-    "ServiceMonitor": _kind(
-        "monitoring.coreos.com/v1",
-        {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["selector", "endpoints"],
-            "properties": {
-                "namespaceSelector": {"type": "object"},
-                "selector": _SELECTOR,
-                "endpoints": {"type": "array", "minItems": 1, "items": _ENDPOINT},
-            },
-        },
-    ),
+    "PodMonitor": _kind("monitoring.coreos.com/v1", _monitor("podMetricsEndpoints")),
+    "ServiceMonitor": _kind("monitoring.coreos.com/v1", _monitor("endpoints")),
     "PrometheusRule": _kind(
         "monitoring.coreos.com/v1",
-        {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["groups"],
-            "properties": {
-                "groups": {
-                    "type": "array",
-                    "minItems": 1,
-                    "items": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["name", "rules"],
-                        "properties": {
+        closed(
+            {
+                "groups": non_empty(
+                    closed(
+                        {
                             "name": {"type": "string"},
                             "interval": {"type": "string"},
-                            "rules": {"type": "array", "minItems": 1, "items": _RULE},
+                            "rules": non_empty(_RULE),
                         },
-                    },
-                }
+                        "name",
+                        "rules",
+                    )
+                )
             },
-        },
+            "groups",
+        ),
     ),
     "Certificate": _kind(
         "cert-manager.io/v1",
-        {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["secretName", "issuerRef"],
-            "properties": {
+        closed(
+            {
                 "secretName": {"type": "string"},
                 "commonName": {"type": "string"},
                 "isCA": {"type": "boolean"},
@@ -186,18 +163,18 @@ CUSTOM_KIND_SCHEMAS: dict[str, dict[str, Any]] = {
                 "renewBefore": {"type": "string"},
                 "dnsNames": {"type": "array", "items": {"type": "string"}},
                 "privateKey": {"type": "object"},
-                "issuerRef": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["name"],
-                    "properties": {
+                "issuerRef": closed(
+                    {
                         "name": {"type": "string"},
                         "kind": {"enum": ["Issuer", "ClusterIssuer"]},
                         "group": {"type": "string"},
                     },
-                },
+                    "name",
+                ),
             },
-        },
+            "secretName",
+            "issuerRef",
+        ),
     ),
     "Issuer": _kind(
         "cert-manager.io/v1",

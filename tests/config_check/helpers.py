@@ -1,9 +1,12 @@
-"""Helpers for the config-check tests: run the real CLI in a subprocess."""
+"""Helpers for the config-check tests: run the real CLI in a subprocess; parametrize a
+model's test over named worst cases."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+
+import pytest
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -14,4 +17,12 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=60,
         check=False,
+    )
+
+
+def worst_cases(cases: dict[str, tuple[dict[str, str], int, float]]) -> pytest.MarkDecorator:
+    """Parametrize a test over `cases`: id -> (settings, broker count, expected worst case
+    in seconds), as the arguments `config`, `brokers` and `total_seconds`."""
+    return pytest.mark.parametrize(
+        ("config", "brokers", "total_seconds"), list(cases.values()), ids=list(cases)
     )

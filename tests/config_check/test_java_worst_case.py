@@ -13,6 +13,7 @@ import pytest
 
 from hangwatch.time_to_error import java
 from hangwatch.time_to_error.estimate import ClientSettingsError, worst_case_of
+from tests.config_check.helpers import worst_cases
 
 
 def test_defaults_are_max_block_plus_delivery_timeout() -> None:
@@ -21,9 +22,27 @@ def test_defaults_are_max_block_plus_delivery_timeout() -> None:
     assert estimate.formula == "max.block.ms + delivery.timeout.ms"
 
 
-def test_explicit_values() -> None:
-    config = {"max.block.ms": "5000", "delivery.timeout.ms": "20000", "request.timeout.ms": "10000"}
-    assert worst_case_of(java, config, brokers=1).total_seconds == 25
+@worst_cases(
+    {
+        "explicit-values": (
+            {"max.block.ms": "5000", "delivery.timeout.ms": "20000", "request.timeout.ms": "10000"},
+            1,
+            25,
+        ),
+        "spark-prefix-and-security-keys-are-accepted": (
+            {
+                "kafka.bootstrap.servers": "a:9092,b:9092",
+                "kafka.delivery.timeout.ms": "30000",
+                "kafka.sasl.jaas.config": "org.apache...PlainLoginModule required;",
+                "ssl.truststore.location": "/etc/kafka/truststore.jks",
+            },
+            2,
+            90,
+        ),
+    }
+)
+def test_configured_worst_case(config: dict[str, str], brokers: int, total_seconds: int) -> None:
+    assert worst_case_of(java, config, brokers=brokers).total_seconds == total_seconds
 
 
 def test_default_delivery_timeout_is_raised_to_linger_plus_request_timeout() -> None:
@@ -42,16 +61,6 @@ def test_explicit_delivery_timeout_below_request_timeout_is_refused() -> None:
 def test_int32_max_delivery_timeout_is_unbounded() -> None:
     estimate = worst_case_of(java, {"delivery.timeout.ms": "2147483647"}, brokers=1)
     assert estimate.unbounded
-
-
-def test_spark_prefix_and_security_keys_are_accepted() -> None:
-    config = {
-        "kafka.bootstrap.servers": "a:9092,b:9092",
-        "kafka.delivery.timeout.ms": "30000",
-        "kafka.sasl.jaas.config": "org.apache...PlainLoginModule required;",
-        "ssl.truststore.location": "/etc/kafka/truststore.jks",
-    }
-    assert worst_case_of(java, config, brokers=2).total_seconds == 90
 
 
 def test_idempotence_defaults_on_unless_acks_conflict() -> None:

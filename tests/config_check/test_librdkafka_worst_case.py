@@ -13,6 +13,15 @@ import math
 
 from hangwatch.time_to_error import librdkafka, models
 from hangwatch.time_to_error.estimate import worst_case_of
+from tests.config_check.helpers import worst_cases
+
+NOT_BOUNDING = {
+    "retries": "0",
+    "socket.timeout.ms": "300000",
+    "socket.connection.setup.timeout.ms": "120000",
+    "retry.backoff.ms": "5000",
+}
+"""Retries, socket and connect timeouts: message.timeout.ms bounds a send whatever they are."""
 
 
 def test_defaults_are_five_minutes_and_the_scan() -> None:
@@ -21,11 +30,27 @@ def test_defaults_are_five_minutes_and_the_scan() -> None:
     assert estimate.formula == "message.timeout.ms + expiry scan interval"
 
 
-def test_delivery_timeout_is_an_alias_and_the_later_wins() -> None:
-    first = {"message.timeout.ms": "5000", "delivery.timeout.ms": "20000"}
-    assert worst_case_of(librdkafka, first, brokers=1).total_seconds == 21
-    second = {"delivery.timeout.ms": "20000", "message.timeout.ms": "5000"}
-    assert worst_case_of(librdkafka, second, brokers=1).total_seconds == 6
+@worst_cases(
+    {
+        "delivery-timeout-is-an-alias-and-the-later-wins": (
+            {"message.timeout.ms": "5000", "delivery.timeout.ms": "20000"},
+            1,
+            21,
+        ),
+        "message-timeout-set-later-wins": (
+            {"delivery.timeout.ms": "20000", "message.timeout.ms": "5000"},
+            1,
+            6,
+        ),
+        "retries-and-socket-timeouts-do-not-move-the-figure": (
+            {"message.timeout.ms": "10000", **NOT_BOUNDING},
+            3,
+            11,
+        ),
+    }
+)
+def test_configured_worst_case(config: dict[str, str], brokers: int, total_seconds: int) -> None:
+    assert worst_case_of(librdkafka, config, brokers=brokers).total_seconds == total_seconds
 
 
 def test_transactional_producer_follows_transaction_timeout() -> None:
@@ -39,17 +64,6 @@ def test_zero_message_timeout_is_unbounded() -> None:
     assert estimate.unbounded
     assert math.isinf(estimate.total_seconds)
     assert estimate.exceeds(10**9)
-
-
-def test_retries_and_socket_timeouts_do_not_move_the_figure() -> None:
-    config = {
-        "message.timeout.ms": "10000",
-        "retries": "0",
-        "socket.timeout.ms": "300000",
-        "socket.connection.setup.timeout.ms": "120000",
-        "retry.backoff.ms": "5000",
-    }
-    assert worst_case_of(librdkafka, config, brokers=3).total_seconds == 11
 
 
 def test_broker_count_from_bootstrap_entries_or_flag() -> None:

@@ -42,6 +42,7 @@ from typing import Any
 
 import yaml
 
+from hangwatch_demo.harness import stop_process
 from tests.kube.pki import Authority, Issued, service_account_keys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,13 +138,8 @@ def spawn(
 
 
 def stop(process: subprocess.Popen[bytes], grace_seconds: float = 10.0) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(grace_seconds)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    """SIGTERM, then SIGKILL after `grace_seconds` (10 s unless told)."""
+    stop_process(process, grace_seconds)
 
 
 def write_kubeconfig(
@@ -345,6 +341,14 @@ class LocalCluster:
                 f"kubectl {' '.join(args)} exited {done.returncode}: {done.stderr}"
             )
         return done
+
+    def merge_patch(
+        self, resource: str, name: str, namespace: str, patch: dict[str, Any]
+    ) -> subprocess.CompletedProcess[str]:
+        """`kubectl patch --type=merge` of `resource` `namespace/name` with `patch`."""
+        return self.kubectl(
+            *("patch", resource, name, "-n", namespace, "--type=merge", "-p", json.dumps(patch))
+        )
 
 
 @contextmanager

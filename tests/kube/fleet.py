@@ -23,6 +23,7 @@ from kubernetes import client
 
 from hangwatch.contracts import Verdict
 from hangwatch_testing.remediation_cluster import BROKERS, FAST, FakeSidecar
+from hangwatch_testing.structural import policy_document
 from tests.kube.cluster import LocalCluster
 from tests.kube.release import admin_api
 from tests.kube.spark import ensure_namespace, submit_application
@@ -41,12 +42,7 @@ def ensure_node(cluster: LocalCluster, name: str) -> None:
 
 def policy_body(namespace: str, **spec: Any) -> dict[str, Any]:
     """A ProducerHealthPolicy polling every 2 s (the CRD's smallest probe interval)."""
-    return {
-        "apiVersion": "hangwatch.dev/v1alpha1",
-        "kind": "ProducerHealthPolicy",
-        "metadata": {"name": "writers", "namespace": namespace},
-        "spec": {"kafka": {"bootstrapServers": list(BROKERS)}, **FAST, **spec},
-    }
+    return policy_document(namespace, "writers", list(BROKERS), **(FAST | spec))
 
 
 def wait_for_policy_status(

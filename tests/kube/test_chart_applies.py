@@ -35,7 +35,13 @@ import yaml
 from cryptography import x509
 from kubernetes import client
 
-from hangwatch_testing.structural import EXAMPLES, apply_defaults, expected_error, version_schema
+from hangwatch_testing.structural import (
+    EXAMPLES,
+    apply_defaults,
+    expected_error,
+    policy_document,
+    version_schema,
+)
 from tests.kube.cluster import LocalCluster
 from tests.kube.release import NAMESPACE, OPERATOR_USER, HelmRelease, admin_api
 
@@ -65,12 +71,7 @@ def _namespace(cluster: LocalCluster, name: str) -> str:
 
 
 def _policy(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "hangwatch.dev/v1alpha1",
-        "kind": "ProducerHealthPolicy",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"kafka": {"bootstrapServers": ["kafka-0.kafka:9092"]}, **spec},
-    }
+    return policy_document(namespace, name, ["kafka-0.kafka:9092"], **spec)
 
 
 def test_crd_is_established_structural_and_served(
@@ -104,12 +105,7 @@ def test_printer_columns_and_status_subresource(
     namespace = _namespace(cluster, "columns")
     cluster.kubectl("create", "-f", "-", stdin=json.dumps(_policy(namespace, "writers")))
     status = {"watched": 7, "unhealthy": 2, "lastAction": {"summary": "restart exec-3"}}
-    cluster.kubectl(
-        *("patch", "producerhealthpolicy", "writers", "-n", namespace, "--type=merge"),
-        *("--subresource=status",) if False else (),
-        "-p",
-        json.dumps({"status": status}),
-    )
+    cluster.merge_patch("producerhealthpolicy", "writers", namespace, {"status": status})
     # the main resource ignores status: nothing shows yet
     table = cluster.kubectl("get", "producerhealthpolicies", "-n", namespace).stdout.splitlines()
     header = table[0].split()
@@ -123,16 +119,7 @@ def test_printer_columns_and_status_subresource(
     stored = _json(cluster, "get", "phpolicy", "writers", "-n", namespace)
     assert stored["metadata"]["generation"] == 1  # a status write is not a spec change
     spec_change = {"spec": {"safety": {"dryRun": True}}, "status": {"watched": 0}}
-    cluster.kubectl(
-        "patch",
-        "phpolicy",
-        "writers",
-        "-n",
-        namespace,
-        "--type=merge",
-        "-p",
-        json.dumps(spec_change),
-    )
+    cluster.merge_patch("phpolicy", "writers", namespace, spec_change)
     stored = _json(cluster, "get", "phpolicy", "writers", "-n", namespace)
     assert stored["metadata"]["generation"] == 2
     assert stored["status"]["watched"] == 7  # status only changes through /status

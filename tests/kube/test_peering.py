@@ -199,17 +199,7 @@ def test_a_standby_follows_a_policy_created_changed_and_deleted_after_it_paused(
     assert SIDECAR_CONTAINER in container_names(executor)
 
     interval = {"spec": {"probes": {"probeIntervalSeconds": 3}}}
-    cluster.kubectl(
-        "patch",
-        "phpolicy",
-        "writers",
-        "-n",
-        namespace,
-        "--type",
-        "merge",
-        "-p",
-        json.dumps(interval),
-    )
+    cluster.merge_patch("phpolicy", "writers", namespace, interval)
     standby.wait_for_log(f"Policy {policy} (generation 2) changed for injection.")
     _, (changed,) = submit_application(cluster, namespace, 1, suffix="-changed")
     (sidecar,) = [c for c in changed["spec"]["containers"] if c["name"] == SIDECAR_CONTAINER]

@@ -1,4 +1,5 @@
-"""Small real-client helpers the lab tests share: raw TCP, ApiVersions, a producer."""
+"""Small real-client helpers the lab tests share: raw TCP, ApiVersions, a producer, and
+`hangwatch lab` as a child process."""
 
 from __future__ import annotations
 
@@ -55,6 +56,17 @@ def produce(
     producer.purge()
     producer.flush(1)
     return outcomes
+
+
+def lab_command(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run `hangwatch lab --state STATE ARGS...` to completion; its output as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "hangwatch", "lab", "--state", str(state), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 @contextmanager

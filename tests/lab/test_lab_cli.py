@@ -18,17 +18,7 @@ import pytest
 
 from hangwatch.errors import UsageError
 from hangwatch_lab.cli import parse_topics
-from tests.lab.clients import lab_cli
-
-
-def _cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hangwatch", "lab", "--state", str(state), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+from tests.lab.clients import lab_cli, lab_command
 
 
 def _one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
@@ -43,26 +33,26 @@ def test_status_fault_and_down_from_another_shell(tmp_path: Path) -> None:
     with lab_cli(state, "--brokers", "2", "--topics", "events:4") as (up, bootstrap):
         recorded = json.loads(state.read_text())
         assert recorded["bootstrap"] == bootstrap
-        status = json.loads(_cli(state, "status", "--json").stdout)
+        status = json.loads(lab_command(state, "status", "--json").stdout)
         assert [b["condition"] for b in status["brokers"]] == ["up", "up"]
         assert status["topics"] == {"events": 4}
-        down = _cli(state, "fault", "down", "--broker", "2")
+        down = lab_command(state, "fault", "down", "--broker", "2")
         assert down.returncode == 0 and "down" in down.stdout.splitlines()[2]
-        missing = _cli(state, "fault", "rtt", "--broker", "1")
+        missing = lab_command(state, "fault", "rtt", "--broker", "1")
         assert missing.returncode == 3
         assert "needs --ms" in _one_line_error(missing)
-        unknown = _cli(state, "fault", "down", "--broker", "7")
+        unknown = lab_command(state, "fault", "down", "--broker", "7")
         assert unknown.returncode == 3
         assert "no broker 7" in _one_line_error(unknown)
-        assert _cli(state, "fault", "restore", "--all").returncode == 0
-        assert _cli(state, "down").returncode == 0
+        assert lab_command(state, "fault", "restore", "--all").returncode == 0
+        assert lab_command(state, "down").returncode == 0
         assert up.wait(timeout=20) == 0
         assert not state.exists()
 
 
 def test_commands_without_a_lab_name_the_state_file(tmp_path: Path) -> None:
     state = tmp_path / "none.json"
-    proc = _cli(state, "status")
+    proc = lab_command(state, "status")
     assert proc.returncode == 1
     assert str(state) in _one_line_error(proc)
 
@@ -93,7 +83,7 @@ def test_state_after_the_action_is_the_same_flag(tmp_path: Path, action: str) ->
 def test_bad_arguments_are_one_line_usage_errors(
     tmp_path: Path, args: list[str], message: str
 ) -> None:
-    proc = _cli(tmp_path / "lab.json", *args)
+    proc = lab_command(tmp_path / "lab.json", *args)
     assert proc.returncode == 3
     assert message in _one_line_error(proc)
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,7 +19,7 @@ import pytest
 
 from hangwatch.errors import LabError
 from hangwatch_lab import Lab, netfilter
-from tests.lab.clients import connect_outcome, lab_cli
+from tests.lab.clients import connect_outcome, lab_cli, lab_command
 
 
 def _wait(predicate: object, timeout_seconds: float = 10.0) -> bool:
@@ -34,25 +32,13 @@ def _wait(predicate: object, timeout_seconds: float = 10.0) -> bool:
 
 
 def _pid_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not netfilter.pid_alive(pid):
         return True
     # A zombie child of ours still answers kill(0): reap it if it is ours.
     try:
         return os.waitpid(pid, os.WNOHANG)[0] == pid
     except ChildProcessError:
         return False
-
-
-def _cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hangwatch", "lab", "--state", str(state), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def test_context_manager_removes_rules_even_when_the_body_raises(kernel_faults: None) -> None:
@@ -67,7 +53,7 @@ def test_sigterm_removes_rules_state_and_mock(tmp_path: Path, kernel_faults: Non
     state = tmp_path / "lab.json"
     with lab_cli(state, "--topics", "t:3") as (proc, bootstrap):
         mock_pid = json.loads(state.read_text())["mock_pid"]
-        assert _cli(state, "fault", "blackhole", "--broker", "2").returncode == 0
+        assert lab_command(state, "fault", "blackhole", "--broker", "2").returncode == 0
         port = int(bootstrap.split(",")[1].rsplit(":", 1)[1])
         assert connect_outcome(port, 0.5) == "timeout"
         assert netfilter.drop_rule_count(proc.pid) == 2
@@ -84,7 +70,7 @@ def test_after_sigkill_the_next_lab_removes_the_dead_labs_rules(
     state = tmp_path / "lab.json"
     with lab_cli(state) as (proc, _):
         mock_pid = json.loads(state.read_text())["mock_pid"]
-        assert _cli(state, "fault", "blackhole", "--broker", "1").returncode == 0
+        assert lab_command(state, "fault", "blackhole", "--broker", "1").returncode == 0
         proc.kill()
         proc.wait(timeout=10)
     assert netfilter.drop_rule_count(proc.pid) == 2, "SIGKILL cannot clean up; the next lab must"
@@ -110,7 +96,7 @@ def test_crashed_mock_is_reported_and_rules_still_removed(kernel_faults: None) -
 def test_lab_up_exits_nonzero_when_its_mock_dies(tmp_path: Path, kernel_faults: None) -> None:
     state = tmp_path / "lab.json"
     with lab_cli(state) as (proc, _):
-        assert _cli(state, "fault", "blackhole", "--broker", "3").returncode == 0
+        assert lab_command(state, "fault", "blackhole", "--broker", "3").returncode == 0
         os.kill(json.loads(state.read_text())["mock_pid"], signal.SIGKILL)
         assert proc.wait(timeout=20) != 0
     assert netfilter.drop_rule_count(proc.pid) == 0

@@ -44,6 +44,7 @@ from hangwatch_testing.remediation_cluster import (
     stored_policy,
     watched_executor,
 )
+from tests.chart.known_metrics import OPERATOR_DECISION_METRICS
 
 HUNG = Verdict.PRODUCER_HUNG
 OK = Verdict.HEALTHY
@@ -78,6 +79,17 @@ class Lab:
             f"{reason} in {namespace}", lambda: self.events(namespace, reason)
         )
         return found[0]
+
+    def wait_for_verdict_count(self, namespace: str, verdict: str, count: int) -> dict[str, Any]:
+        """The policy's status once it counts `count` pods with `verdict`."""
+        status: dict[str, Any] = self.operator.wait_for(
+            f"{count} {verdict} in the status of {namespace}",
+            lambda: (
+                self.status(namespace).get("verdictCounts", {}).get(verdict) == count
+                and self.status(namespace)
+            ),
+        )
+        return status
 
     def pod_exists(self, namespace: str, name: str) -> bool:
         return self.cluster.get(PODS, namespace, name) is not None
@@ -330,13 +342,7 @@ def test_a_node_fault_cordons_and_taints_the_node(lab: Lab) -> None:
         "alerts", lambda: len(lab.events("node-fault", "HangwatchAlert")) == 2
     )
     assert alerts
-    status = lab.operator.wait_for(
-        "fault in status",
-        lambda: (
-            lab.status("node-fault").get("verdictCounts", {}).get("node_network_fault") == 2
-            and lab.status("node-fault")
-        ),
-    )
+    status = lab.wait_for_verdict_count("node-fault", "node_network_fault", 2)
     faults = {c["type"]: c for c in status["conditions"]}["NodeNetworkFault"]
     assert faults["status"] == "True" and "nf-a" in faults["message"]
     assert all(lab.pod_exists("node-fault", name) for name in lab.scenarios["node-fault"].pods)
@@ -351,13 +357,7 @@ def test_a_silent_sidecar_is_reported_and_nothing_is_done(lab: Lab) -> None:
         "no answer within 0.5 s" in event["message"]
         and "no verdict, so no action" in event["message"]
     )
-    status = lab.operator.wait_for(
-        "silent status",
-        lambda: (
-            lab.status("silent").get("verdictCounts", {}).get("sidecar_unreachable") == 1
-            and lab.status("silent")
-        ),
-    )
+    status = lab.wait_for_verdict_count("silent", "sidecar_unreachable", 1)
     reachable = {c["type"]: c for c in status["conditions"]}["SidecarsReachable"]
     assert (reachable["status"], reachable["message"]) == ("False", f"no answer from {silent}")
     lab.wait_rounds("silent", 1)
@@ -372,12 +372,7 @@ def test_metrics_carry_the_contract_names_and_labels(lab: Lab) -> None:
     metrics = scrape(lab.metrics_port)
     names = {name for name, _ in metrics}
     assert {
-        "hangwatch_operator_decisions_total",
-        "hangwatch_operator_suppressions_total",
-        "hangwatch_operator_actions_total",
-        "hangwatch_operator_watched_pods",
-        "hangwatch_operator_unhealthy_pods",
-        "hangwatch_operator_sidecar_unreachable_pods",
+        *OPERATOR_DECISION_METRICS,
         "hangwatch_operator_status_poll_duration_seconds_bucket",
         "hangwatch_operator_cordoned_nodes",
     } <= names

@@ -17,6 +17,7 @@ says which policy-wide limit holds; an invalid policy gets Ready=False InvalidSp
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jsonschema
 import kubernetes_validate
@@ -221,35 +222,12 @@ def test_status_counts_verdicts_bounds_recent_actions_and_hides_suppressions_fro
 def test_conditions_keep_their_transition_time_while_unchanged() -> None:
     found = findings(*fleet(3))
     gates = assess_gates(found, policy(), History(), NOW)
-    first = build_status(
-        previous=None,
-        findings=found,
-        gates=gates,
-        policy=policy(),
-        records=[],
-        generation=1,
-        now=NOW,
-    )
-    later = build_status(
-        previous=first,
-        findings=found,
-        gates=gates,
-        policy=policy(),
-        records=[],
-        generation=1,
-        now=NOW + 60,
-    )
+    build = functools.partial(build_status, findings=found, gates=gates, records=[])
+    first = build(previous=None, policy=policy(), generation=1, now=NOW)
+    later = build(previous=first, policy=policy(), generation=1, now=NOW + 60)
     assert later == first
     dry = policy(safety={"dryRun": True})
-    flipped = build_status(
-        previous=first,
-        findings=found,
-        gates=gates,
-        policy=dry,
-        records=[],
-        generation=2,
-        now=NOW + 90,
-    )
+    flipped = build(previous=first, policy=dry, generation=2, now=NOW + 90)
     times = {c["type"]: c["lastTransitionTime"] for c in flipped["conditions"]}
     assert times["ActionsSuppressed"] != times["Ready"]
 

@@ -65,6 +65,16 @@ _OBJECT = "request.object"
 _CONTAINER = f"{_OBJECT}.spec.containers.0"
 
 
+def _in_pod(path: str, value: Any) -> dict[str, Any]:
+    """A review whose pod has `value` at `path` (e.g. "spec.volumes")."""
+    return _review(**{f"{_OBJECT}.{path}": value})
+
+
+def _in_container(path: str, value: Any) -> dict[str, Any]:
+    """A review whose pod's first container has `value` at `path` (e.g. "env")."""
+    return _review(**{f"{_CONTAINER}.{path}": value})
+
+
 def _check_answer(status: int, body: bytes, sent: Any) -> dict[str, Any]:
     """The contract for any request: 200, a valid AdmissionReview, allowed, uid echoed."""
     assert status == 200, (status, body[:300])
@@ -91,10 +101,10 @@ def _assert_malformed(webhook: Webhook, status: int, body: bytes, sent: Any, pro
 
 
 STRUCTURE_CASES = {
-    "spec-null": (_review(**{f"{_OBJECT}.spec": None}), "object.spec is not an object"),
-    "no-spec": (_review(**{f"{_OBJECT}.spec": _DELETE}), "object.spec is not an object"),
+    "spec-null": (_in_pod("spec", None), "object.spec is not an object"),
+    "no-spec": (_in_pod("spec", _DELETE), "object.spec is not an object"),
     "no-metadata": (
-        _review(**{f"{_OBJECT}.metadata": _DELETE}),
+        _in_pod("metadata", _DELETE),
         "object.metadata is not an object",
     ),
     "empty-list": ([], "request body is not a JSON object"),
@@ -126,25 +136,25 @@ STRUCTURE_CASES = {
         ),
         "request.resource is not core pods",
     ),
-    "object-of-another-kind": (_review(**{f"{_OBJECT}.kind": "Secret"}), "object.kind is not Pod"),
+    "object-of-another-kind": (_in_pod("kind", "Secret"), "object.kind is not Pod"),
     "labels-a-list": (
-        _review(**{f"{_OBJECT}.metadata.labels": ["spark-role"]}),
+        _in_pod("metadata.labels", ["spark-role"]),
         "metadata.labels is not an object",
     ),
     "label-a-number": (
-        _review(**{f"{_OBJECT}.metadata.labels.spark-exec-id": 1}),
+        _in_pod("metadata.labels.spark-exec-id", 1),
         "metadata.labels has a value that is not a string",
     ),
     "annotation-a-boolean": (
-        _review(**{f"{_OBJECT}.metadata.annotations": {"hangwatch.dev/inject": False}}),
+        _in_pod("metadata.annotations", {"hangwatch.dev/inject": False}),
         "metadata.annotations has a value that is not a string",
     ),
     "name-an-object": (
-        _review(**{f"{_OBJECT}.metadata.name": {}}),
+        _in_pod("metadata.name", {}),
         "metadata.name is not a string",
     ),
     "containers-an-object": (
-        _review(**{f"{_OBJECT}.spec.containers": {"spark": {}}}),
+        _in_pod("spec.containers", {"spark": {}}),
         "spec.containers is not a list",
     ),
     "container-a-string": (
@@ -152,39 +162,39 @@ STRUCTURE_CASES = {
         "spec.containers has an item that is not an object",
     ),
     "env-a-string": (
-        _review(**{f"{_CONTAINER}.env": "not-a-list"}),
+        _in_container("env", "not-a-list"),
         "spec.containers[0].env is not a list",
     ),
     "env-name-a-number": (
-        _review(**{f"{_CONTAINER}.env.0.name": 5}),
+        _in_container("env.0.name", 5),
         "spec.containers[0].env[0].name is not a string",
     ),
     "port-a-string": (
-        _review(**{f"{_CONTAINER}.ports.0.containerPort": "9477"}),
+        _in_container("ports.0.containerPort", "9477"),
         "spec.containers[0].ports[0].containerPort is not an integer",
     ),
     "port-a-boolean": (
-        _review(**{f"{_CONTAINER}.ports.0.containerPort": True}),
+        _in_container("ports.0.containerPort", True),
         "spec.containers[0].ports[0].containerPort is not an integer",
     ),
     "volume-mounts-a-number": (
-        _review(**{f"{_CONTAINER}.volumeMounts": 3}),
+        _in_container("volumeMounts", 3),
         "spec.containers[0].volumeMounts is not a list",
     ),
     "volumes-a-string": (
-        _review(**{f"{_OBJECT}.spec.volumes": "none"}),
+        _in_pod("spec.volumes", "none"),
         "spec.volumes is not a list",
     ),
     "volume-name-a-list": (
-        _review(**{f"{_OBJECT}.spec.volumes.0.name": ["x"]}),
+        _in_pod("spec.volumes.0.name", ["x"]),
         "spec.volumes[0].name is not a string",
     ),
     "init-containers-a-string": (
-        _review(**{f"{_OBJECT}.spec.initContainers": "x"}),
+        _in_pod("spec.initContainers", "x"),
         "spec.initContainers is not a list",
     ),
     "host-pid-a-string": (
-        _review(**{f"{_OBJECT}.spec.hostPID": "yes"}),
+        _in_pod("spec.hostPID", "yes"),
         "spec.hostPID is not a boolean",
     ),
 }

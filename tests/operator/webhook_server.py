@@ -30,7 +30,13 @@ from hangwatch_operator.certificates import generate_webhook_certificates
 from hangwatch_operator.settings import InjectionMode
 from hangwatch_testing.emulated_cluster import EmulatedCluster, OperatorRun, running_operator
 from hangwatch_testing.spark_pods import admission_review
-from hangwatch_testing.structural import EXAMPLES, apply_defaults, load_yaml, version_schema
+from hangwatch_testing.structural import (
+    EXAMPLES,
+    apply_defaults,
+    load_yaml,
+    policy_document,
+    version_schema,
+)
 
 POLICIES = "hangwatch.dev/v1alpha1/producerhealthpolicies"
 WEBHOOK_CONFIGS = "admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
@@ -122,12 +128,7 @@ def put_policy(cluster: EmulatedCluster, body: dict[str, Any]) -> dict[str, Any]
 
 
 def inline_policy(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "hangwatch.dev/v1alpha1",
-        "kind": "ProducerHealthPolicy",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"kafka": {"bootstrapServers": ["kafka.kafka.svc:9092"]}, **spec},
-    }
+    return policy_document(namespace, name, ["kafka.kafka.svc:9092"], **spec)
 
 
 def indexed(namespace: str, name: str, generation: int = 1) -> str:

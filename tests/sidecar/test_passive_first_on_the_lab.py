@@ -20,7 +20,7 @@ import pytest
 from hangwatch.contracts import Reachability
 from hangwatch_lab import Lab
 from hangwatch_sidecar.loop import SidecarLoop
-from hangwatch_sidecar.settings import SidecarSettings
+from tests.sidecar.lab_loop import fast_loop
 
 pytestmark = pytest.mark.xdist_group("lab-timing")
 
@@ -31,21 +31,6 @@ def telemetry() -> Iterator[Path]:
         yield Path(tmp)
 
 
-def _loop(lab: Lab, telemetry: Path, **changes: object) -> SidecarLoop:
-    settings = SidecarSettings(
-        bootstrap=lab.bootstrap,
-        topics="t",
-        port=1,
-        telemetry_dir=str(telemetry),
-        probe_interval_seconds=1.0,
-        stall_seconds=5.0,
-        connect_timeout_ms=1000,
-        request_timeout_ms=1000,
-        **changes,  # type: ignore[arg-type]
-    )
-    return SidecarLoop(settings.validate())
-
-
 def _reachability(loop: SidecarLoop, address: str) -> Reachability:
     state = loop.state()
     assert state.cluster is not None
@@ -54,7 +39,7 @@ def _reachability(loop: SidecarLoop, address: str) -> Reachability:
 
 
 def test_kept_connections_cost_one_connect_per_broker(lab: Lab, telemetry: Path) -> None:
-    loop = _loop(lab, telemetry)
+    loop = fast_loop(lab.bootstrap, "t", telemetry)
     try:
         for _ in range(6):
             loop.round()
@@ -68,7 +53,7 @@ def test_kept_connections_cost_one_connect_per_broker(lab: Lab, telemetry: Path)
 
 
 def test_fresh_mode_connects_every_round(lab: Lab, telemetry: Path) -> None:
-    loop = _loop(lab, telemetry, probe_mode="fresh")
+    loop = fast_loop(lab.bootstrap, "t", telemetry, probe_mode="fresh")
     try:
         for _ in range(4):
             loop.round()
@@ -79,7 +64,7 @@ def test_fresh_mode_connects_every_round(lab: Lab, telemetry: Path) -> None:
 
 
 def test_down_broker_is_refused_in_the_same_round(lab: Lab, telemetry: Path) -> None:
-    loop = _loop(lab, telemetry)
+    loop = fast_loop(lab.bootstrap, "t", telemetry)
     try:
         loop.round()
         lab.down(2)
@@ -93,7 +78,7 @@ def test_down_broker_is_refused_in_the_same_round(lab: Lab, telemetry: Path) -> 
 def test_unresponsive_and_blackholed_on_the_kept_connection(
     lab: Lab, telemetry: Path, kernel_faults: None
 ) -> None:
-    loop = _loop(lab, telemetry)
+    loop = fast_loop(lab.bootstrap, "t", telemetry)
     try:
         loop.round()
         lab.unresponsive(1)

@@ -29,18 +29,18 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from hangwatch.contracts import Verdict
 from hangwatch_lab import Lab
-from hangwatch_sidecar.loop import SidecarLoop
-from hangwatch_sidecar.settings import SidecarSettings
 from hangwatch_sidecar.spark.types import ExecutorCounts, ReadStats, SparkView
 from hangwatch_testing.clients.build import PROGRAMS, built
-from hangwatch_testing.clients.runs import TOPIC, run
+from hangwatch_testing.clients.runs import TOPIC, on_each_broker, on_the_leader, run
 from hangwatch_testing.clients.workloads import CLIENTS, Rhythm, Workload
+from tests.sidecar.lab_loop import fast_loop
 
 pytestmark = pytest.mark.xdist_group("lab-timing")
 
@@ -59,19 +59,15 @@ def go_clients(pytestconfig: pytest.Config) -> None:
             built(program)
 
 
-def _stall_every_broker(lab: Lab) -> None:
-    for broker in lab.brokers:
-        lab.stall_produce(broker)
-
-
-def _leader(lab: Lab) -> int:
-    metadata = lab.admin().list_topics(TOPIC, timeout=10)
-    return int(metadata.topics[TOPIC].partitions[0].leader)
-
-
 @pytest.mark.parametrize("client", CLIENTS)
 def test_unanswered_produce_is_producer_hung_for_every_client(client: str) -> None:
-    result = run(client, "stall-produce", _stall_every_broker, expect="producer_hung", seconds=40)
+    result = run(
+        client,
+        "stall-produce",
+        on_each_broker(Lab.stall_produce),
+        expect="producer_hung",
+        seconds=40,
+    )
     assert result.detected_seconds is not None, result.describe()
     reasons = " ".join(result.changes[-1][2])
     assert "a request unanswered for" in reasons and "connection 127.0.0.1:" in reasons
@@ -81,12 +77,23 @@ def test_unanswered_produce_is_producer_hung_for_every_client(client: str) -> No
         assert result.detected_seconds < result.client_error_seconds, result.describe()
 
 
-def test_s0_all_brokers_blackholed_is_cluster_unreachable_sarama(kernel_faults: None) -> None:
-    def blackhole_all(lab: Lab) -> None:
-        for broker in lab.brokers:
-            lab.blackhole(broker)
-
-    result = run("sarama", "blackhole-all", blackhole_all, expect="cluster_unreachable", seconds=15)
+@pytest.mark.parametrize(
+    ("client", "fault", "kernel"),
+    [("sarama", Lab.blackhole, True), ("kcat", Lab.down, False)],
+    ids=["s0-all-blackholed-sarama", "all-down-kcat"],
+)
+def test_every_broker_cut_off_is_cluster_unreachable(
+    client: str, fault: Callable[[Lab, int], None], kernel: bool, request: pytest.FixtureRequest
+) -> None:
+    if kernel:
+        request.getfixturevalue("kernel_faults")
+    result = run(
+        client,
+        f"{fault.__name__}-all",
+        on_each_broker(fault),
+        expect="cluster_unreachable",
+        seconds=15,
+    )
     assert result.detected_seconds is not None and result.detected_seconds <= CLUSTER_FAULT_BOUND, (
         result.describe()
     )
@@ -95,14 +102,12 @@ def test_s0_all_brokers_blackholed_is_cluster_unreachable_sarama(kernel_faults: 
 
 def test_s3_blackholed_leader_is_broker_degraded_naming_it_kafka_go(kernel_faults: None) -> None:
     named: list[str] = []
-
-    def blackhole_leader(lab: Lab) -> None:
-        broker = _leader(lab)
-        named.append(lab.brokers[broker].address)
-        lab.blackhole(broker)
-
     result = run(
-        "kafka-go", "blackhole-leader", blackhole_leader, expect="broker_degraded", seconds=15
+        "kafka-go",
+        "blackhole-leader",
+        on_the_leader(Lab.blackhole, named),
+        expect="broker_degraded",
+        seconds=15,
     )
     assert result.detected_seconds is not None and result.detected_seconds <= CLUSTER_FAULT_BOUND, (
         result.describe()
@@ -112,28 +117,14 @@ def test_s3_blackholed_leader_is_broker_degraded_naming_it_kafka_go(kernel_fault
     assert "producer_hung" not in result.verdicts
 
 
-def test_every_broker_down_is_cluster_unreachable_kcat() -> None:
-    def down_all(lab: Lab) -> None:
-        for broker in lab.brokers:
-            lab.down(broker)
-
-    result = run("kcat", "down-all", down_all, expect="cluster_unreachable", seconds=15)
-    assert result.detected_seconds is not None and result.detected_seconds <= CLUSTER_FAULT_BOUND, (
-        result.describe()
-    )
-    assert "producer_hung" not in result.verdicts
-
-
 def test_one_broker_down_is_broker_degraded_naming_it_confluent() -> None:
     named: list[str] = []
-
-    def down_leader(lab: Lab) -> None:
-        broker = _leader(lab)
-        named.append(lab.brokers[broker].address)
-        lab.down(broker)
-
     result = run(
-        "confluent-kafka", "down-leader", down_leader, expect="broker_degraded", seconds=15
+        "confluent-kafka",
+        "down-leader",
+        on_the_leader(Lab.down, named),
+        expect="broker_degraded",
+        seconds=15,
     )
     assert result.detected_seconds is not None, result.describe()
     assert named[0] in " ".join(result.changes[-1][2])
@@ -169,21 +160,6 @@ def test_control_a_consumer_group_in_the_same_pod_is_never_producer_hung() -> No
     assert result.verdicts == {"healthy"}, result.describe()
 
 
-def _loop(bootstrap: str, telemetry: Path) -> SidecarLoop:
-    return SidecarLoop(
-        SidecarSettings(
-            bootstrap=bootstrap,
-            topics=TOPIC,
-            port=1,
-            telemetry_dir=str(telemetry),
-            probe_interval_seconds=1.0,
-            stall_seconds=5.0,
-            connect_timeout_ms=1000,
-            request_timeout_ms=1000,
-        ).validate()
-    )
-
-
 class _TaskRunning:
     """Spark's view of the executor, constructed for this test: one of its tasks runs and
     the JVM holds no Kafka thread (a Python producer). The real view is read from a real
@@ -204,7 +180,7 @@ def test_s4_blocked_callback_is_silence_flagged_only_while_spark_runs_a_task() -
         telemetry, wedge = Path(tmp) / "telemetry", Path(tmp) / "wedge"
         telemetry.mkdir()
         workload = Workload("confluent-kafka", lab.bootstrap, TOPIC, wedge=wedge)
-        unknown, running = _loop(lab.bootstrap, telemetry), _loop(lab.bootstrap, telemetry)
+        unknown, running = (fast_loop(lab.bootstrap, TOPIC, telemetry) for _ in range(2))
         running.spark = _TaskRunning()  # type: ignore[assignment]
         stop = threading.Event()
         try:

@@ -18,6 +18,9 @@ reason; healthy otherwise.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
+
+import pytest
 
 from hangwatch.contracts import Reachability as R
 from hangwatch.contracts import Verdict as V
@@ -28,6 +31,13 @@ from tests.sidecar.builders import cluster, producer
 T = Thresholds(
     stall_seconds=30, heartbeat_seconds=15, metadata_max_age_seconds=60, election_grace_seconds=15
 )
+ANSWERED_LATELY = {
+    "pending": 100,
+    "pending_seconds": 31,
+    "progress_age_seconds": 45,
+    "answered_age_seconds": 0.5,
+}
+"""A stuck producer (no delivery for 45 s) one of whose requests was answered 0.5 s ago."""
 
 
 def test_no_probe_yet_is_unknown() -> None:
@@ -48,31 +58,42 @@ def test_s0_every_broker_blackholed_is_cluster_unreachable() -> None:
     assert result.producers["producer-42-1"].verdict is V.CLUSTER_UNREACHABLE
 
 
-def test_s2_election_within_grace_is_leader_election_not_hung() -> None:
-    stuck = producer(pending=100, pending_seconds=60, progress_age_seconds=60)
-    result = evaluate(
-        cluster(leaderless_topics=frozenset({"t"})),
-        [stuck],
-        thresholds=T,
-        now=102,
-        leaderless_since=100.5,
-    )
+@pytest.mark.parametrize(
+    ("leaderless", "stuck_seconds", "now", "since", "reason", "named"),
+    [
+        pytest.param(
+            {"leaderless_topics": frozenset({"t"})},
+            60,
+            102,
+            100.5,
+            "within grace",
+            ["t/*"],
+            id="s2-within-grace-is-leader-election-not-hung",
+        ),
+        pytest.param(
+            {"leaderless": frozenset({("t", 1)})},
+            600,
+            200,
+            100,
+            "beyond",
+            ["t/1"],
+            id="beyond-grace-still-blocks-producer-hung",
+        ),
+    ],
+)
+def test_an_election_is_leader_election_never_producer_hung(
+    leaderless: dict[str, Any],
+    stuck_seconds: float,
+    now: float,
+    since: float,
+    reason: str,
+    named: list[str],
+) -> None:
+    stuck = producer(pending=100, pending_seconds=stuck_seconds, progress_age_seconds=stuck_seconds)
+    result = evaluate(cluster(**leaderless), [stuck], thresholds=T, now=now, leaderless_since=since)
     assert result.pod.verdict is V.LEADER_ELECTION
-    assert "within grace" in result.pod.reasons[0]
-    assert result.pod.evidence["leaderless"] == ["t/*"]
-
-
-def test_election_beyond_grace_still_blocks_producer_hung() -> None:
-    stuck = producer(pending=100, pending_seconds=600, progress_age_seconds=600)
-    result = evaluate(
-        cluster(leaderless=frozenset({("t", 1)})),
-        [stuck],
-        thresholds=T,
-        now=200,
-        leaderless_since=100,
-    )
-    assert result.pod.verdict is V.LEADER_ELECTION
-    assert "beyond" in result.pod.reasons[0]
+    assert reason in result.pod.reasons[0]
+    assert result.pod.evidence["leaderless"] == named
 
 
 def test_leaderless_partitions_of_other_topics_are_ignored() -> None:
@@ -86,26 +107,54 @@ def test_leaderless_partitions_of_other_topics_are_ignored() -> None:
     assert result.pod.verdict is V.HEALTHY
 
 
-def test_s2_stuck_after_leaders_are_back_is_producer_hung() -> None:
-    stuck = producer(pending=100, pending_seconds=31, progress_age_seconds=45)
-    result = evaluate(cluster(), [stuck], thresholds=T, now=100)
-    assert result.pod.verdict is V.PRODUCER_HUNG
-    assert "100 messages pending" in result.pod.reasons[0]
+BLAMED: dict[str, tuple[dict[str, Any], V, str]] = {
+    "s2-stuck-after-leaders-are-back": (
+        {"pending": 100, "pending_seconds": 31, "progress_age_seconds": 45},
+        V.PRODUCER_HUNG,
+        "100 messages pending",
+    ),
+    "s4-heartbeat-stopped-while-alive": (
+        {
+            "pending": 10,
+            "heartbeat_age_seconds": 16,
+            "pending_seconds": 16,
+            "progress_age_seconds": 16,
+        },
+        V.PRODUCER_HUNG,
+        "heartbeat stopped",
+    ),
+    "s1-failing-while-cluster-healthy": (
+        {"failed_total": 500, "failing_seconds": 40, "progress_age_seconds": 40},
+        V.METADATA_STALE,
+        "failed for 40 s",
+    ),
+    "s1-stuck-but-answered-is-metadata-stale-not-hung": (
+        {**ANSWERED_LATELY, "awaiting_responses": 0},
+        V.METADATA_STALE,
+        "keep answering",
+    ),
+    "s2-stuck-with-unanswered-requests-is-hung-even-if-other-answers-came": (
+        {**ANSWERED_LATELY, "awaiting_responses": 3},
+        V.PRODUCER_HUNG,
+        "100 messages pending",
+    ),
+}
+"""One producer's telemetry on a healthy cluster -> (verdict, a phrase of its reason)."""
+
+
+@pytest.mark.parametrize(("fields", "verdict", "reason"), BLAMED.values(), ids=BLAMED.keys())
+def test_one_producer_on_a_healthy_cluster_is_blamed(
+    fields: dict[str, Any], verdict: V, reason: str
+) -> None:
+    result = evaluate(cluster(), [producer(**fields)], thresholds=T, now=100)
+    assert result.pod.verdict is verdict
+    assert reason in result.pod.reasons[0]
     assert result.pod.evidence["producers"] == ["producer-42-1"]
 
 
 def test_pending_but_recently_delivering_is_healthy() -> None:
     busy = producer(pending=5000, pending_seconds=600, progress_age_seconds=0.2)
     assert evaluate(cluster(), [busy], thresholds=T, now=100).pod.verdict is V.HEALTHY
-
-
-def test_s4_heartbeat_stopped_while_alive_is_producer_hung() -> None:
-    blocked = producer(
-        pending=10, heartbeat_age_seconds=16, pending_seconds=16, progress_age_seconds=16
-    )
-    result = evaluate(cluster(), [blocked], thresholds=T, now=100)
-    assert result.pod.verdict is V.PRODUCER_HUNG
-    assert "heartbeat stopped" in result.pod.reasons[0]
 
 
 def test_stale_heartbeat_without_known_liveness_or_after_exit_is_not_hung() -> None:
@@ -120,13 +169,6 @@ def test_stalled_during_broker_failure_is_broker_degraded_never_hung() -> None:
     stuck = producer(pending=100, pending_seconds=90, progress_age_seconds=90)
     result = evaluate(cluster(R.OK, R.TIMEOUT, R.OK), [stuck], thresholds=T, now=100)
     assert result.pod.verdict is V.BROKER_DEGRADED
-
-
-def test_s1_failing_while_cluster_healthy_is_metadata_stale() -> None:
-    failing = producer(failed_total=500, failing_seconds=40, progress_age_seconds=40)
-    result = evaluate(cluster(), [failing], thresholds=T, now=100)
-    assert result.pod.verdict is V.METADATA_STALE
-    assert "failed for 40 s" in result.pod.reasons[0]
 
 
 def test_s1_leader_disagreement_with_old_metadata_is_metadata_stale() -> None:
@@ -202,30 +244,6 @@ def test_a_broker_gone_from_metadata_keeps_its_name() -> None:
     assert result.pod.reasons == (
         "broker 10.0.0.2:9092 (node 2, gone from the cluster's metadata) is refused",
     )
-
-
-def test_s1_stuck_but_answered_is_metadata_stale_not_hung() -> None:
-    answered = producer(
-        pending=100,
-        pending_seconds=31,
-        progress_age_seconds=45,
-        answered_age_seconds=0.5,
-        awaiting_responses=0,
-    )
-    result = evaluate(cluster(), [answered], thresholds=T, now=100)
-    assert result.pod.verdict is V.METADATA_STALE
-    assert "keep answering" in result.pod.reasons[0]
-
-
-def test_s2_stuck_with_unanswered_requests_is_hung_even_if_other_answers_came() -> None:
-    waiting = producer(
-        pending=100,
-        pending_seconds=31,
-        progress_age_seconds=45,
-        answered_age_seconds=0.5,
-        awaiting_responses=3,
-    )
-    assert evaluate(cluster(), [waiting], thresholds=T, now=100).pod.verdict is V.PRODUCER_HUNG
 
 
 def test_s4_heartbeat_stopped_counts_even_if_last_snapshot_had_nothing_pending() -> None:

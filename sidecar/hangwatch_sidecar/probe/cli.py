@@ -41,20 +41,21 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="topic to check (repeatable); default: every topic",
     )
     parser.add_argument("--json", action="store_true", help="print the JSON document")
-    parser.add_argument(
-        "--connect-timeout-ms",
-        type=int,
-        default=_DEFAULTS.connect_timeout_ms,
-        metavar="N",
-        help="DNS + TCP connect budget per endpoint (default %(default)s)",
-    )
-    parser.add_argument(
-        "--request-timeout-ms",
-        type=int,
-        default=_DEFAULTS.request_timeout_ms,
-        metavar="N",
-        help="TLS handshake + ApiVersions budget, and metadata fetch (default %(default)s)",
-    )
+    for flag, default, budget in (
+        (
+            "--connect-timeout-ms",
+            _DEFAULTS.connect_timeout_ms,
+            "DNS + TCP connect budget per endpoint",
+        ),
+        (
+            "--request-timeout-ms",
+            _DEFAULTS.request_timeout_ms,
+            "TLS handshake + ApiVersions budget, and metadata fetch",
+        ),
+    ):
+        parser.add_argument(
+            flag, type=int, default=default, metavar="N", help=f"{budget} (default %(default)s)"
+        )
     parser.add_argument(
         "-X",
         dest="properties",

@@ -6,13 +6,13 @@ for the baseline verdict, injects the fault and polls /status every `poll_second
 recording each verdict change with its time since the fault, until the expected verdict
 appears (or, for controls, for the whole watch). The client's own first error after the
 fault is recorded next to it. Everything stops on the way out (no process, no rule left).
+`on_each_broker` and `on_the_leader` turn a lab fault into the fault of a run.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -22,13 +22,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hangwatch_demo.harness import stop_process
 from hangwatch_demo.sidecars import announced_port
 from hangwatch_lab import Lab
 from hangwatch_testing.clients.workloads import Rhythm, Workload
+from hangwatch_testing.processes import sidecar_command
 from hangwatch_testing.waiting import wait_for
 
 TOPIC = "t"
 PARTITIONS = 3
+
+
+def on_each_broker(fault: Callable[[Lab, int], None]) -> Callable[[Lab], None]:
+    """`fault` (e.g. `Lab.blackhole`) applied to every broker of the lab."""
+
+    def apply(lab: Lab) -> None:
+        for broker in lab.brokers:
+            fault(lab, broker)
+
+    return apply
+
+
+def on_the_leader(
+    fault: Callable[[Lab, int], None], named: list[str] | None = None
+) -> Callable[[Lab], None]:
+    """`fault` applied to the leader of partition 0 of TOPIC; its address is appended to
+    `named` (when given), for the test to look for in the verdict's reasons."""
+
+    def apply(lab: Lab) -> None:
+        metadata = lab.admin().list_topics(TOPIC, timeout=10)
+        broker = int(metadata.topics[TOPIC].partitions[0].leader)
+        if named is not None:
+            named.append(lab.brokers[broker].address)
+        fault(lab, broker)
+
+    return apply
 
 
 @dataclass(frozen=True)
@@ -66,12 +94,7 @@ class SidecarProcess:
         self.log_path = Path(self._dir.name) / "sidecar.log"
         with self.log_path.open("w") as log:
             self.proc = subprocess.Popen(
-                [
-                    *(sys.executable, "-m", "hangwatch", "sidecar", "--bootstrap", bootstrap),
-                    *("--topics", TOPIC, "--port", "0", "--telemetry-dir", str(telemetry_dir)),
-                    *timing.argv(),
-                    *extra,
-                ],
+                sidecar_command(bootstrap, TOPIC, telemetry_dir, *timing.argv(), *extra),
                 stdout=subprocess.DEVNULL,
                 stderr=log,
             )
@@ -89,13 +112,7 @@ class SidecarProcess:
             return doc
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc, 10)
         self._dir.cleanup()
 
 
