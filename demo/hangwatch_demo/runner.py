@@ -75,7 +75,9 @@ CONTROL_WATCH_SECONDS = 10.0
 """How long controls (healthy, S2's recovering election) are watched for wrong actions."""
 BASELINE_TIMEOUT_SECONDS = 45.0
 RESTART_GRACE_SECONDS = 2.0
-RECOVERY_TIMEOUT_SECONDS = 30.0
+RECOVERY_TIMEOUT_SECONDS = 45.0
+"""How long events may take to flow again after the restart or heal: when both executors
+were restarted, Spark's replacements took 10-30 s to run tasks on 2 loaded cores."""
 JOB_END_TIMEOUT_SECONDS = 120.0
 SIDECAR_START_TIMEOUT_SECONDS = 20.0
 
