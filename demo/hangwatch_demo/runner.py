@@ -13,6 +13,15 @@ When nothing was restarted the fault is healed after the watch period. The job t
 runs to its end and the topic is read back (`hangwatch_pipeline.verify`): every event
 of the run must be there (duplicates from retried tasks are allowed and counted).
 
+The `plain-*` scenarios' tasks write through a plain confluent-kafka client
+(`spark_tasks.write_partition_plain`): no telemetry, so the sidecars judge them from
+their socket view, narrowed to their own executor's process tree, and Spark's view of
+their executor (the driver's REST API); their baseline is every sidecar `healthy` (for a
+pod without telemetry: it sees the executor's own connections to brokers), and "events
+flow again" is the topic's end offsets growing. `plain-idle-between-runs` waits for the
+run's end before its "fault": the producers, kept open in the Python workers, idle with
+no task running.
+
 Emulation notes: the lab injects faults in the cluster, so one needs help to behave
 like the client bug it stands for: S1's refusals are cleared when the first executor
 is restarted (in the incident the sticky error lived in the client, so a new client
@@ -28,10 +37,13 @@ import logging
 import secrets
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from confluent_kafka import Consumer
 
 from hangwatch.contracts import Verdict
 from hangwatch_demo import spark_tasks
@@ -44,8 +56,9 @@ from hangwatch_lab import Lab
 from hangwatch_operator.decisions import Decision
 from hangwatch_operator.operations import Operation, Outcome
 from hangwatch_operator.sidecar_status import PodReport
+from hangwatch_operator.status_polling import status_url
 from hangwatch_pipeline.run_options import RunOptions
-from hangwatch_pipeline.verify import verify
+from hangwatch_pipeline.verify import VerifyError, partition_ends, verify
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +75,9 @@ CONTROL_WATCH_SECONDS = 10.0
 """How long controls (healthy, S2's recovering election) are watched for wrong actions."""
 BASELINE_TIMEOUT_SECONDS = 45.0
 RESTART_GRACE_SECONDS = 2.0
-RECOVERY_TIMEOUT_SECONDS = 30.0
+RECOVERY_TIMEOUT_SECONDS = 45.0
+"""How long events may take to flow again after the restart or heal: when both executors
+were restarted, Spark's replacements took 10-30 s to run tasks on 2 loaded cores."""
 JOB_END_TIMEOUT_SECONDS = 120.0
 SIDECAR_START_TIMEOUT_SECONDS = 20.0
 
@@ -77,6 +92,7 @@ class DemoRow:
 
     scenario: str
     seed: str
+    producer: str
     fault: str
     fault_short: str
     expected: str
@@ -90,6 +106,8 @@ class DemoRow:
     ok: bool
     restarts: int = 0
     task_retries: int = 0
+    longest_silence_seconds: float | None = None
+    """Plain producers: the longest every-connection silence a sidecar reported."""
     reasons: list[str] = field(default_factory=list)
     changes: list[tuple[float, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -114,6 +132,12 @@ class _Run:
     """Executors restarted: (pod name, verdict)."""
     resumed_wall: float | None = None
     """Wall time of the restart or heal after which deliveries count as recovery."""
+    ends: TopicEnd | None = None
+    """The topic's end offsets, for plain producers (no telemetry says they delivered)."""
+    resumed_end: int = 0
+    """The topic's end offsets' sum at the restart or heal (plain producers)."""
+    longest_silence: float | None = None
+    """The longest silence of an executor's connections a sidecar's socket view reported."""
     detect: float | None = None
     verdicts: dict[str, str] = field(default_factory=dict)
     changes: list[tuple[float, str]] = field(default_factory=list)
@@ -136,6 +160,10 @@ def _telemetry(run: _Run) -> list[dict[str, Any]]:
 
 
 def _delivering_executors(run: _Run) -> set[str]:
+    """Executors whose producers delivered; for plain producers (no telemetry) every
+    executor: their sidecar's `healthy` says it sees their connections."""
+    if run.scenario.producer != "wrapper":
+        return {e.id for e in run.cluster.executors()}
     found = set()
     for executor in run.cluster.executors():
         docs = telemetry_docs(executor.telemetry_dir)
@@ -158,7 +186,8 @@ def _until_baseline(run: _Run, job: PipelineJob) -> None:
             and all(r.pod.executor_id in delivering for r in reports)
         ):
             return
-        if not job.running or time.monotonic() > deadline:
+        ended = not job.running and not run.scenario.idles_after_run
+        if ended or time.monotonic() > deadline:
             raise ScenarioError(
                 f"no {baseline} baseline within {BASELINE_TIMEOUT_SECONDS:.0f} s "
                 f"(sidecars: {verdicts}; delivering executors: {sorted(delivering)}; "
@@ -182,6 +211,19 @@ def _note_verdicts(run: _Run, reports: list[PodReport], elapsed: float) -> None:
                 run.reasons = list(report.status.reasons)
 
 
+def _note_silence(run: _Run) -> None:
+    """Keep the longest `sockets.silent_seconds` the sidecars' /status shows (plain
+    producers: how long their connections were idle, as their socket view saw it)."""
+    for pod in run.fleet.pods():
+        try:
+            with urllib.request.urlopen(status_url(pod), timeout=1.0) as answer:
+                silent = json.load(answer).get("sockets", {}).get("silent_seconds")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(silent, int | float):
+            run.longest_silence = max(run.longest_silence or 0.0, float(silent))
+
+
 def _carry_out(run: _Run, decision: Decision) -> Decision:
     """The demo's actuation: a restart kills the executor's JVM; nothing else is possible
     here (no nodes to cordon, no decommission hook), so anything else fails."""
@@ -203,7 +245,7 @@ def _restart(run: _Run, decision: Decision) -> str:
     if run.scenario.seed == "S1" and not run.restarted:
         run.lab.restore()
     run.restarted.append((decision.pod.name, str(decision.verdict)))
-    run.resumed_wall = time.time()
+    _resumed(run)
     run.actions.append(f"restart {decision.pod.name} ({decision.verdict})")
     return f"executor JVM pid {pid} killed"
 
@@ -248,6 +290,8 @@ def _watch(run: _Run) -> None:
         reports = run.poll()
         elapsed = round_start - run.fault_at
         _note_verdicts(run, reports, elapsed)
+        if s.producer != "wrapper":
+            _note_silence(run)
         seen = any(r.status and r.status.verdict is s.expect for r in reports)
         if not s.control and run.detect is None and seen:
             run.detect = round(elapsed, 2)
@@ -280,12 +324,16 @@ def _recover(run: _Run) -> float | None:
         run.lab.restore()
         for executor in run.cluster.executors():
             (executor.work_dir / spark_tasks.WEDGE_FILE).unlink(missing_ok=True)
-        run.resumed_wall = time.time()
+        _resumed(run)
     since = run.resumed_wall or run.fault_wall
     deadline = time.monotonic() + RECOVERY_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         run.fleet.sync(run.cluster.executors())
-        if any((doc.get("last_delivery_ts") or 0) > since for doc in _telemetry(run)):
+        if run.ends is not None:
+            flowing = run.ends.total() > run.resumed_end
+        else:
+            flowing = any((d.get("last_delivery_ts") or 0) > since for d in _telemetry(run))
+        if flowing:
             again = time.time() - run.fault_wall
             run.say(f"{again:5.1f} s  events flow again")
             return round(again, 2)
@@ -294,11 +342,41 @@ def _recover(run: _Run) -> float | None:
     return None
 
 
+class TopicEnd:
+    """The scenario topic's end offsets summed over partitions (plain producers' progress)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "hangwatch-demo-ends", "log_level": 0}
+        )
+
+    def total(self) -> int:
+        deadline = time.monotonic() + 5.0
+        try:
+            ends = partition_ends(self.consumer, TOPIC, deadline, time.monotonic)
+        except VerifyError:
+            return 0
+        return sum(high for _, high in ends.values())
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def _resumed(run: _Run) -> None:
+    """Note the restart or heal after which deliveries count as recovery."""
+    run.resumed_wall = time.time()
+    if run.ends is not None:
+        run.resumed_end = run.ends.total()
+
+
 def job_options(scenario: Scenario, timing: Timing, bootstrap: str) -> RunOptions:
-    """The pipeline run of a scenario: long enough to cover the baseline, watch and tail."""
+    """The pipeline run of a scenario: long enough to cover the baseline, watch and tail;
+    for a run whose end is the "fault", the baseline allowance and tail only."""
     seconds = BASELINE_ALLOWANCE_SECONDS + _watch_seconds(scenario, timing) + TAIL_SECONDS
+    if scenario.idles_after_run:
+        seconds = BASELINE_ALLOWANCE_SECONDS + TAIL_SECONDS
     producer_conf = {"message.timeout.ms": str(timing.producer_message_timeout_ms)}
-    if scenario.seed == "S4":
+    if scenario.seed == "S4" and scenario.producer == "wrapper":
         # Client debug lines are what reaches the wedgeable logger on the poll thread.
         producer_conf["debug"] = "msg"
     return RunOptions(
@@ -324,11 +402,17 @@ def run_demo_scenario(
         dead = dead_endpoints(scenario.dead_bootstrap_entries)
         bootstrap = ",".join([lab.bootstrap, *dead])
         # The demo's executors share this machine's network namespace, unlike pods: each
-        # sidecar would see every executor's connections as its own. Their verdicts come
-        # from probes and telemetry here; the socket view is tested with real clients.
-        settings = dataclasses.replace(sidecar_settings(bootstrap, work, timing), socket_view=False)
+        # sidecar's socket view is narrowed to its executor's process tree (`sidecars`).
+        settings = dataclasses.replace(
+            sidecar_settings(bootstrap, work, timing),
+            spark_ui_url=cluster.ui_url or "off",
+            application_id=cluster.application_id,
+            spark_interval_seconds=timing.spark_interval_seconds,
+        )
         fleet = SidecarFleet(settings, work, cluster.application_id)
         run = _Run(scenario, timing, lab, cluster, fleet, LocalOperator(), progress, dead)
+        if scenario.producer != "wrapper":
+            run.ends = TopicEnd(lab.bootstrap)
         options = job_options(scenario, timing, bootstrap)
         job: PipelineJob | None = None
         again: float | None = None
@@ -340,6 +424,8 @@ def run_demo_scenario(
             if job is not None and job.running:
                 job.cancel()
             fleet.close()
+            if run.ends is not None:
+                run.ends.close()
         summary = job.summary if job is not None else None
         if summary is not None and summary.error:
             run.problems.append(f"pipeline run failed: {summary.error}")
@@ -364,7 +450,7 @@ def _replay(run: _Run, options: RunOptions) -> tuple[PipelineJob | None, float |
     executors = cluster.executors()
     if not wait_ready(run.fleet, executors, SIDECAR_START_TIMEOUT_SECONDS):
         raise ScenarioError("the sidecars did not start (see sidecar-exec-*.log)")
-    job = cluster.run(options, spark_tasks.write_partition, run.say)
+    job = cluster.run(options, spark_tasks.TASKS[scenario.producer], run.say)
     run.say(
         f"pipeline run {options.run_id}: {options.events} events at "
         f"{RATE_PER_SECOND:.0f}/s on executors {', '.join(e.id for e in executors)}; "
@@ -375,6 +461,10 @@ def _replay(run: _Run, options: RunOptions) -> tuple[PipelineJob | None, float |
     except ScenarioError as exc:
         run.problems.append(str(exc))
         return job, None
+    if scenario.idles_after_run:
+        run.say("waiting for the run to end: its producers stay open, idle, no task running")
+        if not job.wait(JOB_END_TIMEOUT_SECONDS):
+            run.problems.append(f"the run did not finish in {JOB_END_TIMEOUT_SECONDS:.0f} s")
     run.say(f"fault: {scenario.fault}")
     run.fault_at, run.fault_wall = time.monotonic(), time.time()
     wedge = executors[0].work_dir / spark_tasks.WEDGE_FILE
@@ -410,6 +500,7 @@ def _row(
     return DemoRow(
         scenario=s.name,
         seed=s.seed,
+        producer=s.producer,
         fault=s.fault,
         fault_short=s.label or s.fault,
         expected=str(s.expect),
@@ -423,6 +514,7 @@ def _row(
         ok=behaved and lost == 0 and not run.problems,
         restarts=len(run.restarted),
         task_retries=summary.failed_attempts if summary is not None else 0,
+        longest_silence_seconds=run.longest_silence,
         reasons=run.reasons,
         changes=run.changes,
         problems=run.problems,

@@ -4,7 +4,10 @@ Each `Scenario` names the fault injected into the lab once the workload runs
 healthily, the verdict the sidecar must reach (or, for controls, must never reach),
 the bound on detection time, and whether restarting the producer is the right fix.
 Faults are functions of the running `Context` so they can use the lab and the
-workload (e.g. S4 wedges the producer's poll thread).
+workload (e.g. S4 wedges the producer's poll thread). `producer` says what the demo's
+Spark tasks write through (`spark_tasks.TASKS`): hangwatch's wrapper (telemetry), or a
+plain confluent-kafka client that the sidecar judges from its socket view and Spark's
+view alone (the `plain-*` twins of S2 and S4, and an idle control).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class Timing:
     election_grace_seconds: float = 5.0
     hysteresis_intervals: int = 2
     producer_message_timeout_ms: int = 10000
+    spark_interval_seconds: float = 1.0
 
 
 @dataclass
@@ -68,6 +72,11 @@ class Scenario:
     """The verdict before the fault (S1's dead bootstrap entries are already reported)."""
     label: str = ""
     """The fault in a few words (the demo's table)."""
+    producer: str = "wrapper"
+    """What the tasks write through: `wrapper`, `plain` (a client per task), `plain-cached`
+    (a client per Python worker, kept open between runs)."""
+    idles_after_run: bool = False
+    """The fault is the run's end: its producers stay open and idle, no task running."""
 
 
 def _s0(ctx: Context) -> None:
@@ -111,6 +120,34 @@ def _s4(ctx: Context) -> None:
 
 def _nothing(ctx: Context) -> None:
     return None
+
+
+PLAIN = "plain confluent-kafka producer (no wrapper, no telemetry)"
+
+
+def _no_fault_control(
+    name: str,
+    seed: str,
+    fault: str,
+    label: str,
+    *,
+    producer: str = "wrapper",
+    idles_after_run: bool = False,
+) -> Scenario:
+    """A control without a fault, watched for 20 s: any verdict but `healthy` is wrong."""
+    return Scenario(
+        name,
+        seed,
+        fault,
+        _nothing,
+        Verdict.HEALTHY,
+        lambda t: 20.0,
+        control=True,
+        forbidden=frozenset(set(Verdict) - {Verdict.HEALTHY}),
+        label=label,
+        producer=producer,
+        idles_after_run=idles_after_run,
+    )
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -181,6 +218,39 @@ SCENARIOS: dict[str, Scenario] = {
             label="poll thread blocked by user code",
         ),
         Scenario(
+            "plain-s2-stuck-after-election",
+            "S2",
+            f"{PLAIN}: 1.5 s leader election, then its batches are never answered",
+            _s2_stuck,
+            Verdict.PRODUCER_HUNG,
+            # election + stall (from the unanswered request, seen by the socket view) + 1 round
+            lambda t: 1.6 + t.stall_seconds + t.probe_interval_seconds,
+            restart_helps=True,
+            label="plain: election, then unanswered",
+            producer="plain",
+        ),
+        Scenario(
+            "plain-s4-blocked-callback",
+            "S4",
+            f"{PLAIN}: its delivery callback blocks the task's own thread (poll/flush)",
+            _s4,
+            Verdict.PRODUCER_HUNG,
+            # the connections' silence reaches the stall threshold + 1 round + Spark's read
+            lambda t: t.stall_seconds + t.probe_interval_seconds + t.spark_interval_seconds,
+            restart_helps=True,
+            label="plain: delivery callback blocks",
+            producer="plain",
+        ),
+        _no_fault_control(
+            "plain-idle-between-runs",
+            "control plain",
+            f"{PLAIN}, kept open per Python worker: the run ends, it idles past the stall "
+            "threshold with no task running",
+            "plain: idle between runs",
+            producer="plain-cached",
+            idles_after_run=True,
+        ),
+        Scenario(
             "full-outage",
             "outage",
             "every broker down (connections refused): an outage, not a hang",
@@ -189,17 +259,7 @@ SCENARIOS: dict[str, Scenario] = {
             lambda t: 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000,
             label="all 3 brokers down",
         ),
-        Scenario(
-            "healthy",
-            "control",
-            "no fault",
-            _nothing,
-            Verdict.HEALTHY,
-            lambda t: 20.0,
-            control=True,
-            forbidden=frozenset(set(Verdict) - {Verdict.HEALTHY}),
-            label="none",
-        ),
+        _no_fault_control("healthy", "control", "no fault", "none"),
     )
 }
 
@@ -213,5 +273,8 @@ DEMO_ORDER = (
     "s3-one-dead-host",
     "s4-blocked-io-thread",
     "full-outage",
+    "plain-s2-stuck-after-election",
+    "plain-s4-blocked-callback",
+    "plain-idle-between-runs",
 )
 """The order `hangwatch demo` runs scenarios in."""

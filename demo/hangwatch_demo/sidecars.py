@@ -1,7 +1,10 @@
 """One real `hangwatch sidecar` process per Spark executor, as the webhook would inject.
 
 `SidecarFleet.sync(executors)` starts a sidecar for every executor that has none —
-watching that executor's telemetry directory, probing the scenario's cluster, serving
+watching that executor's telemetry directory, its socket view narrowed to the
+executor's process tree (`--socket-process` the JVM's PID: its Python workers are
+descendants, and the executors share this host's network namespace), Spark's view
+of that executor (`--executor-id`), probing the scenario's cluster, serving
 `/status` and `/metrics` on a free port, and exiting by itself once the executor's
 JVM is gone (`--exit-when-gone`, the legacy-injection lifecycle) — and forgets the
 sidecars of executors that are gone, as Kubernetes forgets a deleted pod. `pods()`
@@ -90,6 +93,8 @@ class SidecarFleet:
             port=0,
             telemetry_dir=str(executor.telemetry_dir),
             exit_when_gone=executor.process_pattern,
+            socket_process=str(executor.pid),
+            executor_id=executor.id,
         )
         log_path = self.work / f"sidecar-exec-{executor.id}.log"
         pod = executor_pod(executor, None, self.application_id)

@@ -53,6 +53,8 @@ SPARK_CONF = {
     "spark.task.maxFailures": "8",
     "spark.executor.memory": "512m",
     "spark.python.worker.reuse": "true",
+    # The driver's UI serves the REST API the sidecars' Spark view reads (running tasks).
+    "spark.ui.enabled": "true",
 }
 DRIVER_LOG4J = """\
 rootLogger.level = warn
@@ -207,6 +209,8 @@ class LocalSparkCluster:
         self.progress = progress
         self.spark: SparkSession | None = None
         self.application_id = ""
+        self.ui_url = ""
+        """The driver UI's base URL (its REST API is the sidecars' Spark view)."""
         self.work_root = root / "spark-home" / "work"
         self._saved_env: dict[str, str | None] = {}
 
@@ -237,6 +241,7 @@ class LocalSparkCluster:
             raise SparkStartError(f"cannot start Spark ({MASTER}): {exc}".splitlines()[0]) from None
         job.quiet_task_failure_logs(self.spark)
         self.application_id = self.spark.sparkContext.applicationId
+        self.ui_url = self.spark.sparkContext.uiWebUrl or ""
         deadline = time.monotonic() + 60
         while len(self.executors()) < EXECUTORS and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -1,4 +1,5 @@
-"""Runs in the demo's Spark executors: the reference pipeline's task, wedgeable for S4.
+"""Runs in the demo's Spark executors: the reference pipeline's task, through hangwatch's wrapper
+or a plain client, wedgeable for S4.
 
 `write_partition` is `hangwatch_pipeline.job.write_partition` with one addition: the
 client's (librdkafka's) log lines go to a Python logger whose handler blocks forever
@@ -9,30 +10,60 @@ executor's directory blocks that executor's I/O thread — the structure of seed
 job's own callbacks on a separate thread, so a logger is the one way left for user
 code to block the I/O thread. Other executors, and the replacement executor (a new
 working directory), are not affected.
+
+`write_partition_plain` is the same task writing through a bare `confluent_kafka.Producer`
+(`PlainProducer`: produce, `poll(0)` after each message, `flush` at the end; no wrapper,
+no telemetry): a producer hangwatch did not instrument, which the sidecar judges from
+its socket view and Spark's view. Its delivery callback blocks forever once the same
+`wedge` file exists: confluent-kafka runs delivery callbacks inside `poll()` and
+`flush()` on the task's own thread, so the task stops sending — seed S4 as it happened.
+`write_partition_plain_cached` keeps one client per Python worker across tasks (as a
+producer cached per executor is), so between runs it stays connected and idle with no
+task running.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaError, Message, Producer
+
 from hangwatch_demo.workload import WedgeOnFile
 from hangwatch_pipeline import job
+from hangwatch_pipeline.ledger import Counters
+from hangwatch_pipeline.producer import DeliveryFailed
 
 CLIENT_LOGGER = "hangwatch_demo.client"
 WEDGE_FILE = "wedge"
+FLUSH_TIMEOUT_SECONDS = 30.0
+"""A plain task's final flush: past the producer's message timeout, so every message
+has its report (delivered or failed) by then, unless the task's thread is wedged."""
+QUEUE_FULL_POLL_SECONDS = 0.1
+
+_cached: dict[str, Producer] = {}
+"""`write_partition_plain_cached`'s client of this Python worker, by configuration."""
+
+
+@functools.cache
+def _wedge() -> WedgeOnFile:
+    """The wedge switch of this Python worker: `wedge` in its executor's directory."""
+    return WedgeOnFile(Path.cwd() / WEDGE_FILE)
 
 
 def _client_logger() -> str:
     """The wedgeable client logger of this Python worker (set up once per process)."""
     logger = logging.getLogger(CLIENT_LOGGER)
-    if not any(isinstance(h, WedgeOnFile) for h in logger.handlers):
+    if _wedge() not in logger.handlers:
         logger.propagate = False  # the client's debug lines are a trigger, not output
         logger.setLevel(logging.DEBUG)
-        logger.addHandler(WedgeOnFile(Path.cwd() / WEDGE_FILE))
+        logger.addHandler(_wedge())
     return CLIENT_LOGGER
 
 
@@ -42,3 +73,93 @@ def write_partition(
     """The pipeline's task, its client logging through the wedgeable logger."""
     plan = dataclasses.replace(plan, client_logger=_client_logger())
     job.write_partition(plan, accumulators, events)
+
+
+class PlainProducer:
+    """A bare confluent-kafka client as `job.write_partition` uses a producer: `send` and
+    `counters`; leaving the `with` block flushes and raises `DeliveryFailed` unless every
+    message was acknowledged (so Spark runs the task again: nothing is lost)."""
+
+    def __init__(self, client: Producer) -> None:
+        self.client = client
+        self.enqueued = self.delivered = self.failed = 0
+        self.errors: list[str] = []
+
+    def send(
+        self, topic: str, value: str | bytes | None = None, key: str | bytes | None = None
+    ) -> None:
+        while True:
+            try:
+                self.client.produce(topic, value, key, on_delivery=self._on_delivery)
+                break
+            except BufferError:  # the local queue is full: serve reports, try again
+                self.client.poll(QUEUE_FULL_POLL_SECONDS)
+        self.enqueued += 1
+        self.client.poll(0)  # delivery callbacks run here, on the task's thread
+
+    def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
+        _wedge().block_if_wedged()  # user code in a delivery callback that never returns
+        if err is None:
+            self.delivered += 1
+        else:
+            self.failed += 1
+            if len(self.errors) < 10:
+                self.errors.append(err.str())
+
+    def counters(self) -> Counters:
+        return Counters(self.enqueued, self.delivered, self.failed, len(self.client), 0)
+
+    def settle(self) -> None:
+        """Flush (bounded); raise `DeliveryFailed` unless every message was acknowledged."""
+        self.client.flush(FLUSH_TIMEOUT_SECONDS)
+        counters = self.counters()
+        if counters.delivered < counters.enqueued:
+            raise DeliveryFailed("plain producer", counters, self.errors)
+
+
+@contextmanager
+def _plain(conf: dict[str, Any]) -> Iterator[PlainProducer]:
+    """A new client for this task, closed at its end."""
+    p = PlainProducer(Producer(conf))
+    try:
+        yield p
+        p.settle()
+    finally:
+        p.client.purge()
+        p.client.flush(0)
+
+
+@contextmanager
+def _plain_cached(conf: dict[str, Any]) -> Iterator[PlainProducer]:
+    """This Python worker's client for `conf`, kept open after the task (one at a time:
+    a client of another configuration, e.g. a finished scenario's cluster, is dropped)."""
+    key = json.dumps(conf, sort_keys=True, default=str)
+    for other in [k for k in _cached if k != key]:
+        _cached.pop(other).purge()
+    if key not in _cached:
+        _cached[key] = Producer(conf)
+    p = PlainProducer(_cached[key])
+    yield p
+    p.settle()
+
+
+def write_partition_plain(
+    plan: job.TaskPlan, accumulators: job.JobAccumulators, events: Iterable[dict[str, Any]]
+) -> None:
+    """The pipeline's task through a plain client of its own (see the module docstring)."""
+    job.write_partition(plan, accumulators, events, _plain)
+
+
+def write_partition_plain_cached(
+    plan: job.TaskPlan, accumulators: job.JobAccumulators, events: Iterable[dict[str, Any]]
+) -> None:
+    """The pipeline's task through this Python worker's kept plain client."""
+    job.write_partition(plan, accumulators, events, _plain_cached)
+
+
+TASKS: dict[str, job.PartitionWriter] = {
+    "wrapper": write_partition,
+    "plain": write_partition_plain,
+    "plain-cached": write_partition_plain_cached,
+}
+"""The task each `Scenario.producer` runs."""

@@ -43,6 +43,10 @@ class WedgeOnFile(logging.Handler):
         self.forever = threading.Event()
 
     def emit(self, record: logging.LogRecord) -> None:
+        self.block_if_wedged()
+
+    def block_if_wedged(self) -> None:
+        """Block the calling thread forever if `path` exists (else return at once)."""
         if self.path.exists():
             self.forever.wait()
 

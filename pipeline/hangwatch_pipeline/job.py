@@ -28,8 +28,9 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark import RDD, SparkContext, TaskContext
@@ -49,6 +50,7 @@ from hangwatch_pipeline.events import (
     parse_json_line,
     to_message,
 )
+from hangwatch_pipeline.ledger import Counters
 from hangwatch_pipeline.producer import ProducerError, producer
 from hangwatch_pipeline.run_options import (
     RunOptions,
@@ -142,10 +144,30 @@ def _configure_worker_logging() -> None:
         _worker_logging = True
 
 
+class TaskProducer(Protocol):
+    """What a task needs of its producer (`hangwatch_pipeline.producer`'s, by default)."""
+
+    def send(
+        self, topic: str, value: str | bytes | None = None, key: str | bytes | None = None
+    ) -> None: ...
+
+    def counters(self) -> Counters: ...
+
+
+ProducerOpener = Callable[[dict[str, Any]], AbstractContextManager[TaskProducer]]
+"""Opens a task's producer from its configuration; leaving the `with` block must raise
+unless every message was acknowledged."""
+
+
 def write_partition(
-    plan: TaskPlan, accumulators: JobAccumulators, events: Iterable[dict[str, Any]]
+    plan: TaskPlan,
+    accumulators: JobAccumulators,
+    events: Iterable[dict[str, Any]],
+    open_producer: ProducerOpener = producer,
 ) -> None:
-    """The task: send every event of the partition; raise unless all were acknowledged."""
+    """The task: send every event of the partition; raise unless all were acknowledged.
+    `open_producer`: the wrapper by default (`hangwatch demo` also writes through a plain
+    client, to replay incidents of producers hangwatch did not instrument)."""
     _configure_worker_logging()
     ctx = TaskContext.get()
     attempt = ctx.attemptNumber() if ctx is not None else 0
@@ -154,7 +176,7 @@ def write_partition(
     if plan.client_logger is not None:
         conf["logger"] = logging.getLogger(plan.client_logger)
     try:
-        with producer(conf) as p:
+        with open_producer(conf) as p:
             for event in events:
                 key, value = to_message(event)
                 p.send(plan.topic, value, key=key)

@@ -277,7 +277,7 @@ def read_topic(
     )
     stats = ReadStats()
     try:
-        ends = _partition_ends(consumer, topic, deadline, clock)
+        ends = partition_ends(consumer, topic, deadline, clock)
         stats.partitions = len(ends)
         stats.deleted = {p: low for p, (low, _) in ends.items() if low > 0}
         pending = {p: high for p, (low, high) in ends.items() if high > low}
@@ -313,7 +313,7 @@ def _take(msg: Message, pending: dict[int, int], stats: ReadStats) -> None:
         del pending[partition]
 
 
-def _partition_ends(
+def partition_ends(
     consumer: Consumer, topic: str, deadline: float, clock: Callable[[], float]
 ) -> dict[int, tuple[int, int]]:
     timeout = max(1.0, deadline - clock())

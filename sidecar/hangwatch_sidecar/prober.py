@@ -65,7 +65,13 @@ class BrokerProber:
         self.settings, self.probe_settings, self.tls = settings, probe_settings, tls
         self.pool, self.clock = pool, clock
         self.reader = (
-            SocketReader(Narrowing(settings.socket_port_set, settings.socket_uid_set))
+            SocketReader(
+                Narrowing(
+                    settings.socket_port_set,
+                    settings.socket_uid_set,
+                    settings.socket_process_root,
+                )
+            )
             if settings.socket_view
             else None
         )

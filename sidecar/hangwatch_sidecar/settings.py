@@ -25,6 +25,7 @@ from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
 from hangwatch.wire import sidecar_http, telemetry
 from hangwatch_sidecar.probe.settings import MAX_TIMEOUT_MS
+from hangwatch_sidecar.sockets.owners import ProcessRoot, parse_process_root
 
 DEFAULT_PORT = sidecar_http.PORT
 """The sidecar's one HTTP port (metrics, status, health); the injection webhook uses it."""
@@ -230,6 +231,16 @@ class SidecarSettings:
             "running as another user (a consumer, an acks=0 producer)."
         ),
     )
+    socket_process: str = field(
+        default="",
+        metadata=_doc(
+            "Keep only the sockets one process tree holds: a PID, or text of the root's "
+            "command line (every process containing it, and all their descendants; e.g. "
+            "org.apache.spark.executor.). Empty: every process of the network namespace. For "
+            "executors sharing one namespace; needs the processes visible (a pod's "
+            "shareProcessNamespace) and readable (the same user)."
+        ),
+    )
     probe_mode: str = field(
         default="passive-first",
         metadata=_doc(
@@ -303,6 +314,7 @@ class SidecarSettings:
             raise UsageError(f"--probe-mode must be one of {', '.join(PROBE_MODES)}")
         _numbers("--socket-ports", self.socket_ports, 1, 65535)
         _numbers("--socket-uids", self.socket_uids, 0, 2**32 - 2)
+        _ = self.socket_process_root
         return self
 
     def _validate_spark(self) -> None:
@@ -333,6 +345,14 @@ class SidecarSettings:
     @property
     def socket_uid_set(self) -> frozenset[int]:
         return _numbers("--socket-uids", self.socket_uids, 0, 2**32 - 2)
+
+    @property
+    def socket_process_root(self) -> ProcessRoot | None:
+        """The process tree the socket view keeps (None: every process)."""
+        try:
+            return parse_process_root(self.socket_process)
+        except ValueError as exc:
+            raise UsageError(f"--socket-process: {exc}") from None
 
     @property
     def topic_set(self) -> frozenset[str]:

@@ -4,7 +4,8 @@ Covers: missing bootstrap; a non-numeric flag; a non-numeric environment variabl
 stall not longer than the probe interval; a port out of range; a malformed bootstrap
 entry; a malformed `-X`; a driver UI URL with a path, a driver URL that is not Spark's,
 an executor id that could escape a REST path; a probe mode, socket ports or uids out of
-range, a socket-view switch that is not a boolean (flag and environment), a NaN
+range, a socket process tree that is a PID out of range or a blank command line (flag and
+environment), a socket-view switch that is not a boolean (flag and environment), a NaN
 interval; and that a secret-looking `-X` value is never echoed.
 """
 
@@ -65,6 +66,16 @@ CASES = {
         ["--bootstrap", "x:1"],
         {"HANGWATCH_SOCKET_UIDS": "185,-1"},
         "--socket-uids: '-1' is not a number",
+    ),
+    "socket process pid": (
+        ["--bootstrap", "x:1", "--socket-process", "0"],
+        {},
+        "--socket-process: a PID must be 1..4194304, got 0",
+    ),
+    "socket process env": (
+        ["--bootstrap", "x:1"],
+        {"HANGWATCH_SOCKET_PROCESS": "   "},
+        "--socket-process: blank text would match every process",
     ),
     "socket view flag": (
         ["--bootstrap", "x:1", "--socket-view", "maybe"],

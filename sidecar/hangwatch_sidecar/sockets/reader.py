@@ -6,7 +6,8 @@ keep. One netlink dump (`SOCK_DIAG_BY_FAMILY` with `INET_DIAG_INFO`: the kernel'
 namespace; those whose peer is a broker address are kept, minus the sidecar's own
 (socket inodes held by this process, read from /proc/self/fd: its probe and metadata
 connections) and minus what the policy's narrowing leaves out (broker ports, socket
-owners). `Tcp: AttemptFails` of /proc/net/snmp counts the namespace's failed connects.
+owners, and with `--socket-process` every socket no process of one tree holds:
+`sockets.owners`). `Tcp: AttemptFails` of /proc/net/snmp counts the namespace's failed connects.
 
 No capability is needed: the kernel answers sock_diag dumps of the caller's own network
 namespace to any user (the sidecar shares the pod's). Failures never raise: the
@@ -19,7 +20,6 @@ pod's few Kafka connections are decoded in Python, however many sockets the pod 
 
 from __future__ import annotations
 
-import os
 import socket
 import struct
 from collections.abc import Collection, Iterable
@@ -31,6 +31,13 @@ from pyroute2 import DiagSocket
 from pyroute2.netlink import NLM_F_MATCH, NLM_F_REQUEST, NLM_F_ROOT
 from pyroute2.netlink.diag import SOCK_DIAG_BY_FAMILY, inet_diag_req
 
+from hangwatch_sidecar.sockets.owners import (
+    PROC,
+    ProcessRoot,
+    ProcessTreeError,
+    socket_inodes,
+    tree_socket_inodes,
+)
 from hangwatch_sidecar.sockets.types import SocketSnapshot, TcpConnection, TcpState
 
 INET_DIAG_INFO = 2
@@ -54,10 +61,12 @@ MAX_CONNECTIONS = 512
 
 @dataclass(frozen=True)
 class Narrowing:
-    """What the policy leaves in the view: broker ports and socket owners (empty: all)."""
+    """What the policy leaves in the view: broker ports, socket owners (empty: all) and the
+    process tree whose sockets count (None: every process)."""
 
     ports: frozenset[int] = field(default_factory=frozenset)
     uids: frozenset[int] = field(default_factory=frozenset)
+    process: ProcessRoot | None = None
 
     def keeps(self, peer_port: int, uid: int) -> bool:
         return (not self.ports or peer_port in self.ports) and (not self.uids or uid in self.uids)
@@ -65,19 +74,10 @@ class Narrowing:
 
 def own_socket_inodes(fd_dir: Path = SELF_FD) -> frozenset[int]:
     """Inodes of the sockets this process holds (its probe and metadata connections)."""
-    inodes = set()
     try:
-        entries = list(os.scandir(fd_dir))
+        return socket_inodes(fd_dir)
     except OSError:
         return frozenset()
-    for entry in entries:
-        try:
-            target = os.readlink(entry.path)
-        except OSError:
-            continue  # closed meanwhile
-        if target.startswith("socket:["):
-            inodes.add(int(target[8:-1]))
-    return frozenset(inodes)
 
 
 def attempt_fails(text: str) -> int | None:
@@ -167,10 +167,12 @@ class SocketReader:
         *,
         exclude_own: bool = True,
         snmp_path: Path = SNMP_PATH,
+        proc: Path = PROC,
     ) -> None:
         self.narrowing = narrowing or Narrowing()
         self.exclude_own = exclude_own
         self.snmp_path = snmp_path
+        self.proc = proc
 
     def _dump(self, ports: Collection[int]) -> list[Any]:
         """Established and connecting TCP sockets of both families whose remote port is in
@@ -212,7 +214,13 @@ class SocketReader:
             messages = self._dump({int(p.rsplit(":", 1)[1]) for p in wanted})
         except Exception as exc:  # noqa: BLE001 - netlink errors vary; the view is optional
             return SocketSnapshot(at=at, attempt_fails=fails, error=_why(exc))
-        kept = self.narrow(_parse(messages), peers, own)
+        tree: frozenset[int] | None = None
+        if self.narrowing.process is not None:
+            try:  # after the dump: a socket the tree opened meanwhile is still found
+                tree = tree_socket_inodes(self.narrowing.process, self.proc)
+            except ProcessTreeError as exc:
+                return SocketSnapshot(at=at, attempt_fails=fails, error=str(exc))
+        kept = self.narrow(_parse(messages), peers, own, tree)
         return SocketSnapshot(
             at=at,
             connections=tuple(kept[:MAX_CONNECTIONS]),
@@ -221,15 +229,21 @@ class SocketReader:
         )
 
     def narrow(
-        self, connections: Iterable[TcpConnection], peers: Collection[str], own: frozenset[int]
+        self,
+        connections: Iterable[TcpConnection],
+        peers: Collection[str],
+        own: frozenset[int],
+        tree: frozenset[int] | None = None,
     ) -> list[TcpConnection]:
-        """Connections to `peers` that are not the sidecar's own and the policy keeps."""
+        """Connections to `peers` that are not the sidecar's own, the policy keeps and (when
+        `tree` is given: the socket inodes of the narrowing's process tree) the tree holds."""
         wanted = set(peers)
         return [
             c
             for c in connections
             if c.peer in wanted
             and (c.inode == 0 or c.inode not in own)
+            and (tree is None or c.inode in tree)
             and self.narrowing.keeps(int(c.peer.rsplit(":", 1)[1]), c.uid)
         ]
 

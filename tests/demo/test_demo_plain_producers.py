@@ -1,0 +1,91 @@
+"""`hangwatch demo`'s plain-producer scenarios: producers hangwatch did not instrument.
+
+Covers, with the real command (subprocess, `--json`) on `local-cluster` executors whose
+tasks write through a bare `confluent_kafka.Producer` (no wrapper, no telemetry), one
+sidecar process per executor with its socket view narrowed to that executor's process
+tree and Spark's view of that executor:
+
+- `plain-s4-blocked-callback`: a delivery callback blocks the task's own thread in one
+  executor -> that executor's sidecar says producer_hung from the socket view (every
+  connection silent while Spark runs its task) within the scenario's bound -> the
+  operator restarts exactly that executor; the other executor's sidecar, which shares
+  the host's network namespace, never says producer_hung (per-executor attribution);
+- `plain-idle-between-runs` (control): the run ends, its producers stay open in the
+  Python workers and idle past the stall threshold (the sidecars' /status shows the
+  silence) with no task running -> never flagged, never restarted;
+- `plain-s2-stuck-after-election`: an election, then the producers' batches are never
+  answered -> producer_hung from a request unanswered on a live connection -> restart;
+
+each with 0 lost events and exit code 0, and no kernel rule left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from hangwatch_demo.runner import detect_bound
+from hangwatch_demo.scenarios import SCENARIOS, Timing
+from hangwatch_lab import netfilter
+
+
+def _demo(*scenarios: str, keep: Path) -> tuple[dict[str, dict[str, Any]], int]:
+    args = [a for name in scenarios for a in ("--scenario", name)]
+    with subprocess.Popen(
+        [sys.executable, "-m", "hangwatch", "demo", *args, "--json", "--keep", str(keep)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        out, err = proc.communicate(timeout=280)
+    assert proc.returncode == 0, err[-3000:]
+    assert netfilter.list_chains(proc.pid) == [], "the demo left kernel rules behind"
+    return {r["scenario"]: r for r in json.loads(out)["scenarios"]}, proc.pid
+
+
+def _hung(row: dict[str, Any]) -> set[str]:
+    """The executor pods that some sidecar reported producer_hung for."""
+    return {c.split(" ")[0] for _, c in row["changes"] if c.endswith(" producer_hung")}
+
+
+def test_blocked_callback_restarts_that_executor_and_idle_producers_are_left_alone(
+    kernel_faults: None, tmp_path: Path
+) -> None:
+    rows, _ = _demo("plain-s4-blocked-callback", "plain-idle-between-runs", keep=tmp_path)
+    s4, idle = rows["plain-s4-blocked-callback"], rows["plain-idle-between-runs"]
+    assert s4["producer"] == "plain" and idle["producer"] == "plain-cached"
+    assert s4["verdict"] == "producer_hung" and s4["restarts"] == 1, s4
+    assert re.fullmatch(r"restart exec-\d+ \(producer_hung\)", s4["action"]), s4["action"]
+    restarted = s4["action"].split()[1]
+    assert _hung(s4) == {restarted}, "only the wedged executor's sidecar says producer_hung"
+    bound = detect_bound(SCENARIOS["plain-s4-blocked-callback"], Timing())
+    assert s4["detect_seconds"] is not None and s4["detect_seconds"] <= bound
+    assert any(
+        r.startswith("socket view: every connection") and "Spark runs a task" in r
+        for r in s4["reasons"]
+    ), s4["reasons"]
+    assert s4["progress_again_seconds"] is not None and s4["task_retries"] >= 1
+    assert idle["verdict"] == "healthy" and idle["action"] == "none", idle
+    assert idle["restarts"] == 0 and _hung(idle) == set() and idle["changes"] == [], idle
+    # ... although its sidecars saw every connection silent past the stall threshold
+    assert (idle["longest_silence_seconds"] or 0) >= Timing().stall_seconds, idle
+    for row in rows.values():
+        assert row["ok"] and row["lost"] == 0 and row["events"] > 100, row
+
+
+def test_stuck_requests_after_an_election_are_found_on_the_socket_and_restarted(
+    kernel_faults: None, tmp_path: Path
+) -> None:
+    rows, _ = _demo("plain-s2-stuck-after-election", keep=tmp_path)
+    s2 = rows["plain-s2-stuck-after-election"]
+    assert s2["verdict"] == "producer_hung" and s2["restarts"] >= 1, s2
+    bound = detect_bound(SCENARIOS["plain-s2-stuck-after-election"], Timing())
+    assert s2["detect_seconds"] is not None and s2["detect_seconds"] <= bound
+    assert any("socket view: connection" in r and "unanswered" in r for r in s2["reasons"]), s2[
+        "reasons"
+    ]
+    assert s2["ok"] and s2["lost"] == 0 and s2["progress_again_seconds"] is not None, s2
