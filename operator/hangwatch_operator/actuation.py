@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hangwatch_operator.decisions import Decision
@@ -105,13 +105,18 @@ async def _delete(
     return f"pod deleted with {grace} grace period"
 
 
+def _other_taints(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The node's taints other than hangwatch's own."""
+    return [t for t in spec.get("taints") or () if t.get("key") != NETWORK_FAULT_TAINT["key"]]
+
+
 async def cordon(api: KubeApi, node: str, policy_key: str, now: float) -> str:
-    async def change(body: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    def change(body: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
         annotations = (body.get("metadata") or {}).get("annotations") or {}
         spec = body.get("spec") or {}
         if spec.get("unschedulable") and annotations.get(CORDONED_BY_ANNOTATION) != policy_key:
             return None, "node was already unschedulable (not by hangwatch): left as it is"
-        taints = [t for t in spec.get("taints") or () if t.get("key") != NETWORK_FAULT_TAINT["key"]]
+        taints = _other_taints(spec)
         ours = {CORDONED_BY_ANNOTATION: policy_key, CORDONED_AT_ANNOTATION: format_time(now)}
         patch: dict[str, Any] = {
             "metadata": {"labels": {CORDONED_LABEL: "true"}, "annotations": ours},
@@ -123,12 +128,12 @@ async def cordon(api: KubeApi, node: str, policy_key: str, now: float) -> str:
 
 
 async def uncordon(api: KubeApi, node: str, policy_key: str) -> str:
-    async def change(body: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    def change(body: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
         annotations = (body.get("metadata") or {}).get("annotations") or {}
         if annotations.get(CORDONED_BY_ANNOTATION) != policy_key:
             return None, "node is not cordoned by this policy: left as it is"
         spec = body.get("spec") or {}
-        taints = [t for t in spec.get("taints") or () if t.get("key") != NETWORK_FAULT_TAINT["key"]]
+        taints = _other_taints(spec)
         patch: dict[str, Any] = {
             "metadata": {
                 "labels": {CORDONED_LABEL: None},
@@ -144,7 +149,7 @@ async def uncordon(api: KubeApi, node: str, policy_key: str) -> str:
 async def _patch_node_guarded(
     api: KubeApi,
     node: str,
-    change: Callable[[dict[str, Any]], Awaitable[tuple[dict[str, Any] | None, str]]],
+    change: Callable[[dict[str, Any]], tuple[dict[str, Any] | None, str]],
 ) -> str:
     """Read the node, patch it only if it is unchanged since (resourceVersion), retry on
     a conflict. A merge patch replaces the whole taint list, so without the precondition
@@ -153,7 +158,7 @@ async def _patch_node_guarded(
         if attempt:  # a busy node: let the other writer finish, jittered
             await asyncio.sleep(random.uniform(0.0, NODE_PATCH_BACKOFF_SECONDS * attempt))
         body = await api.get_node(node)
-        patch, note = await change(body)
+        patch, note = change(body)
         if patch is None:
             return note
         version = (body.get("metadata") or {}).get("resourceVersion")

@@ -154,13 +154,16 @@ def decide(
     now: float,
     *,
     operator_max_cordoned: int = OperatorSettings.max_cordoned_nodes,
+    gates: Gates | None = None,
 ) -> list[Decision]:
     """Every decision of this round: node operations first, then pods, then uncordons.
 
     `operator_max_cordoned` is the operator's cap on cordoned nodes across every policy
     (`OperatorSettings.max_cordoned_nodes`); `history` knows them all (`cordoned` and
-    `cordoned_elsewhere`)."""
-    gates = assess_gates(findings, policy, history, now)
+    `cordoned_elsewhere`). `gates`: `assess_gates` of the same arguments, when the
+    caller has it already."""
+    if gates is None:
+        gates = assess_gates(findings, policy, history, now)
     tally = _Tally(_in_flight(findings, history), operator_max_cordoned)
     decisions: list[Decision] = []
     if Operation.CORDON_NODE in policy.actions.by_verdict.get(Verdict.NODE_NETWORK_FAULT, ()):

@@ -21,7 +21,7 @@ Lifecycle, so that executor pods still finish:
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hangwatch import spark_driver
@@ -192,11 +192,12 @@ def build_sidecar_patch(
     if mode is InjectionMode.LEGACY and not spec.get("hostPID"):
         ops.append(_add("/spec/shareProcessNamespace", True))  # hostPID already shares
     ops.append(_append(spec, "/spec/volumes", {"name": TELEMETRY_VOLUME, "emptyDir": {}}))
-    for index in spark_container_indexes(pod):
-        ops += _spark_container_ops(spec["containers"][index], index, settings)
+    spark_containers = [(i, spec["containers"][i]) for i in spark_container_indexes(pod)]
+    for index, container in spark_containers:
+        ops += _spark_container_ops(container, index, settings)
     target = "initContainers" if mode is InjectionMode.NATIVE else "containers"
     sidecar = sidecar_container(policy, settings, mode)
-    sidecar["env"] += driver_env(pod)
+    sidecar["env"] += driver_env(container for _, container in spark_containers)
     ops.append(_append(spec, f"/spec/{target}", sidecar))
     return ops
 
@@ -205,14 +206,14 @@ _COPYABLE_SOURCES = frozenset({"fieldRef", "configMapKeyRef", "secretKeyRef"})
 """`valueFrom` sources that mean the same in any container of the pod."""
 
 
-def driver_env(pod: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The sidecar's Spark driver variables from the Spark container's environment: its
-    `SPARK_DRIVER_URL` (a value, or a pod-level `valueFrom`) and the port of a
-    `SPARK_JAVA_OPT_<n>=-Dspark.ui.port=<port>`; nothing when Spark set neither."""
-    containers = (pod.get("spec") or {}).get("containers") or []
+def driver_env(spark_containers: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The sidecar's Spark driver variables from the Spark containers' environment
+    (`spark_container_indexes`): their `SPARK_DRIVER_URL` (a value, or a pod-level
+    `valueFrom`) and the port of a `SPARK_JAVA_OPT_<n>=-Dspark.ui.port=<port>`; nothing
+    when Spark set neither."""
     found: dict[str, dict[str, Any]] = {}
-    for index in spark_container_indexes(pod):
-        for env in containers[index].get("env") or []:
+    for container in spark_containers:
+        for env in container.get("env") or []:
             name, value, source = env.get("name"), env.get("value"), env.get("valueFrom")
             if name == spark_driver.EXECUTOR_DRIVER_URL_ENV:
                 if isinstance(value, str) and value:

@@ -17,16 +17,16 @@ drops it, BOOKMARK only moves the
 `resourceVersion`, ERROR 410 (Gone) says the version is too old and the scope must be
 listed again. Until every scope has been listed once the store is not `ready`.
 
-Each policy is parsed once per generation (`PolicyCache`): the remediation daemon
-writes a policy's status every round, which changes its resourceVersion but not its
-generation. Invalid specs are remembered and reported once per generation. What
+Each policy is parsed once per generation: the remediation daemon writes a policy's
+status every round, which changes its resourceVersion but not its generation, and an
+event with the uid and generation the store holds changes nothing. Invalid specs are
+remembered and reported once per generation. What
 happened is returned as `Note`s for the caller to log; nothing here does I/O.
 """
 
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -44,40 +44,6 @@ this long after the API server answers again."""
 
 Scope = str | None
 """A namespace, or None: every namespace (filtered by the store's `in_scope`)."""
-
-
-class PolicyCache:
-    """Parsed policies by uid, re-parsed only when the generation (the spec) changes.
-
-    Watch events come for every change of a policy, status updates included (the
-    remediation daemon writes one per round); those keep their generation. Invalid
-    specs are remembered too. At most `size` policies are kept (least recent out).
-    """
-
-    def __init__(self, size: int = 4096) -> None:
-        self.size = size
-        self._parsed: OrderedDict[str, tuple[int, Policy | InvalidPolicyError]] = OrderedDict()
-
-    def parse(self, body: Mapping[str, Any]) -> Policy:
-        """`parse_policy(body)`, from the cache when uid and generation are known."""
-        meta = body.get("metadata") or {}
-        uid, generation = meta.get("uid"), meta.get("generation")
-        if not isinstance(uid, str) or not isinstance(generation, int):
-            return parse_policy(body)
-        cached = self._parsed.get(uid)
-        if cached is None or cached[0] != generation:
-            try:
-                parsed: Policy | InvalidPolicyError = parse_policy(body)
-            except InvalidPolicyError as exc:
-                parsed = exc
-            cached = (generation, parsed)
-            self._parsed[uid] = cached
-            while len(self._parsed) > self.size:
-                self._parsed.popitem(last=False)
-        self._parsed.move_to_end(uid)
-        if isinstance(cached[1], InvalidPolicyError):
-            raise cached[1]
-        return cached[1]
 
 
 class NoteKind(StrEnum):
@@ -181,13 +147,11 @@ class PolicyStore:
         self,
         scopes: Iterable[Scope],
         in_scope: Callable[[str], bool] | None = None,
-        cache: PolicyCache | None = None,
     ) -> None:
         self.scopes: tuple[Scope, ...] = tuple(dict.fromkeys(scopes))
         if not self.scopes:
             raise ValueError("a policy store needs at least one scope")
         self._in_scope = in_scope or (lambda _namespace: True)
-        self._cache = cache or PolicyCache()
         self._entries: dict[str, dict[str, _Entry]] = {}
         self._valid: dict[str, tuple[Policy, ...]] = {}
         self._versions: dict[Scope, str | None] = dict.fromkeys(self.scopes)
@@ -294,21 +258,20 @@ class PolicyStore:
         generation = raw_generation if isinstance(raw_generation, int) else None
         entries = self._entries.setdefault(namespace, {})
         previous = entries.get(name)
+        if (
+            previous is not None
+            and generation is not None
+            and (previous.uid, previous.generation) == (uid, generation)
+        ):
+            return []  # a status update: the spec this store parsed is unchanged
         try:
-            parsed: Policy | InvalidPolicyError = self._cache.parse(body)
+            parsed: Policy | InvalidPolicyError = parse_policy(body)
         except InvalidPolicyError as exc:
             parsed = exc
         except Exception as exc:  # noqa: BLE001 - one unreadable object must not stop the watch
             parsed = InvalidPolicyError(f"unreadable spec ({type(exc).__name__})")
         entries[name] = _Entry(uid, generation, parsed)
         self._refresh(namespace)
-        same = (
-            previous is not None
-            and (previous.uid, previous.generation) == (uid, generation)
-            and generation is not None
-        )
-        if same:
-            return []
         policy = f"{namespace}/{name}"
         if isinstance(parsed, InvalidPolicyError):
             return [Note(NoteKind.INVALID, policy, generation, str(parsed))]

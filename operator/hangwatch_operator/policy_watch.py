@@ -252,7 +252,6 @@ class PolicyWatch:
             self._failing.discard(scope)
             log.info("Policy watch of %s works again.", describe_scope(scope))
         WEBHOOK_POLICY_WATCH_UP.set(0 if self._failing else 1)
-        WEBHOOK_POLICIES.set(self.store.valid_count())
 
     def _failed(self, scope: Scope, problem: str, failures: int) -> None:
         self._failing.add(scope)

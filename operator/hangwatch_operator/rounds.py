@@ -131,8 +131,14 @@ def plan_round(
     ours = {c.name: c.since for c in cordons if c.policy_key == policy_key}
     others = [c.name for c in cordons if c.policy_key != policy_key]
     history = with_cordons(history, ours, others, now)
+    gates = assess_gates(findings, policy, history, now)
     decisions = decide(
-        findings, policy, history, now, operator_max_cordoned=settings.max_cordoned_nodes
+        findings,
+        policy,
+        history,
+        now,
+        operator_max_cordoned=settings.max_cordoned_nodes,
+        gates=gates,
     )
     repeat = settings.renotify_seconds
     silences = [SidecarSilence(f) for f in findings.watched if f.unobservable]
@@ -142,7 +148,7 @@ def plan_round(
         now=now,
         findings=findings,
         history=history,
-        gates=assess_gates(findings, policy, history, now),
+        gates=gates,
         decisions=tuple(decisions),
         due=frozenset(d.key for d in newsworthy(decisions, history, now, repeat)),
         silences=tuple(silences),

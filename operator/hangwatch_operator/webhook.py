@@ -106,13 +106,18 @@ class Injector:
     def answer(self, data: bytes | None) -> bytes:
         """The AdmissionReview answering the request body `data` (None: too large)."""
         review = read_review(data)
+        admission = self.admission(review, f"uid {review.uid or '-'}")
+        return response_body(review.api_version, review.uid, admission)
+
+    def admission(self, review: Review | Malformed, unnamed: str) -> Admission:
+        """The answer to `review`, recorded (`unnamed`: how a malformed one is named)."""
         if isinstance(review, Malformed):
             admission = malformed(review)
-            self.record(admission, f"uid {review.uid or '-'}", review.problem)
-            return response_body(review.api_version, review.uid, admission)
+            self.record(admission, unnamed, review.problem)
+            return admission
         admission = self.decide(review)
         self.record(admission, review.pod_name)
-        return response_body(review.api_version, review.uid, admission)
+        return admission
 
     def decide(self, review: Review) -> Admission:
         return admit(
@@ -309,12 +314,7 @@ def inject_sidecar(
     review = review_from(
         {"apiVersion": ADMISSION_V1, "kind": "AdmissionReview", "request": request}
     )
-    if isinstance(review, Malformed):
-        admission = malformed(review)
-        injector.record(admission, f"uid {body.metadata.uid or '-'}", review.problem)
-    else:
-        admission = injector.decide(review)
-        injector.record(admission, review.pod_name)
+    admission = injector.admission(review, f"uid {body.metadata.uid or '-'}")
     warnings.extend(admission.warnings)
     if admission.ops:
         patch.fns.append(functools.partial(apply_add_ops, ops=list(admission.ops)))

@@ -10,9 +10,7 @@ unknown types and objects without a name are noted and skipped; a relist drops w
 was deleted meanwhile and only within its own scope (one namespace of several); a
 policy being deleted (deletionTimestamp, finalizers pending) injects no more; a
 namespaced scope refuses objects of another namespace and `in_scope` filters a
-cluster-wide one; notes read as one log line each. `PolicyCache` parses a policy once
-per generation (status updates reuse it; a new generation, an invalid spec, a missing
-uid are handled) and keeps a bounded number. `backoff_seconds` starts at 0.25-0.5 s,
+cluster-wide one; notes read as one log line each. `backoff_seconds` starts at 0.25-0.5 s,
 doubles, never exceeds 30 s, for any failure count and any jitter (NaN included).
 `policy_watch.watch_plan`: cluster-wide with no namespaces, one scope per named
 namespace, a filtered cluster-wide watch for kopf patterns (kopf's own matching).
@@ -34,12 +32,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hangwatch_operator.policies import InvalidPolicyError
 from hangwatch_operator.policy_store import (
     BACKOFF_MAX_SECONDS,
     Note,
     NoteKind,
-    PolicyCache,
     PolicyStore,
     WatchEvent,
     backoff_seconds,
@@ -219,49 +215,6 @@ def test_a_recreated_policy_with_a_new_uid_is_a_change() -> None:
     store.listed(None, [body("a", "one", uid="old")], "1")
     notes = store.listed(None, [body("a", "one", uid="new")], "2")
     assert kinds(notes) == [(NoteKind.CHANGED, "a/one")]
-
-
-# --- PolicyCache ---------------------------------------------------------------------
-
-
-def test_policies_are_parsed_once_per_generation() -> None:
-    cache = PolicyCache()
-    policy = copy.deepcopy(POLICY_BODY)
-    first = cache.parse(policy)
-    policy["status"] = {"watched": 3}  # a status update: same generation
-    assert cache.parse(policy) is first
-    policy["metadata"]["generation"] += 1
-    policy["spec"]["probes"]["probeIntervalSeconds"] = 5
-    second = cache.parse(policy)
-    assert second is not first and second.probes.probe_interval_seconds == 5
-    assert cache.parse(policy) is second
-
-
-def test_invalid_policies_and_policies_without_uid_are_handled() -> None:
-    cache = PolicyCache()
-    invalid = copy.deepcopy(POLICY_BODY)
-    invalid["spec"]["detection"]["stallSeconds"] = 1
-    with pytest.raises(InvalidPolicyError, match="stallSeconds") as once:
-        cache.parse(invalid)
-    with pytest.raises(InvalidPolicyError) as twice:
-        cache.parse(invalid)
-    assert twice.value is once.value  # remembered, not re-parsed
-    anonymous = copy.deepcopy(POLICY_BODY)
-    del anonymous["metadata"]["uid"]
-    assert cache.parse(anonymous) == cache.parse(anonymous)
-    assert cache.parse(anonymous) is not cache.parse(anonymous)  # parsed every time
-
-
-def test_the_cache_keeps_a_bounded_number_of_policies() -> None:
-    cache = PolicyCache(size=2)
-    bodies = []
-    for index in range(3):
-        policy = copy.deepcopy(POLICY_BODY)
-        policy["metadata"]["uid"] = f"uid-{index}"
-        bodies.append(policy)
-    parsed = [cache.parse(policy) for policy in bodies]
-    assert cache.parse(bodies[2]) is parsed[2] and cache.parse(bodies[1]) is parsed[1]
-    assert cache.parse(bodies[0]) is not parsed[0]  # the least recent one was dropped
 
 
 # --- backoff and the watch plan --------------------------------------------------------

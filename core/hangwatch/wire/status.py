@@ -206,9 +206,7 @@ class SparkReads(msgspec.Struct, kw_only=True, frozen=True):
     """What reading the driver's REST API has cost and how it went."""
 
     total: Count = 0
-    errors: Annotated[dict[Text, Count], msgspec.Meta(max_length=MAX_ITEMS)] = msgspec.field(
-        default_factory=dict
-    )
+    errors: CountMap = msgspec.field(default_factory=dict)
     last_read_seconds: Seconds = 0.0
     last_requests: Count = 0
     last_response_bytes: Count = 0
