@@ -131,8 +131,7 @@ class BrokerProber:
             probes = self._second_look(probes, passive, view, started)
         for probe in probes:
             for address in probe.addresses:
-                host = f"[{address}]" if ":" in address else address
-                self.addresses[f"{host}:{probe.endpoint.port}"] = str(probe.endpoint)
+                self.addresses[str(Endpoint(address, probe.endpoint.port))] = str(probe.endpoint)
         return probes, passive, view
 
     def _second_look(

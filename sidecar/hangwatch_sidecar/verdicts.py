@@ -43,7 +43,7 @@ from hangwatch.wire import status
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
 from hangwatch_sidecar.sockets.judge import failed_connects_reason, judge_sockets
 from hangwatch_sidecar.sockets.types import SocketObservation
-from hangwatch_sidecar.spark.judge import SparkFinding, judge_spark
+from hangwatch_sidecar.spark.judge import SparkFinding, judge_spark, unavailable_reason
 from hangwatch_sidecar.spark.types import SparkView
 
 MAX_CONNECTIONS_SHOWN = status.MAX_CONNECTIONS
@@ -306,8 +306,8 @@ def evaluate(
     per_producer = {
         p.key: assess_producer(p, cluster, thresholds, cluster_healthy) for p in producers
     }
-    if spark_task_running is None and spark is not None and spark.available:
-        spark_task_running = spark.task_running
+    if spark_task_running is None and spark is not None:
+        spark_task_running = spark.task_running  # None while the view is unavailable
     socket_findings = judge_sockets(
         sockets,
         stall_seconds=thresholds.stall_seconds,
@@ -382,8 +382,8 @@ def _nothing_to_judge(sockets: SocketObservation | None, spark: SparkView | None
         why = f"no producer telemetry yet, and no socket view ({sockets.error})"
     else:
         why = "no producer telemetry and no connection of the pod to a broker"
-    if spark is not None and not spark.available:
-        why += f"; Spark view unavailable: {spark.error}"
+    if (missing := unavailable_reason(spark)) is not None:
+        why += f"; {missing}"
     elif spark is not None:
         running = "no task" if not spark.task_running else f"{len(spark.tasks) or 'a'} task(s)"
         why += f" and no Kafka producer thread in the executor's JVM ({running} running)"

@@ -31,6 +31,7 @@ from pyroute2 import DiagSocket
 from pyroute2.netlink import NLM_F_MATCH, NLM_F_REQUEST, NLM_F_ROOT
 from pyroute2.netlink.diag import SOCK_DIAG_BY_FAMILY, inet_diag_req
 
+from hangwatch_sidecar.probe.settings import Endpoint
 from hangwatch_sidecar.sockets.owners import (
     PROC,
     ProcessRoot,
@@ -120,10 +121,6 @@ def remote_port_filter(ports: Collection[int]) -> bytes:
     return out
 
 
-def _endpoint(ip: str, port: int) -> str:
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
-
-
 def _unmapped(ip: str) -> str:
     """`::ffff:10.0.0.1` (an IPv4 peer of a dual-stack socket) as `10.0.0.1`."""
     return ip[7:] if ip.startswith("::ffff:") and "." in ip else ip
@@ -139,8 +136,8 @@ def connection_from_diag(message: Any) -> TcpConnection | None:
     except ValueError:
         return None
     return TcpConnection(
-        local=_endpoint(_unmapped(str(message["idiag_src"])), int(message["idiag_sport"])),
-        peer=_endpoint(_unmapped(str(message["idiag_dst"])), int(message["idiag_dport"])),
+        local=str(Endpoint(_unmapped(str(message["idiag_src"])), int(message["idiag_sport"]))),
+        peer=str(Endpoint(_unmapped(str(message["idiag_dst"])), int(message["idiag_dport"]))),
         state=state,
         inode=int(message["idiag_inode"]),
         uid=int(message["idiag_uid"]),
