@@ -105,7 +105,7 @@ def start_workload(
     )
 
 
-def stop_process(proc: subprocess.Popen[bytes], grace_seconds: float = 5.0) -> None:
+def stop_process(proc: subprocess.Popen[Any], grace_seconds: float = 5.0) -> None:
     """SIGTERM (a workload flushes and checkpoints, a sidecar closes its server), SIGKILL
     after the grace period."""
     if proc.poll() is None:

@@ -87,7 +87,7 @@ class CallbackRunner:
         """How far the thread got, as telemetry reports it."""
         running = self._running_since
         return CallbackStatus(
-            pending=self._queued - self._done,
+            pending=self.pending,
             running_seconds=None if running is None else now_monotonic - running,
             completed=self._done,
             errors=self._errors,

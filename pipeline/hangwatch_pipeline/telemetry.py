@@ -41,7 +41,6 @@ __all__ = [
     "MAX_STRING",
     "MINIMAL_LIST",
     "SCHEMA_VERSION",
-    "Snapshot",
 ]
 
 log = logging.getLogger(__name__)

@@ -32,6 +32,7 @@ import kmock
 from prometheus_client.parser import text_string_to_metric_families
 
 from hangwatch.contracts import Reachability, Verdict
+from hangwatch_demo.harness import stop_process
 from hangwatch_operator.injection import build_sidecar_patch
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
@@ -259,12 +260,7 @@ def running_hangwatch_operator(
         try:
             yield OperatorRun(process, log_path)
         finally:
-            process.terminate()
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process, 30)
 
 
 def poll_rounds(metrics_port: int, policy_key: str) -> float:

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from hangwatch_demo.harness import stop_process
 from hangwatch_testing.clients.build import built
 
 CLIENTS = ("sarama", "kafka-go", "kcat", "confluent-kafka")
@@ -126,13 +127,7 @@ class Workload:
 
     def stop(self) -> None:
         self._stop.set()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc, 5)
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):
