@@ -185,7 +185,7 @@ def test_attempt_fails_never_raises_on_any_text(text: str) -> None:
 def test_ipv4_mapped_peers_are_named_as_ipv4() -> None:
     assert reader_module._unmapped("::ffff:10.0.0.1") == "10.0.0.1"
     assert reader_module._unmapped("::1") == "::1"
-    assert reader_module._endpoint("fe80::1", 9092) == "[fe80::1]:9092"
+    assert str(reader_module.Endpoint("fe80::1", 9092)) == "[fe80::1]:9092"
 
 
 def test_the_kernel_filter_keeps_exactly_the_broker_ports() -> None:
