@@ -23,6 +23,10 @@ class Verdict(StrEnum):
     LEADER_ELECTION = "leader_election"
     METADATA_STALE = "metadata_stale"
     PRODUCER_HUNG = "producer_hung"
+    PRODUCER_SILENT = "producer_silent"
+    """Every connection of the pod to brokers silent while Spark runs a task, and nothing
+    shows whether the producer is stuck or the task is busy elsewhere (computing, reading
+    its input): silence alone. Alert only by default: a restart needs positive evidence."""
     UNKNOWN = "unknown"
     NODE_NETWORK_FAULT = "node_network_fault"
     """Added by the operator only: pods on one node fail while pods elsewhere succeed."""

@@ -39,6 +39,9 @@ from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings, parse_boot
 from hangwatch_sidecar.probe.tls import tls_context
 from hangwatch_sidecar.probe.types import ClusterMetadata
 from hangwatch_sidecar.prober import BrokerProber
+from hangwatch_sidecar.pystacks.judge import HeldView
+from hangwatch_sidecar.pystacks.reader import MAX_PROCESSES, StackReader
+from hangwatch_sidecar.pystacks.watch import StackWatch
 from hangwatch_sidecar.settings import SidecarSettings
 from hangwatch_sidecar.spark.client import DriverClient, DriverReader
 from hangwatch_sidecar.spark.tracking import SparkTracker
@@ -100,6 +103,20 @@ class SidecarLoop:
         self.prober = BrokerProber(settings, self.probe_settings, self.tls, self._pool, clock)
         self._lock = threading.Lock()
         self.spark = _spark_watch(settings, self._pool, clock)
+        self._stack_pool = ThreadPoolExecutor(MAX_PROCESSES, thread_name_prefix="hangwatch-stacks")
+        self.stacks = (
+            StackWatch(
+                StackReader(
+                    settings.socket_process_root,
+                    self._stack_pool,
+                    settings.python_stacks_timeout_ms / 1000.0,
+                    clock,
+                ),
+                settings.stall_seconds,
+            )
+            if settings.python_stacks and self.spark is not None
+            else None
+        )
         self._state = SidecarState(
             started_ts=wall(),
             identity=identity or _identity_from_env(),
@@ -208,6 +225,13 @@ class SidecarLoop:
             if self._metadata_due(started, previous.cluster)
             else None
         )
+        sampling = None
+        if self.stacks is not None:
+            running = previous.spark.task_running if previous.spark is not None else None
+            if self.stacks.due(running, previous.sockets):
+                sampling = self._pool.submit(self.stacks.sample)
+            else:
+                self.stacks.skip()
         probes, passive, view = self.prober.probe(
             endpoints_to_probe(self.bootstrap, self.metadata), started
         )
@@ -233,6 +257,7 @@ class SidecarLoop:
             self.leaderless_since = None
         producers = self._read_producers(now)
         spark = self.spark.poll() if self.spark else None
+        stacks: HeldView | None = sampling.result() if sampling is not None else None
         assessment = evaluate(
             cluster,
             producers,
@@ -242,6 +267,7 @@ class SidecarLoop:
             topics=self.settings.topic_set,
             sockets=view,
             spark=spark,
+            stacks=stacks,
         )
         wall_now = self.wall()
         if self.debouncer.update(assessment.pod.verdict, wall_now):
@@ -275,6 +301,9 @@ class SidecarLoop:
             ),
             spark=spark,
             spark_reads=self.spark.stats if self.spark else previous.spark_reads,
+            python_stacks=self.stacks is not None,
+            stacks=stacks,
+            stack_samples=self.stacks.samples if self.stacks else 0,
         )
         self._publish(state)
         return state
@@ -301,6 +330,7 @@ class SidecarLoop:
         if self.spark:
             self.spark.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._stack_pool.shutdown(wait=False, cancel_futures=True)
         self._drop_metadata_client()
         self.prober.close()
 

@@ -18,6 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from hangwatch.contracts import Reachability, Verdict
+from hangwatch_sidecar.pystacks.types import Place
 from hangwatch_sidecar.sockets.types import Pattern
 from hangwatch_sidecar.spark.types import Activity
 from hangwatch_sidecar.state import SidecarState
@@ -38,6 +39,7 @@ class StateCollector(Collector):
         yield from _producers(state)
         yield from _spark(state)
         yield from _sockets(state)
+        yield from _stacks(state)
         yield from _sidecar(state)
 
 
@@ -262,6 +264,26 @@ def _sockets(state: SidecarState) -> Iterator[Metric]:
     )
     metadata.add_metric([], state.probe_counts.metadata_requests)
     yield metadata
+
+
+def _stacks(state: SidecarState) -> Iterator[Metric]:
+    if not state.python_stacks:
+        return
+    samples = CounterMetricFamily(
+        "hangwatch_python_stack_samples",
+        "Samples of the executor's Python stacks (taken only while the pod is silent)",
+    )
+    samples.add_metric([], state.stack_samples)
+    threads = GaugeMetricFamily(
+        "hangwatch_python_threads",
+        "Threads of the executor's Python processes in the last sample, by place",
+        labels=["place"],
+    )
+    held = state.stacks
+    for place in Place:
+        count = sum(1 for h in held.threads if h.place.place is place) if held else 0
+        threads.add_metric([str(place)], count)
+    yield from (samples, threads)
 
 
 def _sidecar(state: SidecarState) -> Iterator[Metric]:

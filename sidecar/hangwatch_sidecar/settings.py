@@ -216,6 +216,19 @@ class SidecarSettings:
             "netlink; no capability needed): judges producers without hangwatch's telemetry."
         ),
     )
+    python_stacks: bool = field(
+        default=True,
+        metadata=_doc(
+            "When the pod's connections fall silent while Spark runs a task, sample the "
+            "executor's Python threads with py-spy (needs the pod's shareProcessNamespace and "
+            "CAP_SYS_PTRACE): a thread blocked inside the client is a hang, a task computing "
+            "elsewhere is not. Off: silence alone stays producer_silent (alert only)."
+        ),
+    )
+    python_stacks_timeout_ms: int = field(
+        default=3000,
+        metadata=_doc("Longest one py-spy read of one process may take."),
+    )
     socket_ports: str = field(
         default="",
         metadata=_doc(
@@ -302,6 +315,7 @@ class SidecarSettings:
             ("telemetry_max_bytes", 64 << 20),
             ("max_producers", 10_000),
             ("spark_timeout_ms", MAX_TIMEOUT_MS),
+            ("python_stacks_timeout_ms", MAX_TIMEOUT_MS),
         ):
             value = getattr(self, name)
             if not 1 <= value <= most:

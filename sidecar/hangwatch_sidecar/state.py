@@ -17,6 +17,7 @@ from hangwatch import __version__
 from hangwatch.contracts import Verdict
 from hangwatch.wire import status
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation, ProducerObservation
+from hangwatch_sidecar.pystacks.judge import HeldView
 from hangwatch_sidecar.sockets.types import SocketObservation
 from hangwatch_sidecar.spark.types import (
     Activity,
@@ -73,6 +74,11 @@ class SidecarState:
     sockets: SocketObservation | None = None
     """The round's view of the pod's own connections to brokers (None: switched off)."""
     probe_counts: ProbeCounts = field(default_factory=ProbeCounts)
+    python_stacks: bool = False
+    """The Python stack view is on."""
+    stacks: HeldView | None = None
+    """The round's Python stack sample (None: not sampled this round)."""
+    stack_samples: int = 0
 
 
 def _assessment(a: Assessment) -> status.Assessment:
@@ -146,6 +152,39 @@ def status_document(state: SidecarState) -> status.StatusDocument:
         time_to_error=state.time_to_error,
         spark=_spark(state),
         sockets=_sockets(state.sockets),
+        python_stacks=_stacks(state),
+    )
+
+
+def _stacks(state: SidecarState) -> status.PythonStacksStatus | None:
+    """The Python stack view: threads inside a client first, at most `SPARK_SHOWN`."""
+    if not state.python_stacks:
+        return None
+    held = state.stacks
+    if held is None:
+        return status.PythonStacksStatus(samples_total=state.stack_samples)
+    ranked = sorted(held.threads, key=lambda h: h.place.place == "outside")
+    return status.PythonStacksStatus(
+        sampled=True,
+        available=held.view.available,
+        error=held.view.error,
+        processes=held.view.processes,
+        samples_total=state.stack_samples,
+        threads=[
+            status.PythonThread(
+                pid=h.place.pid,
+                tid=h.place.tid,
+                name=h.place.name,
+                place=str(h.place.place),
+                active=h.place.active,
+                client_call=h.place.client_call,
+                user_frame=h.place.user_frame,
+                caller=h.place.caller,
+                held_seconds=round(h.held_seconds, 3),
+                samples=h.samples,
+            )
+            for h in ranked[:SPARK_SHOWN]
+        ],
     )
 
 

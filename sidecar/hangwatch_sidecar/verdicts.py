@@ -18,17 +18,22 @@ Order of precedence (first match wins), following the incidents' lesson
 4. a producer is stuck while the cluster is healthy -> `producer_hung`: its requests go
    unanswered (S2) or its heartbeat stopped (S4); but a stuck producer whose requests
    brokers keep answering without a delivery (S1) -> `metadata_stale`. Without
-   telemetry the socket view decides: a request unanswered on a live connection, or
-   every connection silent while Spark runs a task of this executor; and Spark's view
-   decides for a JVM producer (its I/O thread held in a user callback, a send's result
-   never coming; waits for metadata -> `metadata_stale`). With telemetry both add their
-   reasons; a straggler task only corroborates
+   telemetry the socket view decides on a request unanswered on a live connection;
+   Spark's view for a JVM producer (its I/O thread held in a user callback, a send's
+   result never coming; waits for metadata -> `metadata_stale`); the Python stack view
+   for a Python producer (a thread held inside a delivery callback the client called).
+   With telemetry all add their reasons; a straggler task only corroborates
 5. a producer's metadata disagrees / is too old / it keeps failing -> `metadata_stale`
-6. some brokers or bootstrap entries fail (producers can still work), or the pod's own
+6. every connection of the pod silent while Spark runs a task of this executor: the
+   evidence ladder (`ladder`) decides - `producer_hung` on positive evidence (a thread
+   inside the client while nothing is sent), cleared when a source shows the task busy
+   elsewhere (the wrapper's telemetry: nothing pending; stacks: no thread in a client),
+   else `producer_silent` (silence alone: alert only, never a restart by default)
+7. some brokers or bootstrap entries fail (producers can still work), or the pod's own
    connections to a broker are blackholed -> `broker_degraded`
-7. no producer telemetry, no connection of the pod to a broker and no Kafka producer
+8. no producer telemetry, no connection of the pod to a broker and no Kafka producer
    thread in the executor's JVM -> `unknown` (cluster fine, nothing to judge)
-8. otherwise -> `healthy`
+9. otherwise -> `healthy`
 """
 
 from __future__ import annotations
@@ -41,7 +46,9 @@ from hangwatch.contracts import Verdict
 from hangwatch.defaults import STANDALONE
 from hangwatch.wire import status
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
-from hangwatch_sidecar.sockets.judge import failed_connects_reason, judge_sockets
+from hangwatch_sidecar.ladder import SilenceWeighed, weigh_silence
+from hangwatch_sidecar.pystacks.judge import HeldView, StackFinding, judge_stacks
+from hangwatch_sidecar.sockets.judge import SocketFinding, failed_connects_reason, judge_sockets
 from hangwatch_sidecar.sockets.types import SocketObservation
 from hangwatch_sidecar.spark.judge import SparkFinding, judge_spark, unavailable_reason
 from hangwatch_sidecar.spark.types import SparkView
@@ -241,7 +248,12 @@ def _assess_metadata(
     return Assessment(Verdict.HEALTHY, (), ev)
 
 
-_PRODUCER_ORDER = (Verdict.PRODUCER_HUNG, Verdict.METADATA_STALE, Verdict.BROKER_DEGRADED)
+_PRODUCER_ORDER = (
+    Verdict.PRODUCER_HUNG,
+    Verdict.METADATA_STALE,
+    Verdict.PRODUCER_SILENT,
+    Verdict.BROKER_DEGRADED,
+)
 
 
 def evaluate(
@@ -255,13 +267,15 @@ def evaluate(
     sockets: SocketObservation | None = None,
     spark: SparkView | None = None,
     spark_task_running: bool | None = None,
+    stacks: HeldView | None = None,
 ) -> PodAssessment:
     """The pod's verdict now; `leaderless_since` is when leaderless partitions were first seen.
 
     `sockets`: this round's view of the pod's own connections to brokers (None: not
     read). `spark`: Spark's view of this executor this round (None: the Spark view is
     off). `spark_task_running` (True: one of its tasks runs; False: none; None: unknown)
-    is combined with the socket view's silence; by default it comes from `spark`."""
+    is combined with the socket view's silence; by default it comes from `spark`.
+    `stacks`: the newest sample of the executor's Python stacks (None: not sampled)."""
     if cluster is None:
         return PodAssessment(Assessment(Verdict.UNKNOWN, ("no probe round has completed yet",)), {})
     brokers = _brokers_evidence(cluster)
@@ -308,38 +322,35 @@ def evaluate(
     }
     if spark_task_running is None and spark is not None:
         spark_task_running = spark.task_running  # None while the view is unavailable
-    socket_findings = judge_sockets(
-        sockets,
-        stall_seconds=thresholds.stall_seconds,
-        cluster_healthy=cluster_healthy,
-        spark_task_running=spark_task_running,
-    )
-    spark_findings = judge_spark(
-        spark,
-        stall_seconds=thresholds.stall_seconds,
-        heartbeat_seconds=thresholds.heartbeat_seconds,
-        cluster_healthy=cluster_healthy,
+    socket_findings, spark_findings, stack_findings, silence, weighed = _findings(
+        producers, thresholds, cluster_healthy, sockets, spark, spark_task_running, stacks
     )
     also = [f"spark view: {f.reason}" for f in spark_findings if f.verdict is None]
+    also += [f.reason for f in stack_findings if f.verdict is None and not f.clears_silence]
     for verdict in _PRODUCER_ORDER:
         hit = [(k, a) for k, a in per_producer.items() if a.verdict is verdict]
         found = [f for f in socket_findings if f.verdict is verdict]
         judged = [f for f in spark_findings if f.verdict is verdict]
+        ladder = weighed if weighed is not None and weighed.verdict is verdict else None
+        stacked = [f for f in stack_findings if f.verdict is verdict and ladder is None]
         reasons = [f"producer {k}: {r}" for k, a in hit for r in a.reasons]
         if verdict is Verdict.BROKER_DEGRADED and (hit or found or judged or cluster.failing):
             reasons += [_broker_reason(b) for b in cluster.failing]
             refusing = [b.address for b in cluster.failing if b.reachability == "refused"]
             if corroboration := failed_connects_reason(sockets, refusing):
                 reasons.append(f"socket view: {corroboration}")
-        if hit or found or judged or reasons:
+        if hit or found or judged or stacked or ladder or reasons:
             reasons += [f"socket view: {f.reason}" for f in found]
+            reasons += [f.reason for f in stacked]
+            reasons += list(ladder.reasons) if ladder else []
             reasons += [f"spark view: {f.reason}" for f in judged] + also
             evidence = {"producers": [k for k, _ in hit], "brokers": brokers}
-            if found:
-                evidence["connections_judged"] = sorted({c for f in found for c in f.connections})[
-                    :MAX_CONNECTIONS_SHOWN
-                ]
+            named = [c for f in found for c in f.connections]
+            named += list(silence.connections) if ladder and silence else []
+            if named:
+                evidence["connections_judged"] = sorted(set(named))[:MAX_CONNECTIONS_SHOWN]
             evidence |= _spark_evidence(judged + [f for f in spark_findings if f.verdict is None])
+            evidence |= _stack_evidence(stacked, ladder)
             return PodAssessment(
                 Assessment(verdict, tuple(reasons), _with_sockets(evidence, sockets)),
                 per_producer,
@@ -355,10 +366,74 @@ def evaluate(
             ),
             per_producer,
         )
+    healthy: dict[str, Any] = {"brokers": brokers}
+    if weighed is not None:  # silence cleared by a source that shows the task busy elsewhere
+        healthy["silence_cleared"] = list(weighed.reasons)
     return PodAssessment(
-        Assessment(Verdict.HEALTHY, (), _with_sockets({"brokers": brokers}, sockets)),
-        per_producer,
+        Assessment(Verdict.HEALTHY, (), _with_sockets(healthy, sockets)), per_producer
     )
+
+
+_Findings = tuple[
+    tuple[SocketFinding, ...],
+    tuple[SparkFinding, ...],
+    tuple[StackFinding, ...],
+    SocketFinding | None,
+    SilenceWeighed | None,
+]
+
+
+def _findings(
+    producers: Sequence[ProducerObservation],
+    thresholds: Thresholds,
+    cluster_healthy: bool,
+    sockets: SocketObservation | None,
+    spark: SparkView | None,
+    spark_task_running: bool | None,
+    stacks: HeldView | None,
+) -> _Findings:
+    """Each view's findings, the silence finding (taken out of the socket findings) and
+    what the evidence ladder made of it."""
+    socket_findings = judge_sockets(
+        sockets,
+        stall_seconds=thresholds.stall_seconds,
+        cluster_healthy=cluster_healthy,
+        spark_task_running=spark_task_running,
+    )
+    spark_findings = judge_spark(
+        spark,
+        stall_seconds=thresholds.stall_seconds,
+        heartbeat_seconds=thresholds.heartbeat_seconds,
+        cluster_healthy=cluster_healthy,
+    )
+    stack_findings = judge_stacks(
+        stacks,
+        heartbeat_seconds=thresholds.heartbeat_seconds,
+        stall_seconds=thresholds.stall_seconds,
+        silent_seconds=sockets.silent_seconds if sockets and sockets.available else None,
+        cluster_healthy=cluster_healthy,
+    )
+    silence = next((f for f in socket_findings if f.verdict is Verdict.PRODUCER_SILENT), None)
+    weighed = (
+        weigh_silence(
+            silence.reason,
+            producers=producers,
+            stacks=stack_findings,
+            spark=spark,
+            stall_seconds=thresholds.stall_seconds,
+            heartbeat_seconds=thresholds.heartbeat_seconds,
+        )
+        if silence is not None
+        else None
+    )
+    others = tuple(f for f in socket_findings if f is not silence)
+    return others, spark_findings, stack_findings, silence, weighed
+
+
+def _stack_evidence(stacked: list[StackFinding], ladder: SilenceWeighed | None) -> dict[str, Any]:
+    """The threads the Python stack view and the ladder name."""
+    threads = {t for f in stacked for t in f.threads} | set(ladder.threads if ladder else ())
+    return {"threads_judged": sorted(threads)} if threads else {}
 
 
 def _with_sockets(evidence: dict[str, Any], sockets: SocketObservation | None) -> dict[str, Any]:

@@ -57,7 +57,7 @@ def test_blackholed_connections_are_broker_degraded_per_broker() -> None:
     assert "connects unanswered past a second" in findings[1].reason
 
 
-def test_silence_is_producer_hung_only_while_spark_runs_a_task() -> None:
+def test_silence_is_producer_silent_only_while_spark_runs_a_task() -> None:
     quiet = view(C, replace(C, connection="b", quiet_seconds=35.0))
     for running in (None, False):
         assert (
@@ -67,7 +67,7 @@ def test_silence_is_producer_hung_only_while_spark_runs_a_task() -> None:
     (finding,) = judge_sockets(
         quiet, stall_seconds=30, cluster_healthy=True, spark_task_running=True
     )
-    assert finding.verdict is V.PRODUCER_HUNG
+    assert finding.verdict is V.PRODUCER_SILENT
     assert "silent for 35 s" in finding.reason and "Spark runs a task" in finding.reason
 
 

@@ -8,8 +8,9 @@ one broker blackholed -> broker_degraded naming it, also when the sidecar's prob
 that broker succeeded; every broker unreachable -> cluster_unreachable with the socket
 view's corroboration; refused entries + failed connects -> broker_degraded with the
 corroborating count (S1); idle connections -> healthy; silence + Spark running a task ->
-producer_hung (S4's candidate), silence with Spark's view unknown or no task ->
-healthy; no telemetry and no connection -> unknown (nothing to judge), with the socket
+producer_silent (alert only: silence alone is not evidence of a hang; the evidence
+ladder's tests are in test_evidence_ladder.py), silence with Spark's view unknown or no
+task -> healthy; no telemetry and no connection -> unknown (nothing to judge), with the socket
 view's error when it is unavailable; with telemetry the socket view corroborates; the
 evidence lists a bounded number of connections.
 """
@@ -130,9 +131,10 @@ def test_idle_connections_are_healthy_and_silence_needs_a_running_task() -> None
             cluster(), [], thresholds=T, now=100, sockets=quiet, spark_task_running=running
         )
         assert result.pod.verdict is V.HEALTHY
-    hung = evaluate(cluster(), [], thresholds=T, now=100, sockets=quiet, spark_task_running=True)
-    assert hung.pod.verdict is V.PRODUCER_HUNG
-    assert "silent for 120 s" in hung.pod.reasons[0]
+    silent = evaluate(cluster(), [], thresholds=T, now=100, sockets=quiet, spark_task_running=True)
+    assert silent.pod.verdict is V.PRODUCER_SILENT
+    assert "silent for 120 s" in silent.pod.reasons[0]
+    assert "alert only" in silent.pod.reasons[-1]
 
 
 def test_nothing_to_judge_is_unknown_with_why() -> None:

@@ -235,6 +235,36 @@ class SparkStatus(msgspec.Struct, kw_only=True, frozen=True):
     reads: SparkReads = msgspec.field(default_factory=SparkReads)
 
 
+class PythonThread(msgspec.Struct, kw_only=True, frozen=True):
+    """A thread of one of the executor's Python processes, from the last stack sample."""
+
+    pid: Count
+    tid: Count
+    name: Text
+    place: Text
+    """`in_callback`, `in_client` or `outside` (text: a newer place is not fatal)."""
+    active: bool = False
+    client_call: Text = ""
+    user_frame: Text = ""
+    caller: Text = ""
+    held_seconds: Seconds = 0.0
+    samples: Count = 1
+
+
+class PythonStacksStatus(msgspec.Struct, kw_only=True, frozen=True):
+    """The Python stack view (absent when it is off). Sampled only while the pod's
+    connections are silent and a task runs: `sampled` False otherwise."""
+
+    sampled: bool = False
+    available: bool = False
+    error: Text | None = None
+    processes: Count = 0
+    samples_total: Count = 0
+    threads: Annotated[list[PythonThread], msgspec.Meta(max_length=MAX_ITEMS)] = msgspec.field(
+        default_factory=list
+    )
+
+
 Brokers = Annotated[list[BrokerStatus], msgspec.Meta(max_length=MAX_ITEMS)]
 Producers = Annotated[dict[Text, Assessment], msgspec.Meta(max_length=MAX_ITEMS)]
 
@@ -257,6 +287,8 @@ class StatusDocument(msgspec.Struct, kw_only=True, frozen=True):
     spark: SparkStatus | None = None
     sockets: SocketViewStatus | None = None
     """None when the sidecar's socket view is switched off."""
+    python_stacks: PythonStacksStatus | None = None
+    """None when the sidecar's Python stack view is switched off."""
 
 
 def without_evidence(doc: StatusDocument) -> StatusDocument:

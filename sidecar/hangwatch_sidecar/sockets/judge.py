@@ -13,8 +13,11 @@ not known). Each finding names the connection, broker or task it rests on.
   `broker_degraded` naming the broker (S0, S3; `cluster_unreachable` comes from the
   probes, these corroborate);
 - silence: every connection idle past the stall threshold while Spark runs a task of
-  this executor -> `producer_hung` (S4's candidate: an I/O thread that stopped sends
-  nothing); silence with no task, or with Spark's view unknown, is just an idle pod.
+  this executor -> `producer_silent` (S4's candidate, but also a task that computes or
+  reads its input between writes): silence alone never restarts anything; the verdict
+  engine's evidence ladder (`ladder`) upgrades it to `producer_hung` on positive
+  evidence or clears it; silence with no task, or with Spark's view unknown, is just an
+  idle pod.
 """
 
 from __future__ import annotations
@@ -113,11 +116,11 @@ def _silence(
     reason = (
         f"every connection of the pod to brokers ({len(view.connections)}) has been silent for "
         f"{silent:.0f} s (threshold {stall_seconds:.0f} s) while Spark runs a task of this "
-        "executor: its producer sends nothing (a blocked I/O thread?)"
+        "executor: its producer sends nothing (blocked, or the task is busy elsewhere)"
     )
     return [
         SocketFinding(
-            Verdict.PRODUCER_HUNG, reason, tuple(c.connection for c in view.connections), brokers
+            Verdict.PRODUCER_SILENT, reason, tuple(c.connection for c in view.connections), brokers
         )
     ]
 
@@ -135,7 +138,7 @@ def judge_sockets(
     findings = _unanswered(view, stall_seconds, cluster_healthy)
     findings += _silence(view, stall_seconds, cluster_healthy, spark_task_running)
     findings += _blackholed(view)
-    order = {Verdict.PRODUCER_HUNG: 0, Verdict.BROKER_DEGRADED: 1}
+    order = {Verdict.PRODUCER_HUNG: 0, Verdict.PRODUCER_SILENT: 1, Verdict.BROKER_DEGRADED: 2}
     return tuple(sorted(findings, key=lambda f: order.get(f.verdict, 9)))
 
 
