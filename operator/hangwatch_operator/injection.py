@@ -16,6 +16,14 @@ Lifecycle, so that executor pods still finish:
 - legacy (API servers before 1.29): a regular container plus `shareProcessNamespace:
   true`; `hangwatch sidecar --exit-when-gone <fragment>` exits 0 once no process whose
   command line contains the executor's main class is left, so the pod completes.
+
+The Python stack view (policy `processView.enabled`, on by default) needs the pod's
+process namespace shared (`shareProcessNamespace: true`, in either mode) and ptrace for
+the sidecar's py-spy only: the sidecar keeps `drop: [ALL]` and adds `SYS_PTRACE` to its
+bounding set, and the image gives that capability to the py-spy binary alone (a file
+capability, so `allowPrivilegeEscalation` must stay true for it to take effect on exec);
+the sidecar's own Python process runs with no effective capability
+(docs/threat-model.md). With the view off, none of this is set.
 """
 
 from __future__ import annotations
@@ -166,6 +174,10 @@ def sidecar_container(
         },
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
+    if policy.process_view.enabled:
+        security = container["securityContext"]
+        security["capabilities"] = {"drop": ["ALL"], "add": ["SYS_PTRACE"]}
+        security["allowPrivilegeEscalation"] = True  # py-spy's file capability on exec
     if policy.sidecar.image_pull_policy:
         container["imagePullPolicy"] = policy.sidecar.image_pull_policy
     if mode is InjectionMode.NATIVE:
@@ -189,7 +201,8 @@ def build_sidecar_patch(
     spec = pod.get("spec") or {}
     _check_conflicts(spec, settings)
     ops = _metadata_ops(pod.get("metadata") or {}, policy, settings, mode)
-    if mode is InjectionMode.LEGACY and not spec.get("hostPID"):
+    shares = mode is InjectionMode.LEGACY or policy.process_view.enabled
+    if shares and not spec.get("hostPID") and spec.get("shareProcessNamespace") is not True:
         ops.append(_add("/spec/shareProcessNamespace", True))  # hostPID already shares
     ops.append(_append(spec, "/spec/volumes", {"name": TELEMETRY_VOLUME, "emptyDir": {}}))
     spark_containers = [(i, spec["containers"][i]) for i in spark_container_indexes(pod)]
@@ -314,6 +327,8 @@ def _sidecar_env(policy: Policy, settings: OperatorSettings) -> list[dict[str, A
             "HANGWATCH_FRESH_CONNECT_INTERVAL_SECONDS", str(probes.fresh_connect_interval_seconds)
         )
     )
+    stacks = policy.process_view.enabled
+    env.append(_value_env("HANGWATCH_PYTHON_STACKS", "true" if stacks else "false"))
     view = policy.socket_view
     env.append(_value_env("HANGWATCH_SOCKET_VIEW", "true" if view.enabled else "false"))
     if view.ports:

@@ -50,6 +50,7 @@ class Role(StrEnum):
 ACTION_FIELDS: dict[str, Verdict] = {
     "producerHung": Verdict.PRODUCER_HUNG,
     "metadataStale": Verdict.METADATA_STALE,
+    "producerSilent": Verdict.PRODUCER_SILENT,
     "brokerDegraded": Verdict.BROKER_DEGRADED,
     "clusterUnreachable": Verdict.CLUSTER_UNREACHABLE,
     "leaderElection": Verdict.LEADER_ELECTION,
@@ -61,13 +62,15 @@ ACTION_FIELDS: dict[str, Verdict] = {
 DEFAULT_ACTIONS: dict[Verdict, tuple[Operation, ...]] = {
     Verdict.PRODUCER_HUNG: (Operation.RESTART,),
     Verdict.METADATA_STALE: (Operation.RESTART,),
+    Verdict.PRODUCER_SILENT: (Operation.ALERT,),
     Verdict.BROKER_DEGRADED: (Operation.ALERT,),
     Verdict.CLUSTER_UNREACHABLE: (Operation.ALERT,),
     Verdict.LEADER_ELECTION: (Operation.ALERT,),
     Verdict.NODE_NETWORK_FAULT: (Operation.ALERT,),
     Verdict.UNKNOWN: (),
 }
-"""Same defaults as the CRD: restart only where a restart is the fix (S1, S2, S4)."""
+"""Same defaults as the CRD: restart only where a restart is the fix (S1, S2, S4) and the
+evidence says so; silence alone (`producer_silent`) alerts (docs/evidence-ladder.md)."""
 
 PORT_PATTERN = (
     "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
@@ -217,6 +220,14 @@ class SocketView:
 
 
 @dataclass(frozen=True)
+class ProcessView:
+    """`spec.processView`: the sidecar may read the executor's Python threads (py-spy):
+    the pod shares its process namespace and the sidecar's py-spy may ptrace."""
+
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
 class Detection:
     """`spec.detection`: thresholds that turn evidence into a verdict (defaults:
     `hangwatch.defaults.POLICY`, equal to the CRD's)."""
@@ -284,6 +295,7 @@ class Policy:
     safety: SafetyLimits = field(default_factory=SafetyLimits)
     sidecar: SidecarSpec = field(default_factory=SidecarSpec)
     socket_view: SocketView = field(default_factory=SocketView)
+    process_view: ProcessView = field(default_factory=ProcessView)
 
 
 def kafka_env_name(prop: str) -> str:
@@ -331,6 +343,9 @@ def _parse(body: Mapping[str, Any]) -> Policy:
             safety=_safety(_section(spec, "safety")),
             sidecar=_sidecar(_section(spec, "sidecar")),
             socket_view=_socket_view(_section(spec, "socketView")),
+            process_view=ProcessView(
+                _flag(_section(spec, "processView"), "processView.enabled", True)
+            ),
         )
     )
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 from typing import Any
 
 import jsonpatch
@@ -42,7 +43,7 @@ from hangwatch_operator.injection import (
     resolve_injection_mode,
     server_minor_version,
 )
-from hangwatch_operator.policies import Policy, matching_policy, parse_policy
+from hangwatch_operator.policies import Policy, ProcessView, matching_policy, parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
 from hangwatch_sidecar import settings as sidecar_settings
 from hangwatch_testing.spark_pods import PREFIX, driver_pod, executor_pod
@@ -109,8 +110,10 @@ def test_native_injection_yields_a_pod_the_1_29_schema_accepts() -> None:
     (sidecar,) = pod["spec"]["initContainers"]
     assert sidecar["name"] == SIDECAR_CONTAINER and sidecar["restartPolicy"] == "Always"
     assert [c["name"] for c in pod["spec"]["containers"]] == ["spark-kubernetes-executor"]
-    assert "shareProcessNamespace" not in pod["spec"]
+    assert pod["spec"]["shareProcessNamespace"] is True  # the process view (on by default)
     assert pod["metadata"]["annotations"][MODE_ANNOTATION] == "native"
+    off = dataclasses.replace(_policy(), process_view=ProcessView(enabled=False))
+    assert "shareProcessNamespace" not in _inject(executor_pod(), NATIVE, off)["spec"]
 
 
 def test_legacy_injection_yields_a_pod_the_1_27_schema_accepts() -> None:
@@ -160,8 +163,16 @@ def test_sidecar_follows_the_contract() -> None:
     ]
     context = sidecar["securityContext"]
     assert context["runAsNonRoot"] and context["readOnlyRootFilesystem"]
-    assert context["allowPrivilegeEscalation"] is False
-    assert context["capabilities"] == {"drop": ["ALL"]}
+    # the process view: SYS_PTRACE in the bounding set, reached only by py-spy's file
+    # capability on exec (so privilege escalation stays allowed for that exec)
+    assert context["allowPrivilegeEscalation"] is True
+    assert context["capabilities"] == {"drop": ["ALL"], "add": ["SYS_PTRACE"]}
+    off = dataclasses.replace(_policy(), process_view=ProcessView(enabled=False))
+    closed = _sidecar(_inject(executor_pod(), NATIVE, off))
+    assert closed["securityContext"]["allowPrivilegeEscalation"] is False
+    assert closed["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    env = {e["name"]: e.get("value") for e in closed["env"]}
+    assert env["HANGWATCH_PYTHON_STACKS"] == "false"
 
 
 def test_sidecar_identity_comes_from_the_downward_api() -> None:
@@ -450,7 +461,7 @@ def test_socket_view_and_passive_first_probing_reach_the_sidecar_settings() -> N
     assert env["HANGWATCH_SOCKET_PORTS"] == "9093"
     assert env["HANGWATCH_SOCKET_UIDS"] == "185,1000"
     assert env["HANGWATCH_FRESH_CONNECT_INTERVAL_SECONDS"] == "300"
-    assert sidecar["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert env["HANGWATCH_PYTHON_STACKS"] == "true"
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     settings = from_args(parser.parse_args(sidecar["args"]), environ=env)

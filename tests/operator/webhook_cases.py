@@ -38,10 +38,12 @@ ADDED_SINCE = frozenset(
         "HANGWATCH_SOCKET_VIEW",
         "HANGWATCH_SOCKET_PORTS",
         "HANGWATCH_SOCKET_UIDS",
+        "HANGWATCH_PYTHON_STACKS",
     }
 )
 """Sidecar variables injection gained after the recording: the driver's address and UI
-port for the Spark view; the policy's socket view and fresh-connection interval."""
+port for the Spark view; the policy's socket view and fresh-connection interval; the
+Python stack view's switch."""
 
 
 def as_recorded(pod: dict[str, Any]) -> dict[str, Any]:
@@ -52,6 +54,13 @@ def as_recorded(pod: dict[str, Any]) -> dict[str, Any]:
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         if container.get("name") == SIDECAR_CONTAINER:
             container["env"] = [e for e in container["env"] if e["name"] not in ADDED_SINCE]
+            # the process view (added since): SYS_PTRACE for py-spy, a shared namespace
+            security = container["securityContext"]
+            security["capabilities"] = {"drop": ["ALL"]}
+            security["allowPrivilegeEscalation"] = False
+    mode = (pod.get("metadata", {}).get("annotations") or {}).get("hangwatch.dev/injection-mode")
+    if mode == "native":
+        spec.pop("shareProcessNamespace", None)
     return pod
 
 
