@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import secrets
 import tempfile
 import time
@@ -51,7 +52,12 @@ from hangwatch_demo.harness import dead_endpoints, sidecar_settings, telemetry_d
 from hangwatch_demo.local_operator import LocalOperator
 from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing
 from hangwatch_demo.sidecars import SidecarFleet, wait_ready
-from hangwatch_demo.spark_cluster import TELEMETRY_SUBDIR, LocalSparkCluster, PipelineJob
+from hangwatch_demo.spark_cluster import (
+    EXECUTORS,
+    TELEMETRY_SUBDIR,
+    LocalSparkCluster,
+    PipelineJob,
+)
 from hangwatch_lab import Lab
 from hangwatch_operator.decisions import Decision
 from hangwatch_operator.operations import Operation, Outcome
@@ -269,7 +275,7 @@ def _operate(run: _Run, reports: list[PodReport]) -> None:
 
 def _watch_seconds(scenario: Scenario, timing: Timing) -> float:
     if scenario.control:
-        return min(scenario.bound(timing), CONTROL_WATCH_SECONDS)
+        return scenario.watch_seconds or min(scenario.bound(timing), CONTROL_WATCH_SECONDS)
     return detect_bound(scenario, timing) + SETTLE_SECONDS
 
 
@@ -376,13 +382,25 @@ def job_options(scenario: Scenario, timing: Timing, bootstrap: str) -> RunOption
     if scenario.idles_after_run:
         seconds = BASELINE_ALLOWANCE_SECONDS + TAIL_SECONDS
     producer_conf = {"message.timeout.ms": str(timing.producer_message_timeout_ms)}
+    producer_conf |= scenario.producer_conf
     if scenario.seed == "S4" and scenario.producer == "wrapper":
         # Client debug lines are what reaches the wedgeable logger on the poll thread.
         producer_conf["debug"] = "msg"
+    events, partitions = int(RATE_PER_SECOND * seconds), None
+    if scenario.pause is not None:
+        # One task per executor, each pausing after every `every_events` of its events
+        # (paced sending catches up after a pause): enough pauses to cover the watch.
+        budget = scenario.pause.budget_seconds
+        pauses = math.ceil(seconds / scenario.pause.mean_seconds) + 1
+        if budget:  # pauses stop at the budget: enough for the longest draw sequence
+            pauses = math.ceil(budget / scenario.pause.seconds) + 1
+        partitions = EXECUTORS
+        events = EXECUTORS * scenario.pause.every_events * pauses
     return RunOptions(
         bootstrap=bootstrap,
         topic=TOPIC,
-        events=int(RATE_PER_SECOND * seconds),
+        events=events,
+        partitions=partitions,
         rate_per_second=RATE_PER_SECOND,
         run_id=f"demo-{scenario.name}-{secrets.token_hex(2)}",
         producer_conf=producer_conf,
@@ -450,7 +468,7 @@ def _replay(run: _Run, options: RunOptions) -> tuple[PipelineJob | None, float |
     executors = cluster.executors()
     if not wait_ready(run.fleet, executors, SIDECAR_START_TIMEOUT_SECONDS):
         raise ScenarioError("the sidecars did not start (see sidecar-exec-*.log)")
-    job = cluster.run(options, spark_tasks.TASKS[scenario.producer], run.say)
+    job = cluster.run(options, spark_tasks.task_for(scenario.producer, scenario.pause), run.say)
     run.say(
         f"pipeline run {options.run_id}: {options.events} events at "
         f"{RATE_PER_SECOND:.0f}/s on executors {', '.join(e.id for e in executors)}; "

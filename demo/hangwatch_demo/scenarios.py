@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hangwatch.contracts import Verdict
+from hangwatch_demo.spark_tasks import Pause
 from hangwatch_lab import Lab
 
 TOPIC = "events"
@@ -77,6 +78,12 @@ class Scenario:
     (a client per Python worker, kept open between runs)."""
     idles_after_run: bool = False
     """The fault is the run's end: its producers stay open and idle, no task running."""
+    pause: Pause | None = None
+    """Healthy work between writes inside each task (the silence controls)."""
+    producer_conf: dict[str, str] = field(default_factory=dict)
+    """Client settings of the run on top of the demo's (a long linger)."""
+    watch_seconds: float = 0.0
+    """Controls: how long to watch (0: the runner's default)."""
 
 
 def _s0(ctx: Context) -> None:
@@ -148,6 +155,37 @@ def _no_fault_control(
         producer=producer,
         idles_after_run=idles_after_run,
     )
+
+
+PAUSE_STALLS = 3
+"""The silence controls pause for this many stall thresholds between writes."""
+RESTART_VERDICTS = frozenset({Verdict.PRODUCER_HUNG, Verdict.METADATA_STALE})
+
+
+def _silence_control(
+    name: str, fault: str, label: str, producer: str, pause: Pause | None, **kw: object
+) -> Scenario:
+    """A healthy task that goes silent on purpose: no restart verdict, ever (silence may
+    be reported as `producer_silent` only when no source can clear it; the table says)."""
+    return Scenario(
+        name,
+        "silence control",
+        fault,
+        _nothing,
+        Verdict.HEALTHY,
+        lambda t: 20.0,
+        control=True,
+        forbidden=RESTART_VERDICTS,
+        label=label,
+        producer=producer,
+        pause=pause,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+_COMPUTE = Pause(every_events=300, seconds=PAUSE_STALLS * Timing().stall_seconds)
+_WAIT = Pause(every_events=300, seconds=PAUSE_STALLS * Timing().stall_seconds, kind="wait")
+_WATCH = 2 * _COMPUTE.seconds + 10.0
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -260,6 +298,41 @@ SCENARIOS: dict[str, Scenario] = {
             label="all 3 brokers down",
         ),
         _no_fault_control("healthy", "control", "no fault", "none"),
+        _silence_control(
+            "plain-computes-between-writes",
+            f"{PLAIN}: the task computes for {PAUSE_STALLS} stall thresholds after every "
+            "300 events (no client call meanwhile)",
+            "plain: computes between writes",
+            "plain",
+            _COMPUTE,
+            watch_seconds=_WATCH,
+        ),
+        _silence_control(
+            "plain-waits-on-input",
+            f"{PLAIN}: the task waits {PAUSE_STALLS} stall thresholds on slow input after "
+            "every 300 events",
+            "plain: waits on slow input",
+            "plain",
+            _WAIT,
+            watch_seconds=_WATCH,
+        ),
+        _silence_control(
+            "wrapper-computes-between-writes",
+            f"the wrapper: the task computes for {PAUSE_STALLS} stall thresholds after every "
+            "300 events",
+            "wrapper: computes between writes",
+            "wrapper",
+            _COMPUTE,
+            watch_seconds=_WATCH,
+        ),
+        _silence_control(
+            "plain-long-linger",
+            f"{PLAIN} with linger.ms=4000: batches leave every 4 s (below the stall threshold)",
+            "plain: linger.ms 4000",
+            "plain",
+            None,
+            producer_conf={"linger.ms": "4000"},
+        ),
     )
 }
 
@@ -276,5 +349,9 @@ DEMO_ORDER = (
     "plain-s2-stuck-after-election",
     "plain-s4-blocked-callback",
     "plain-idle-between-runs",
+    "plain-computes-between-writes",
+    "plain-waits-on-input",
+    "wrapper-computes-between-writes",
+    "plain-long-linger",
 )
 """The order `hangwatch demo` runs scenarios in."""

@@ -26,14 +26,22 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import itertools
 import json
 import logging
+import math
+import random
+import socket
+import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
+from pyspark import TaskContext
 
 from hangwatch_demo.workload import WedgeOnFile
 from hangwatch_pipeline import job
@@ -155,6 +163,97 @@ def write_partition_plain_cached(
 ) -> None:
     """The pipeline's task through this Python worker's kept plain client."""
     job.write_partition(plan, accumulators, events, _plain_cached)
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Healthy work between writes: after every `every_events` events the task spends
+    `seconds` computing (`compute`: a CPU-bound loop in user code, as a parse or a model
+    call does) or waiting (`wait`: a blocking read of slow input) with no client call."""
+
+    every_events: int
+    seconds: float
+    kind: str = "compute"
+    max_seconds: float = 0.0
+    """Above `seconds`: each pause lasts a random time between the two (seeded per task),
+    and `kind` "mixed" alternates computing and waiting."""
+    budget_seconds: float = 0.0
+    """Above 0: a task pauses at most this long in all (the last pause is cut short), so
+    a run of random pauses still ends about when planned."""
+
+    def __post_init__(self) -> None:
+        kinds = ("compute", "wait", "mixed")
+        if self.kind not in kinds or self.every_events < 1 or self.seconds <= 0:
+            raise ValueError(f"invalid pause {self}")
+
+    @property
+    def mean_seconds(self) -> float:
+        return (self.seconds + max(self.seconds, self.max_seconds)) / 2
+
+    def durations(self, seed: int) -> Iterator[tuple[str, float]]:
+        """The pauses of one task: (kind, seconds), forever."""
+        draw, left = random.Random(seed), self.budget_seconds or math.inf
+        for n in itertools.count():
+            kind = self.kind if self.kind != "mixed" else ("compute", "wait")[n % 2]
+            longest = max(self.seconds, self.max_seconds)
+            seconds = min(left, draw.uniform(self.seconds, longest))
+            left -= seconds
+            yield kind, seconds  # 0 once the budget is spent
+
+
+def _compute(seconds: float) -> int:
+    """Burn CPU in user code for `seconds` (hashing, as parsing or scoring would)."""
+    end, digest, rounds = time.monotonic() + seconds, b"", 0
+    while time.monotonic() < end:
+        for _ in range(1000):
+            digest = hashlib.sha256(digest).digest()
+        rounds += 1
+    return rounds
+
+
+def _slow_input(seconds: float) -> None:
+    """Block on input that is slow to come (a socket read with nothing to read)."""
+    reader, writer = socket.socketpair()
+    try:
+        reader.settimeout(seconds)
+        with suppress(TimeoutError):
+            reader.recv(1)
+    finally:
+        reader.close()
+        writer.close()
+
+
+def _paused(events: Iterable[dict[str, Any]], pause: Pause, seed: int) -> Iterator[dict[str, Any]]:
+    durations = pause.durations(seed)
+    for n, event in enumerate(events, start=1):
+        yield event
+        if n % pause.every_events == 0:
+            kind, seconds = next(durations)
+            if seconds <= 0:
+                continue
+            if kind == "compute":
+                _compute(seconds)
+            else:
+                _slow_input(seconds)
+
+
+def with_pauses(writer: job.PartitionWriter, pause: Pause) -> job.PartitionWriter:
+    """`writer` whose task pauses for healthy work between writes (see `Pause`)."""
+
+    def task(
+        plan: job.TaskPlan, accumulators: job.JobAccumulators, events: Iterable[dict[str, Any]]
+    ) -> None:
+        ctx = TaskContext.get()
+        seed = ctx.partitionId() * 1000 + ctx.attemptNumber() if ctx is not None else 0
+        writer(plan, accumulators, _paused(events, pause, seed))
+
+    return task
+
+
+def task_for(producer: str, pause: Pause | None) -> job.PartitionWriter:
+    """The task a scenario runs: its producer's, with its pauses if any."""
+    writer = TASKS[producer]
+    return writer if pause is None else with_pauses(writer, pause)
 
 
 TASKS: dict[str, job.PartitionWriter] = {

@@ -1,0 +1,161 @@
+"""False-restart benchmark: a soak of healthy but irregular Spark work, and the real hangs.
+
+Part 1 (the soak): for each producer kind (plain confluent-kafka client, hangwatch's
+wrapper) the demo's Spark application runs one pipeline run for `--minutes` whose
+tasks pause after every 300 events for a random 0.2x-10x the stall threshold,
+alternately computing (CPU-bound user code) and waiting on slow input (idle), while
+the lab runs a 1.5 s leader election every 90-150 s. Sidecars and the operator's code
+judge and act with the policy defaults (`--timing policy`: 10 s probes, 60 s stall,
+30 s heartbeat) or the demo's fast settings (`--timing demo`). Counted: restarts (the
+target is 0), and every verdict change away from healthy, by verdict (alerts).
+
+Part 2 (side by side): the real hangs under the same settings - a plain producer whose
+delivery callback blocks, the wrapper's blocked poll thread, a plain producer's request
+unanswered after an election - with the seconds from fault to verdict.
+
+    python benchmarks/false_restarts.py [--minutes 10] [--timing policy|demo]
+        [--producers plain,wrapper] [--no-hangs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from machine import describe
+
+from hangwatch.contracts import Verdict
+from hangwatch.defaults import POLICY
+from hangwatch_demo.runner import DemoRow, run_demo_scenario
+from hangwatch_demo.scenarios import (
+    RESTART_VERDICTS,
+    SCENARIOS,
+    TOPIC,
+    Context,
+    Scenario,
+    Timing,
+)
+from hangwatch_demo.spark_cluster import local_spark_cluster
+from hangwatch_demo.spark_tasks import Pause
+
+HANGS = ("plain-s4-blocked-callback", "s4-blocked-io-thread", "plain-s2-stuck-after-election")
+ELECTION_SECONDS = 1.5
+ELECTION_EVERY = (90.0, 150.0)
+
+
+def policy_timing() -> Timing:
+    return Timing(
+        probe_interval_seconds=float(POLICY.probe_interval_seconds),
+        stall_seconds=float(POLICY.stall_seconds),
+        heartbeat_seconds=float(POLICY.heartbeat_seconds),
+        metadata_max_age_seconds=float(POLICY.metadata_max_age_seconds),
+        election_grace_seconds=float(POLICY.election_grace_seconds),
+        spark_interval_seconds=15.0,
+    )
+
+
+def _elections(seconds: float) -> object:
+    """A fault function: short elections every 90-150 s until `seconds` have passed
+    (a bounded background thread; it ends on its own)."""
+
+    def inject(ctx: Context) -> None:
+        end = time.monotonic() + seconds
+
+        def loop() -> None:
+            draw = random.Random(7)
+            while True:
+                wait = draw.uniform(*ELECTION_EVERY)
+                if time.monotonic() + wait + ELECTION_SECONDS >= end:
+                    return
+                time.sleep(wait)
+                try:
+                    ctx.lab.election(TOPIC, ELECTION_SECONDS)
+                except Exception:  # noqa: BLE001 - the lab closed: the soak is over
+                    return
+
+        threading.Thread(target=loop, name="soak-elections", daemon=True).start()
+
+    return inject
+
+
+def soak(producer: str, minutes: float, timing: Timing) -> Scenario:
+    seconds = minutes * 60
+    return Scenario(
+        f"soak-{producer}",
+        "soak",
+        f"{producer}: pauses of 0.2-10x the stall threshold, computing and waiting, "
+        f"and a {ELECTION_SECONDS} s election every 90-150 s, for {minutes:g} min",
+        _elections(seconds),  # type: ignore[arg-type]
+        Verdict.HEALTHY,
+        lambda t: seconds,
+        control=True,
+        forbidden=RESTART_VERDICTS,
+        label=f"soak {minutes:g} min",
+        producer=producer,
+        pause=Pause(
+            every_events=300,
+            seconds=0.2 * timing.stall_seconds,
+            max_seconds=10 * timing.stall_seconds,
+            kind="mixed",
+            budget_seconds=seconds,
+        ),
+        watch_seconds=seconds,
+    )
+
+
+def _alerts(row: DemoRow) -> Counter[str]:
+    return Counter(c.split(" ", 1)[1] for _, c in row.changes if not c.endswith(" healthy"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--timing", choices=("policy", "demo"), default="policy")
+    parser.add_argument("--producers", default="plain,wrapper")
+    parser.add_argument("--no-hangs", action="store_true")
+    args = parser.parse_args()
+    timing = policy_timing() if args.timing == "policy" else Timing()
+    print(f"machine: {describe()}")
+    print(
+        f"timing: {args.timing} (probe {timing.probe_interval_seconds:g} s, stall "
+        f"{timing.stall_seconds:g} s, heartbeat {timing.heartbeat_seconds:g} s)",
+        flush=True,
+    )
+    say = lambda m: print(f"      {m}", file=sys.stderr, flush=True)  # noqa: E731
+    soaks: list[DemoRow] = []
+    hangs: list[DemoRow] = []
+    with (
+        tempfile.TemporaryDirectory(prefix="hangwatch-soak-") as root,
+        local_spark_cluster(Path(root), say) as cluster,
+    ):
+        for producer in args.producers.split(","):
+            scenario = soak(producer, args.minutes, timing)
+            print(f"soak: {scenario.fault}", file=sys.stderr, flush=True)
+            soaks.append(run_demo_scenario(scenario, timing, cluster, say, None))
+        for name in () if args.no_hangs else HANGS:
+            print(f"hang: {name}", file=sys.stderr, flush=True)
+            hangs.append(run_demo_scenario(SCENARIOS[name], timing, cluster, say, None))
+    print("\nsoak                 minutes  restarts  alerts (verdict changes away from healthy)")
+    for row in soaks:
+        alerts = ", ".join(f"{v} x{n}" for v, n in sorted(_alerts(row).items())) or "none"
+        print(f"{row.scenario:<20} {args.minutes:7g}  {row.restarts:8d}  {alerts}")
+        for problem in row.problems:
+            print(f"  problem: {problem}")
+    if hangs:
+        print("\nhang                            verdict         detect s  action")
+        for row in hangs:
+            detect = "-" if row.detect_seconds is None else f"{row.detect_seconds:.1f}"
+            print(f"{row.scenario:<31} {row.verdict:<15} {detect:>8}  {row.action}")
+    restarts = sum(r.restarts for r in soaks)
+    print(f"\nfalse restarts: {restarts} (target 0)")
+    return 0 if restarts == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""Silence is not a hang: healthy tasks that go quiet on purpose are never restarted.
+
+Covers, with the real `hangwatch demo` command (subprocess, `--json`) on `local-cluster`
+executors (real Spark, real Python workers, one real sidecar per executor with its
+socket view narrowed to that executor's process tree, Spark's view and the Python stack
+view), under the demo's fast settings (stall threshold 5 s):
+
+- `plain-computes-between-writes`: a plain confluent-kafka producer whose task computes
+  (CPU-bound user code) for three stall thresholds after every 300 events;
+- `plain-waits-on-input`: the same task blocked on slow input instead (idle);
+- `wrapper-computes-between-writes`: hangwatch's wrapper, computing between writes;
+- `plain-long-linger`: a plain producer with `linger.ms=4000`;
+
+none ever gets a restart verdict (`producer_hung`, `metadata_stale`) nor a restart,
+although the pod's connections are silent past the threshold while a task runs (the
+sidecars report that silence); nothing is lost; exit code 0. The hangs that must still
+be caught next to these controls are `test_demo_plain_producers.py`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hangwatch_demo.scenarios import Timing
+from hangwatch_lab import netfilter
+
+CONTROLS = (
+    "plain-computes-between-writes",
+    "plain-waits-on-input",
+    "wrapper-computes-between-writes",
+    "plain-long-linger",
+)
+
+
+@pytest.mark.timeout(900)
+def test_tasks_that_pause_between_writes_are_never_restarted(
+    kernel_faults: None, tmp_path: Path
+) -> None:
+    args = [a for name in CONTROLS for a in ("--scenario", name)]
+    with subprocess.Popen(
+        [sys.executable, "-m", "hangwatch", "demo", *args, "--json", "--keep", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        out, err = proc.communicate(timeout=840)
+    assert proc.returncode == 0, err[-3000:]
+    assert netfilter.list_chains(proc.pid) == [], "the demo left kernel rules behind"
+    rows = {r["scenario"]: r for r in json.loads(out)["scenarios"]}
+    assert sorted(rows) == sorted(CONTROLS)
+    for name, row in rows.items():
+        seen = {c.split(" ", 1)[1] for _, c in row["changes"]}
+        assert not seen & {"producer_hung", "metadata_stale"}, (name, row["changes"])
+        assert row["restarts"] == 0 and row["action"] in ("none", "alert only (producer_silent)")
+        assert row["ok"] and row["lost"] == 0 and row["events"] > 100, row
+    for name in ("plain-computes-between-writes", "plain-waits-on-input"):
+        # the pods were silent past the threshold while their tasks ran, and judged healthy
+        silence = rows[name]["longest_silence_seconds"] or 0
+        assert silence >= Timing().stall_seconds, rows[name]
