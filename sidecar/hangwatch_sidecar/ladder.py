@@ -9,9 +9,10 @@ kind climbs the same rungs; the first that has something to say decides:
 1. the socket view (any client): a request unanswered on a live connection is stuck
    (decided before the ladder); it cannot see why a client sends nothing;
 2. an in-process view. Python stacks (py-spy): a thread inside a delivery callback the
-   client called for the heartbeat threshold, or inside `flush`/`poll` in two samples
-   while silent, is stuck; no thread of the executor's Python processes inside a client
-   clears. The JVM's thread dump (Spark's driver): the I/O thread in a user callback
+   client called for the heartbeat threshold, or inside `flush` in two samples while
+   silent, is stuck; no thread of the executor's Python processes in a client's
+   callback or `flush` clears (a poll loop idling in `poll` is normal). The JVM's
+   thread dump (Spark's driver): the I/O thread in a user callback
    (judged by `spark.judge`), a task thread waiting in `flush` or for buffer memory for
    the stall threshold while silent, is stuck; a JVM producer whose threads are all in
    their own loop clears;

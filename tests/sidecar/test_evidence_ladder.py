@@ -83,6 +83,19 @@ def test_inside_the_client_while_silent_needs_two_samples() -> None:
     assert judge(sockets=TALKING, stacks=held((FLUSHING, 3.0, 2))).verdict is V.HEALTHY
 
 
+def test_a_poll_loop_idling_in_poll_is_neither_stuck_nor_in_the_way() -> None:
+    poll_loop = replace(
+        FLUSHING, tid=4250, name="hangwatch-poll-1", client_call="Producer_poll",
+        caller="HangwatchProducer._poll_loop (producer.py:411)",
+    )  # fmt: skip
+    assert not poll_loop.could_be_stuck
+    alone = judge(stacks=held((poll_loop, 9.0, 5)))  # silent, the loop in poll: no evidence
+    assert alone.verdict is V.HEALTHY  # ... nothing could be stuck: the task is elsewhere
+    pod = judge(stacks=held((poll_loop, 9.0, 5), (COMPUTING, 0.0, 1)))
+    assert pod.verdict is V.HEALTHY
+    assert "computing in parse" in pod.evidence["silence_cleared"][0]
+
+
 def test_a_task_busy_outside_the_client_clears_silence() -> None:
     pod = judge(stacks=held((COMPUTING, 0.0, 1)))
     assert pod.verdict is V.HEALTHY

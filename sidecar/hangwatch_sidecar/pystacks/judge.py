@@ -7,12 +7,13 @@ for the verdict engine's ladder (docs/evidence-ladder.md):
 
 - stuck (positive evidence, `producer_hung`): a thread inside user code the client
   called (a delivery callback) for the heartbeat threshold - the client serves nothing
-  on that thread meanwhile (S4); or a thread inside the client in two samples in a row
-  while every connection of the pod has been silent for the stall threshold (it waits
-  for deliveries nothing is sending);
-- working (clears silence): while the pod is silent, no sampled thread is inside a
-  client - the task computes or waits on something else, the producer has nothing to do;
-- nothing: a thread seen in the client once (a normal poll/flush) decides neither way.
+  on that thread meanwhile (S4); or a thread inside the client's `flush` in two samples
+  in a row while every connection of the pod has been silent for the stall threshold
+  (it waits for deliveries nothing is sending);
+- working (clears silence): while the pod is silent, no sampled thread is in a callback
+  or in `flush` - the task computes or waits on something else, and a poll loop idling
+  inside `poll` is what a producer with nothing to send does;
+- nothing: a thread seen in a callback or `flush` once decides neither way.
 
 With some broker failing, a stuck thread is not judged a producer fault (corroborating).
 """
@@ -97,7 +98,7 @@ def judge_stacks(
                 f"python stacks: {t.describe()} for {h.held_seconds:.0f} s (threshold "
                 f"{heartbeat_seconds:.0f} s): the client serves nothing on that thread meanwhile"
             )
-        elif t.place is not Place.OUTSIDE and h.samples >= 2 and silent:
+        elif t.waits_for_deliveries and h.samples >= 2 and silent:
             reason = (
                 f"python stacks: {t.describe()} in {h.samples} samples over "
                 f"{h.held_seconds:.0f} s while every connection of the pod to brokers has been "
@@ -109,14 +110,16 @@ def judge_stacks(
             found.append(StackFinding(Verdict.PRODUCER_HUNG, reason, _names([h])))
         else:
             found.append(StackFinding(None, reason + ", while some brokers fail", _names([h])))
-    if not found and silent and held.threads and not held.view.in_client():
-        busy = sorted(held.threads, key=lambda h: not h.place.active)[0]
+    if not found and silent and held.threads and not held.view.could_be_stuck():
+        busy = sorted(
+            held.threads, key=lambda h: (h.place.place is not Place.OUTSIDE, not h.place.active)
+        )[0]
         found.append(
             StackFinding(
                 None,
                 f"python stacks: no thread of the executor's {held.view.processes} Python "
-                f"process(es) is inside a Kafka client; {busy.place.describe()}: the task is "
-                "busy elsewhere, its producer has nothing to send",
+                f"process(es) is in a Kafka client's callback or flush; {busy.place.describe()}: "
+                "the task is busy elsewhere, its producer has nothing to send",
                 _names([busy]),
                 clears_silence=True,
             )

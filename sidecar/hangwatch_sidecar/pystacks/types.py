@@ -14,7 +14,9 @@ The document comes from reading another container's memory, so it is untrusted:
   client serves nothing on this thread (S4: a delivery callback that blocks inside
   `poll()`/`flush()`);
 - `in_client`: the thread waits inside a client call (`flush`, `poll`, `produce` on a
-  full queue) with no user code above it;
+  full queue) with no user code above it. Only a wait in `flush` waits for deliveries
+  (`waits_for_deliveries`); a thread in `poll` with nothing to serve is a poll loop
+  idling by design (hangwatch's wrapper and many applications run one);
 - `outside`: the thread is not inside the client: the task computes, reads its input,
   sleeps - the client has nothing to do because the task is busy elsewhere.
 """
@@ -126,6 +128,16 @@ class ThreadPlace:
     """The Python frame that made the client call."""
 
     @property
+    def waits_for_deliveries(self) -> bool:
+        """Inside the client's `flush`: it returns only once every message is answered."""
+        return self.place is Place.IN_CLIENT and "flush" in self.client_call.lower()
+
+    @property
+    def could_be_stuck(self) -> bool:
+        """In a callback the client called, or waiting for deliveries (not an idle poll)."""
+        return self.place is Place.IN_CALLBACK or self.waits_for_deliveries
+
+    @property
     def key(self) -> tuple[int, int, str, str]:
         """Same thread, same client call, same user frame: the same wait."""
         return (self.pid, self.tid, self.place, self.client_call + "|" + self.user_frame)
@@ -181,5 +193,5 @@ class StackView:
     def available(self) -> bool:
         return self.error is None
 
-    def in_client(self) -> tuple[ThreadPlace, ...]:
-        return tuple(t for t in self.threads if t.place is not Place.OUTSIDE)
+    def could_be_stuck(self) -> tuple[ThreadPlace, ...]:
+        return tuple(t for t in self.threads if t.could_be_stuck)
