@@ -29,6 +29,11 @@ from hangwatch_sidecar.spark.types import (
 from hangwatch_sidecar.verdicts import Assessment, PodAssessment
 
 SPARK_SHOWN = 16
+STACKS_OFF = (
+    "off (--python-stacks false; in a pod: the policy's processView.enabled false): a "
+    "producer blocked inside the client cannot be told from a task busy elsewhere, so "
+    "silence stays producer_silent"
+)
 """Tasks and producer threads of the Spark view listed in /status at most (totals beside)."""
 
 
@@ -159,7 +164,7 @@ def status_document(state: SidecarState) -> status.StatusDocument:
 def _stacks(state: SidecarState) -> status.PythonStacksStatus | None:
     """The Python stack view: threads inside a client first, at most `SPARK_SHOWN`."""
     if not state.python_stacks:
-        return None
+        return None if state.spark_ui is None else status.PythonStacksStatus(error=STACKS_OFF)
     held = state.stacks
     if held is None:
         return status.PythonStacksStatus(samples_total=state.stack_samples)

@@ -252,8 +252,9 @@ class PythonThread(msgspec.Struct, kw_only=True, frozen=True):
 
 
 class PythonStacksStatus(msgspec.Struct, kw_only=True, frozen=True):
-    """The Python stack view (absent when it is off). Sampled only while the pod's
-    connections are silent and a task runs: `sampled` False otherwise."""
+    """The Python stack view (absent without a Spark view; `error` says "off" when it is
+    switched off). Sampled only while the pod's connections are silent and a task runs:
+    `sampled` False otherwise."""
 
     sampled: bool = False
     available: bool = False
@@ -288,7 +289,7 @@ class StatusDocument(msgspec.Struct, kw_only=True, frozen=True):
     sockets: SocketViewStatus | None = None
     """None when the sidecar's socket view is switched off."""
     python_stacks: PythonStacksStatus | None = None
-    """None when the sidecar's Python stack view is switched off."""
+    """None without a Spark view (the stack view samples only while a task runs)."""
 
 
 def without_evidence(doc: StatusDocument) -> StatusDocument:
