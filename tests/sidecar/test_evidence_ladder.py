@@ -70,6 +70,10 @@ def test_a_thread_held_in_a_delivery_callback_is_hung_with_or_without_silence() 
         assert pod.evidence["threads_judged"] == ["MainThread (pid 4242)"]
     # held shorter than the heartbeat threshold and a talking pod: nothing yet
     assert judge(sockets=TALKING, stacks=held((CALLBACK, 5.0, 2))).verdict is V.HEALTHY
+    # ... but two samples in the callback while the pod is silent past the stall threshold
+    silent = judge(stacks=held((CALLBACK, 2.0, 2)))
+    assert silent.verdict is V.PRODUCER_HUNG and "in 2 samples" in silent.reasons[0]
+    assert judge(stacks=held((CALLBACK, 0.0, 1))).verdict is V.PRODUCER_SILENT
 
 
 def test_inside_the_client_while_silent_needs_two_samples() -> None:

@@ -18,8 +18,10 @@ timing: 1 s probes, 5 s stall, 1 s timeouts, hysteresis 2. Covered:
 - S4's pattern with a plain confluent-kafka producer whose delivery callback blocks
   forever: the socket view sees silence; with Spark's view saying a task of the
   executor runs (a view constructed here; the real one is read from a real driver in
-  test_spark_view_on_a_real_driver.py) -> producer_hung naming the silence; with no
-  Spark view -> never flagged.
+  test_spark_view_on_a_real_driver.py) and the Python stack view reading the client's
+  process with the real py-spy -> producer_hung naming the callback and the silence;
+  the same silence without the stack view -> producer_silent only (alert, never a
+  restart verdict); with no Spark view -> never flagged.
 
 Timing-sensitive: they share the `lab-timing` xdist group (one worker runs them in turn).
 """
@@ -27,7 +29,6 @@ Timing-sensitive: they share the `lab-timing` xdist group (one worker runs them 
 from __future__ import annotations
 
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +37,9 @@ import pytest
 
 from hangwatch.contracts import Verdict
 from hangwatch_lab import Lab
+from hangwatch_sidecar.pystacks.reader import StackReader
+from hangwatch_sidecar.pystacks.watch import StackWatch
+from hangwatch_sidecar.sockets.owners import ProcessRoot
 from hangwatch_sidecar.spark.types import ExecutorCounts, ReadStats, SparkView
 from hangwatch_testing.clients.build import PROGRAMS, built
 from hangwatch_testing.clients.runs import TOPIC, on_each_broker, on_the_leader, run
@@ -175,40 +179,47 @@ class _TaskRunning:
         pass
 
 
-def test_s4_blocked_callback_is_silence_flagged_only_while_spark_runs_a_task() -> None:
+def test_s4_blocked_callback_is_hung_on_evidence_and_silence_alone_only_alerts() -> None:
     with Lab(brokers=3, topics={TOPIC: 3}) as lab, tempfile.TemporaryDirectory() as tmp:
         telemetry, wedge = Path(tmp) / "telemetry", Path(tmp) / "wedge"
         telemetry.mkdir()
         workload = Workload("confluent-kafka", lab.bootstrap, TOPIC, wedge=wedge)
-        unknown, running = (fast_loop(lab.bootstrap, TOPIC, telemetry) for _ in range(2))
-        running.spark = _TaskRunning()  # type: ignore[assignment]
-        stop = threading.Event()
+        unknown, running, silent = (fast_loop(lab.bootstrap, TOPIC, telemetry) for _ in range(3))
+        for loop in (running, silent):
+            loop.spark = _TaskRunning()  # type: ignore[assignment]
+        reader = StackReader(
+            ProcessRoot(pid=workload.proc.pid), running._stack_pool, 10.0, time.monotonic
+        )
+        running.stacks = StackWatch(reader, running.settings.stall_seconds)
+        loops = (running, silent, unknown)
         try:
             deadline = time.monotonic() + 30
-            while (
-                running.state().verdict is not Verdict.HEALTHY
-                or unknown.state().verdict is not Verdict.HEALTHY
-            ):
-                running.round()
-                unknown.round()
+            while any(loop.state().verdict is not Verdict.HEALTHY for loop in loops):
+                for loop in loops:
+                    loop.round()
                 assert time.monotonic() < deadline, running.state().assessment
                 time.sleep(0.5)
             wedge.touch()  # the next delivery callback blocks the producer's poll thread
             wedged_at = time.monotonic()
-            flagged = None
-            while time.monotonic() - wedged_at < 25 and flagged is None:
-                if running.round().verdict is Verdict.PRODUCER_HUNG:
-                    flagged = time.monotonic() - wedged_at
-                assert unknown.round().verdict is not Verdict.PRODUCER_HUNG
+            seen: dict[str, set[Verdict]] = {"running": set(), "silent": set(), "unknown": set()}
+            wanted = {"running": Verdict.PRODUCER_HUNG, "silent": Verdict.PRODUCER_SILENT}
+            while time.monotonic() - wedged_at < 40 and any(
+                verdict not in seen[name] for name, verdict in wanted.items()
+            ):
+                for name, loop in zip(seen, loops, strict=True):
+                    seen[name].add(loop.round().verdict)
                 time.sleep(0.5)
-            assert flagged is not None, running.state().assessment
+            assert Verdict.PRODUCER_HUNG in seen["running"], running.state().assessment
             reasons = " ".join(running.state().assessment.pod.reasons)  # type: ignore[union-attr]
-            assert "silent for" in reasons and "Spark runs a task" in reasons
-            assert unknown.state().verdict is Verdict.HEALTHY
+            assert "python stacks:" in reasons, reasons
+            assert "that the Kafka client called from Producer_" in reasons, reasons
+            assert "silent for" in reasons
+            assert Verdict.PRODUCER_SILENT in seen["silent"], silent.state().assessment
+            assert Verdict.PRODUCER_HUNG not in seen["silent"]
+            assert seen["unknown"] == {Verdict.HEALTHY}
         finally:
-            stop.set()
-            running.close()
-            unknown.close()
+            for loop in loops:
+                loop.close()
             workload.stop()
 
 

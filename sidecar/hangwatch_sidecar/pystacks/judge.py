@@ -7,9 +7,9 @@ for the verdict engine's ladder (docs/evidence-ladder.md):
 
 - stuck (positive evidence, `producer_hung`): a thread inside user code the client
   called (a delivery callback) for the heartbeat threshold - the client serves nothing
-  on that thread meanwhile (S4); or a thread inside the client's `flush` in two samples
-  in a row while every connection of the pod has been silent for the stall threshold
-  (it waits for deliveries nothing is sending);
+  on that thread meanwhile (S4); or a thread in such a callback or inside the client's
+  `flush` in two samples in a row while every connection of the pod has been silent for
+  the stall threshold (nothing is sent while it is there);
 - working (clears silence): while the pod is silent, no sampled thread is in a callback
   or in `flush` - the task computes or waits on something else, and a poll loop idling
   inside `poll` is what a producer with nothing to send does;
@@ -98,7 +98,7 @@ def judge_stacks(
                 f"python stacks: {t.describe()} for {h.held_seconds:.0f} s (threshold "
                 f"{heartbeat_seconds:.0f} s): the client serves nothing on that thread meanwhile"
             )
-        elif t.waits_for_deliveries and h.samples >= 2 and silent:
+        elif t.could_be_stuck and h.samples >= 2 and silent:
             reason = (
                 f"python stacks: {t.describe()} in {h.samples} samples over "
                 f"{h.held_seconds:.0f} s while every connection of the pod to brokers has been "
