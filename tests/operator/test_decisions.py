@@ -301,6 +301,14 @@ def test_longest_unhealthy_pod_goes_first() -> None:
     ]
 
 
+def test_a_silent_producer_is_alerted_never_restarted_unless_the_policy_says_so() -> None:
+    silent = findings((pod("e1"), Verdict.PRODUCER_SILENT), *fleet(3, start=100))
+    decisions = decide(silent, policy(), History(), NOW)
+    assert [(d.operation, d.outcome) for d in decisions] == [(Operation.ALERT, ACTED)]
+    opted_in = policy(actions={"producerSilent": ["restart"]})
+    assert _summary(decide(silent, opted_in, History(), NOW)) == [("e1", "restart", ACTED, None)]
+
+
 def test_alerts_are_never_suppressed() -> None:
     outage = findings((pod("e1", node="a"), CUT), (pod("e2", node="b"), CUT))
     decisions = decide(outage, policy(), History(), NOW)
