@@ -2,10 +2,12 @@
 
 Thin: picks scenarios, starts the demo's Spark application (`spark_cluster`), runs
 each scenario with `runner.run_demo_scenario` (progress on stderr), then prints the
-table (or `--json`). Exit 0 when every scenario behaved as expected (right verdict in
-time, restarts exactly where they help, none during an outage or election, 0 lost
-events), 1 otherwise. Ctrl-C and SIGTERM stop cleanly: Spark (driver, executor JVMs,
-Python workers), the sidecars and every lab (with its kernel rules) are stopped.
+table (or `--json`). Exit 0 when every scenario behaved as expected (the right verdict
+detected at all, restarts exactly where they help, none during an outage or election,
+0 lost events), 1 otherwise; how fast each verdict came is shown beside its bound
+(`detect s`, `bound s`), a timing, not a failure. Ctrl-C and SIGTERM stop cleanly:
+Spark (driver, executor JVMs, Python workers), the sidecars and every lab (with its
+kernel rules) are stopped.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ def _table(rows: list[DemoRow]) -> str:
         ("fault injected", [r.fault_short for r in rows], "<"),
         ("verdict", [r.verdict for r in rows], "<"),
         ("detect s", [_seconds(r.detect_seconds) for r in rows], ">"),
+        ("bound s", [_seconds(r.detect_bound_seconds) for r in rows], ">"),
         ("action (or why none)", [r.action for r in rows], "<"),
         ("flowing again s", [_seconds(r.progress_again_seconds) for r in rows], ">"),
         ("events", [str(r.events) for r in rows], ">"),

@@ -45,12 +45,16 @@ class ScenarioResult:
     verdict: Verdict
     """The sidecar's (debounced) verdict at the end of the run."""
     detected_seconds: float | None
-    """Fault to expected verdict; None if never reached (for controls: None expected)."""
+    """Fault to expected verdict; None if never reached within the watch window (for
+    controls: None expected)."""
     bound_seconds: float
+    """The scenario's detection bound: a timing reported beside `detected_seconds`
+    (benchmarks/detection.py), never a reason for `ok` to be False."""
     changes: list[tuple[float, str]] = field(default_factory=list)
     producer_first_error_seconds: float | None = None
     reasons: list[str] = field(default_factory=list)
     ok: bool = False
+    """Controls: no forbidden verdict seen; faults: the expected verdict reached."""
     fault_at: float = 0.0
 
 
@@ -230,7 +234,8 @@ def _watch(
     result = ScenarioResult(scenario.name, scenario.expect, scenario.baseline, None, bound)
     fault_at = result.fault_at = time.monotonic()
     scenario.inject(ctx)
-    watch_for = bound if scenario.control else bound + 10.0
+    # A fault is watched well past its bound: only no detection at all fails it.
+    watch_for = bound if scenario.control else 2 * bound + 10.0
     last = scenario.baseline
     for state in rounds(loop, timing.probe_interval_seconds):
         elapsed = time.monotonic() - fault_at
@@ -252,5 +257,5 @@ def _watch(
     if scenario.control:
         result.ok = not (seen & scenario.forbidden)
     else:
-        result.ok = result.detected_seconds is not None and result.detected_seconds <= bound
+        result.ok = result.detected_seconds is not None
     return result

@@ -7,14 +7,15 @@ tree and Spark's view of that executor:
 
 - `plain-s4-blocked-callback`: a delivery callback blocks the task's own thread in one
   executor -> that executor's sidecar says producer_hung from the socket view (every
-  connection silent while Spark runs its task) within the scenario's bound -> the
-  operator restarts exactly that executor; the other executor's sidecar, which shares
+  connection silent while Spark runs its task) -> then the operator restarts exactly
+  that executor -> then events flow again; the other executor's sidecar, which shares
   the host's network namespace, never says producer_hung (per-executor attribution);
 - `plain-idle-between-runs` (control): the run ends, its producers stay open in the
   Python workers and idle past the stall threshold (the sidecars' /status shows the
   silence) with no task running -> never flagged, never restarted;
 - `plain-s2-stuck-after-election`: an election, then the producers' batches are never
-  answered -> producer_hung from a request unanswered on a live connection -> restart;
+  answered -> producer_hung from a request unanswered on a live connection -> then a
+  restart -> then events flow again;
 
 each with 0 lost events and exit code 0, and no kernel rule left behind.
 """
@@ -28,8 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hangwatch_demo.runner import detect_bound
-from hangwatch_demo.scenarios import SCENARIOS, Timing
+from hangwatch_demo.scenarios import Timing
 from hangwatch_lab import netfilter
 
 
@@ -47,6 +47,16 @@ def _demo(*scenarios: str, keep: Path) -> tuple[dict[str, dict[str, Any]], int]:
     return {r["scenario"]: r for r in json.loads(out)["scenarios"]}, proc.pid
 
 
+def _verdict_then_restart_then_flowing(row: dict[str, Any]) -> None:
+    """The verdict came after the fault, the restart after the verdict, and events flowed
+    again after the restart (all seconds from the fault; how fast is a benchmark's)."""
+    detected, restarted, again = (
+        row["detect_seconds"], row["restart_seconds"], row["progress_again_seconds"]
+    )  # fmt: skip
+    assert detected is not None and restarted is not None and again is not None, row
+    assert 0 <= detected <= restarted < again, row
+
+
 def _hung(row: dict[str, Any]) -> set[str]:
     """The executor pods that some sidecar reported producer_hung for."""
     return {c.split(" ")[0] for _, c in row["changes"] if c.endswith(" producer_hung")}
@@ -62,8 +72,7 @@ def test_blocked_callback_restarts_that_executor_and_idle_producers_are_left_alo
     assert re.fullmatch(r"restart exec-\d+ \(producer_hung\)", s4["action"]), s4["action"]
     restarted = s4["action"].split()[1]
     assert _hung(s4) == {restarted}, "only the wedged executor's sidecar says producer_hung"
-    bound = detect_bound(SCENARIOS["plain-s4-blocked-callback"], Timing())
-    assert s4["detect_seconds"] is not None and s4["detect_seconds"] <= bound
+    _verdict_then_restart_then_flowing(s4)
     assert any(
         r.startswith("socket view: every connection") and "Spark runs a task" in r
         for r in s4["reasons"]
@@ -83,8 +92,7 @@ def test_stuck_requests_after_an_election_are_found_on_the_socket_and_restarted(
     rows, _ = _demo("plain-s2-stuck-after-election", keep=tmp_path)
     s2 = rows["plain-s2-stuck-after-election"]
     assert s2["verdict"] == "producer_hung" and s2["restarts"] >= 1, s2
-    bound = detect_bound(SCENARIOS["plain-s2-stuck-after-election"], Timing())
-    assert s2["detect_seconds"] is not None and s2["detect_seconds"] <= bound
+    _verdict_then_restart_then_flowing(s2)
     assert any("socket view: connection" in r and "unanswered" in r for r in s2["reasons"]), s2[
         "reasons"
     ]

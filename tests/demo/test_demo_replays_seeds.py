@@ -2,9 +2,10 @@
 
 Covers: the real command (subprocess, `--json`) replays, on the reference PySpark
 pipeline running on `local-cluster` executors with one sidecar process each, S4 (one
-executor's I/O thread blocked -> that executor's sidecar says producer_hung -> the
-operator's code restarts exactly that executor: its JVM is killed, Spark replaces it
-and retries the lost task -> events flow again, with duplicates from the retry) and a
+executor's I/O thread blocked -> that executor's sidecar says producer_hung -> then
+the operator's code restarts exactly that executor: its JVM is killed, Spark replaces
+it and retries the lost task -> then events flow again, with duplicates from the
+retry; each step after the one before, not within a time bound) and a
 full outage (every executor cluster_unreachable -> no restart, alert only), with 0
 lost events in both and exit code 0; every sidecar log line names its executor pod
 (`--keep`); nothing the demo started (Spark JVMs, Python workers, sidecars, mock
@@ -47,8 +48,11 @@ def test_subset_reaches_expected_verdicts_and_actions_without_loss(
     s4, outage = rows["s4-blocked-io-thread"], rows["full-outage"]
     assert s4["verdict"] == "producer_hung" and s4["restarts"] == 1
     assert re.fullmatch(r"restart exec-\d+ \(producer_hung\)", s4["action"]), s4["action"]
-    assert s4["detect_seconds"] is not None and s4["detect_seconds"] <= 7.0
-    assert s4["progress_again_seconds"] is not None
+    detected, restarted, again = (
+        s4["detect_seconds"], s4["restart_seconds"], s4["progress_again_seconds"]
+    )  # fmt: skip
+    assert detected is not None and restarted is not None and again is not None, s4
+    assert 0 <= detected <= restarted < again, s4
     assert s4["task_retries"] >= 1 and s4["duplicates"] > 0, "the lost task ran again"
     assert outage["verdict"] == "cluster_unreachable"
     assert outage["action"] == "alert only (cluster_unreachable)" and outage["restarts"] == 0

@@ -14,7 +14,7 @@ Covered:
 - the driver, a pod without Spark labels and an executor annotated
   `hangwatch.dev/inject: "false"` are stored untouched;
 - with the operator stopped, executor pods are still admitted (failurePolicy Ignore),
-  without a sidecar; the admission time then is measured and bounded;
+  without a sidecar (the admission latency then is measured by `benchmarks/admission.py`);
 - every request the operator made is in the audit log as its ServiceAccount, and none
   was forbidden; with the same token, reading Secrets, reading or patching nodes
   (cordoning off), creating namespaces and deleting the webhook configuration are
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import socket
-import statistics
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -188,15 +187,7 @@ def test_pods_are_admitted_with_the_operator_stopped(
     operator.process.terminate()
     operator.process.wait(30)
     driver, _ = submit_application(cluster, NAMESPACE, 0, suffix="-down")
-    seconds = []
     for exec_id in range(1, 11):
         body = executor_pod_for(driver, exec_id, suffix="-down")
-        stored, elapsed = create_pod(cluster, NAMESPACE, body)
+        stored, _ = create_pod(cluster, NAMESPACE, body)
         assert SIDECAR_CONTAINER not in container_names(stored)
-        seconds.append(elapsed)
-    median = statistics.median(seconds)
-    worst = max(seconds)
-    print(f"admission, operator down: median {median * 1e3:.1f} ms, max {worst * 1e3:.1f} ms")
-    # Nothing listens on the Service's port: the API server's dial is refused at once,
-    # far below the webhook's 5 s timeout.
-    assert max(seconds) < 2.0, seconds

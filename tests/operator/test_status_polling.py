@@ -18,6 +18,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
@@ -28,6 +29,7 @@ from hangwatch.contracts import Verdict
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_operator.status_polling import poll_sidecars
 from hangwatch_operator.watched import WatchedPod
+from hangwatch_sidecar.state import SidecarState
 from hangwatch_testing.remediation_cluster import BROKERS, FakeSidecar, free_port
 
 
@@ -107,22 +109,48 @@ def test_blackholed_brokers_arrive_as_timeouts() -> None:
     assert {b.reachability for b in report.status.brokers} == {"timeout"}
 
 
+@dataclass
+class _AskedSidecar(FakeSidecar):
+    """A FakeSidecar that notes (monotonic) when each /status request reached it."""
+
+    asked: list[float] = field(default_factory=list)
+
+    def state(self) -> SidecarState:
+        self.asked.append(time.monotonic())
+        return super().state()
+
+
+def _hang_up_time(listener: socket.socket, closed: list[float]) -> None:
+    """Accept one connection, never answer it, and note when the poller hung up."""
+    conn, _ = listener.accept()
+    with conn:
+        conn.settimeout(30)
+        while conn.recv(4096):
+            pass
+        closed.append(time.monotonic())
+
+
 def test_a_silent_sidecar_times_out_without_holding_up_the_others() -> None:
-    answering = FakeSidecar().start()
-    with socket.socket() as mute:  # accepts connections (kernel backlog), never answers
+    answering = _AskedSidecar().start()
+    closed: list[float] = []
+    with socket.socket() as mute:  # accepts connections, never answers
         mute.bind(("127.0.0.1", 0))
         mute.listen(8)
-        started = time.monotonic()
+        watcher = threading.Thread(target=_hang_up_time, args=(mute, closed), daemon=True)
+        watcher.start()
         try:
             silent, fine = _poll(
                 [_pod(mute.getsockname()[1]), _pod(answering.port, name="e2")], 0.4
             )
         finally:
             answering.close()
-        elapsed = time.monotonic() - started
+        watcher.join(30)
     assert silent.status is None and silent.error == "no answer within 0.4 s"
     assert fine.status is not None and fine.status.verdict is Verdict.HEALTHY
-    assert elapsed < 1.5
+    # the silent sidecar is first in the list, yet the other one was asked while the
+    # silent one's request was still open: the polls ran side by side
+    assert closed and answering.asked, (closed, answering.asked)
+    assert answering.asked[0] < closed[0]
 
 
 def test_a_refused_port_and_a_pod_without_ip() -> None:

@@ -33,7 +33,7 @@ def runner() -> Iterator[CallbackRunner]:
     started.start()
     yield started
     started.stop()
-    wait_for(lambda: not _alive(NAME), 5, "the callback thread to end")
+    wait_for(lambda: not _alive(NAME), 30, "the callback thread to end")
 
 
 def _alive(name: str) -> list[threading.Thread]:

@@ -47,7 +47,7 @@ class Gate:
         self.threads.add(threading.current_thread().name)
         if self.calls == 1:
             self.entered.set()
-            self.opened.wait(30)
+            self.opened.wait(120)  # longer than every wait below: only open() ends it
 
     def open(self) -> None:
         self.opened.set()
@@ -59,12 +59,12 @@ def test_blocking_job_callback_keeps_delivery_and_heartbeat_going(lab: Lab) -> N
         with producer({"bootstrap.servers": lab.bootstrap}, FAST, on_delivery=gate) as p:
             assert p.telemetry_path is not None
             p.send("t", "first")
-            assert gate.entered.wait(5), "the callback was never called"
+            assert gate.entered.wait(30), "the callback was never called"
             for i in range(300):
                 p.send("t", f"value-{i}")
-            wait_for(lambda: p.counters().delivered == 301, 5, "all 301 acknowledged")
+            wait_for(lambda: p.counters().delivered == 301, 30, "all 301 acknowledged")
             before = read_doc(p.telemetry_path)["seq"]
-            doc = doc_where(p.telemetry_path, lambda d: d["seq"] >= before + 2, 5)
+            doc = doc_where(p.telemetry_path, lambda d: d["seq"] >= before + 2, 30)
             assert doc["counters"]["delivered"] == 301
             assert doc["callbacks"]["pending"] == 301
             assert doc["callbacks"]["running_seconds"] > 1.0
@@ -147,7 +147,7 @@ class BlockingHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if self.armed.is_set() and not self.unblocked.is_set():
             self.blocking.set()
-            self.unblocked.wait(30)
+            self.unblocked.wait(120)  # longer than every wait below: only set() ends it
 
 
 def test_blocked_poll_thread_stops_the_heartbeat(lab: Lab, producer_env: Path) -> None:
@@ -162,16 +162,16 @@ def test_blocked_poll_thread_stops_the_heartbeat(lab: Lab, producer_env: Path) -
             assert p.telemetry_path is not None
             p.send("t", "before")
             p.flush()
-            doc_where(p.telemetry_path, lambda d: d["stats"] is not None, 5)
+            doc_where(p.telemetry_path, lambda d: d["stats"] is not None, 30)
             handler.armed.set()
             p.send("t", "during")  # its debug log line is served on the poll thread
-            assert handler.blocking.wait(5)
+            assert handler.blocking.wait(30)
             frozen = read_doc(p.telemetry_path)
             stays(lambda: read_doc(p.telemetry_path) == frozen, 2.5, "the frozen heartbeat")
             assert p.counters().delivered == 1  # the second report waits behind the block
             handler.unblocked.set()
-            doc_where(p.telemetry_path, lambda d: d["seq"] > frozen["seq"], 5)
-            wait_for(lambda: p.counters().delivered == 2, 5, "the second acknowledgement")
+            doc_where(p.telemetry_path, lambda d: d["seq"] > frozen["seq"], 30)
+            wait_for(lambda: p.counters().delivered == 2, 30, "the second acknowledgement")
     finally:
         handler.unblocked.set()
         client_log.removeHandler(handler)

@@ -39,7 +39,7 @@ def test_secret_values_are_absent_from_file_and_logs(
         assert p.telemetry_path is not None
         p.send("t", "value")
         p.flush()
-        doc = doc_where(p.telemetry_path, lambda d: d["stats"] is not None, 5)
+        doc = doc_where(p.telemetry_path, lambda d: d["stats"] is not None, 30)
         data = p.telemetry_path.read_text()
         config = p.config
     for key, value in SECRETS.items():

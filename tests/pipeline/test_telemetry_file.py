@@ -83,8 +83,8 @@ def test_crashed_producer_leaves_its_file_with_the_lock_free(lab: Lab, producer_
 def test_idle_producer_keeps_the_heartbeat(lab: Lab) -> None:
     with producer({"bootstrap.servers": lab.bootstrap}, FAST) as p:
         assert p.telemetry_path is not None
-        first = doc_where(p.telemetry_path, lambda d: d["stats"] is not None, 5)
-        later = doc_where(p.telemetry_path, lambda d: d["seq"] >= first["seq"] + 2, 5)
+        first = doc_where(p.telemetry_path, lambda d: d["stats"] is not None, 30)
+        later = doc_where(p.telemetry_path, lambda d: d["seq"] >= first["seq"] + 2, 30)
     assert later["ts"] > first["ts"] and later["monotonic"] > first["monotonic"]
     assert later["stats"]["ts"] > first["stats"]["ts"]
     assert later["interval_seconds"] == 1.0 and later["state"] == "running"
@@ -106,7 +106,7 @@ def test_document_carries_the_documented_fields(lab: Lab, monkeypatch: pytest.Mo
         for i in range(30):
             p.send("t", f"value-{i}", key=str(i))
         p.flush()
-        doc = doc_where(p.telemetry_path, lambda d: d["counters"]["delivered"] == 30, 5)
+        doc = doc_where(p.telemetry_path, lambda d: d["counters"]["delivered"] == 30, 30)
     assert set(doc) == TOP_LEVEL
     assert doc["schema"] == SCHEMA_VERSION and doc["detail"] == "full"
     identity = doc["identity"]
@@ -168,7 +168,7 @@ def test_replacement_is_atomic(lab: Lab) -> None:
         reader = threading.Thread(target=hammer)
         reader.start()
         try:
-            wait_for(lambda: reads and reads[-1] >= 3, 5, "two replacements under reads")
+            wait_for(lambda: reads and reads[-1] >= 3, 30, "two replacements under reads")
         finally:
             stop.set()
             reader.join()
@@ -188,7 +188,7 @@ def test_size_bound_holds_for_hundreds_of_partitions(producer_env: Path) -> None
         for partition in range(400):
             p.send("wide", "x", partition=partition)
         p.flush()
-        doc = doc_where(p.telemetry_path, lambda d: d["stats"] is not None, 5)
+        doc = doc_where(p.telemetry_path, lambda d: d["stats"] is not None, 30)
         size = p.telemetry_path.stat().st_size
     assert size <= 16_384
     assert doc["detail"] in ("topics", "brokers")
@@ -214,7 +214,7 @@ def test_state_is_closing_while_the_final_flush_waits(lab: Lab) -> None:
     closer = threading.Thread(target=close)
     closer.start()
     try:
-        doc = doc_where(p.telemetry_path, lambda d: d["state"] == "closing", 5)
+        doc = doc_where(p.telemetry_path, lambda d: d["state"] == "closing", 30)
         assert doc["counters"]["unacknowledged"] == 1
     finally:
         closer.join(10)

@@ -72,7 +72,7 @@ def publishers() -> Iterator[Publishers]:
     yield made
     for publisher in made.made:
         publisher.stop()
-    wait_for(lambda: NAME not in {t.name for t in threading.enumerate()}, 5, "threads to end")
+    wait_for(lambda: NAME not in {t.name for t in threading.enumerate()}, 30, "threads to end")
 
 
 def test_documents_follow_statistics_events(tmp_path: Path, publishers: Publishers) -> None:
@@ -85,11 +85,11 @@ def test_documents_follow_statistics_events(tmp_path: Path, publishers: Publishe
     assert telemetry_files.lock_state(file.lock_path) is True
     publisher.start()
     publisher.on_stats(stats_json(5_000_000))
-    doc = doc_where(file.path, lambda d: d["seq"] == 2, 5)
+    doc = doc_where(file.path, lambda d: d["seq"] == 2, 30)
     assert doc["stats"]["ts"] == 5_000_000 and doc["detail"] == "full"
     assert doc["stats_received_ts"] is not None and doc["stats_received_ts"] >= first["ts"] - 1
     assert "int_latency" not in json.dumps(doc["stats"])  # trimmed by the document builder
-    wait_for(lambda: publishers.housekeeping >= 1, 5, "housekeeping while running")
+    wait_for(lambda: publishers.housekeeping >= 1, 30, "housekeeping while running")
     ticks = publishers.housekeeping
     publisher.stop()
     assert publishers.housekeeping > ticks
@@ -107,7 +107,7 @@ def test_unusable_statistics_keep_the_heartbeat(
     publisher.start()
     for expected in (2, 3):
         publisher.on_stats(bad)
-        doc = doc_where(file.path, lambda d, n=expected: d["seq"] == n, 5)
+        doc = doc_where(file.path, lambda d, n=expected: d["seq"] == n, 30)
         assert doc["stats"] is None and doc["stats_received_ts"] is not None
 
 
@@ -117,7 +117,7 @@ def test_on_stats_never_waits_for_a_stuck_writer(tmp_path: Path, publishers: Pub
     def stuck_after_the_first(seq: int, stats_received_ts: float | None) -> Snapshot:
         if seq == 2:
             building.set()
-            release.wait(30)
+            release.wait(120)  # longer than every wait below: only set() ends it
         return snapshots(seq, stats_received_ts)
 
     file = open_file(str(tmp_path), pid=1, number=2, enabled=True)
@@ -127,17 +127,17 @@ def test_on_stats_never_waits_for_a_stuck_writer(tmp_path: Path, publishers: Pub
     publisher.start()
     try:
         publisher.on_stats(stats_json(1))
-        assert building.wait(5)
+        assert building.wait(30)
         poll_thread = threading.Thread(
             target=lambda: [publisher.on_stats(stats_json(ts)) for ts in range(2, 102)]
         )
         poll_thread.start()
-        poll_thread.join(5)
+        poll_thread.join(30)
         assert not poll_thread.is_alive(), "on_stats waited for the telemetry thread"
         assert read_doc(file.path)["seq"] == 1
     finally:
         release.set()
-    doc = doc_where(file.path, lambda d: d["seq"] == 3, 5)
+    doc = doc_where(file.path, lambda d: d["seq"] == 3, 30)
     assert doc["stats"]["ts"] == 101  # the events that came meanwhile: only the latest
 
 
@@ -150,7 +150,7 @@ def test_unwritable_directory_counts_failures_and_stops_cleanly(
     publisher.publish_now()
     publisher.start()
     publisher.on_stats(stats_json(1))
-    wait_for(lambda: publisher.failures == 2, 5, "the second failed write")
+    wait_for(lambda: publisher.failures == 2, 30, "the second failed write")
     warnings = [r for r in caplog.records if r.name == "hangwatch_pipeline.telemetry"]
     assert [r.getMessage() for r in warnings] == [
         "cannot write producer telemetry; producing continues without it"
@@ -166,7 +166,7 @@ def test_telemetry_off_writes_nothing_and_keeps_housekeeping(
     publisher.publish_now()
     publisher.start()
     publisher.on_stats(stats_json(1))
-    wait_for(lambda: publishers.housekeeping >= 2, 5, "housekeeping without telemetry")
+    wait_for(lambda: publishers.housekeeping >= 2, 30, "housekeeping without telemetry")
     assert publisher.path is None and publisher.failures == 0
     publisher.stop()
     assert not list(tmp_path.iterdir())

@@ -83,7 +83,7 @@ def test_relative_directory_is_created_in_the_working_directory_at_open(
     with producer({"bootstrap.servers": lab.bootstrap}, FAST) as p:
         monkeypatch.chdir(tmp_path)  # the job moving elsewhere changes nothing
         assert p.telemetry_path == executor_dir / "hangwatch-telemetry" / p.telemetry_path.name
-        doc_where(p.telemetry_path, lambda d: d["stats"] is not None, 5)
+        doc_where(p.telemetry_path, lambda d: d["stats"] is not None, 30)
         for i in range(100):
             p.send("t", f"value-{i}")
     assert p.counters().delivered == 100
@@ -96,11 +96,11 @@ def test_directory_removed_while_running(
 ) -> None:
     with producer({"bootstrap.servers": lab.bootstrap}, FAST) as p:
         assert p.telemetry_path is not None
-        doc_where(p.telemetry_path, lambda d: d["stats"] is not None, 5)
+        doc_where(p.telemetry_path, lambda d: d["stats"] is not None, 30)
         shutil.rmtree(producer_env)
         for i in range(100):
             p.send("t", f"value-{i}")
-        wait_for(lambda: p.telemetry_failures >= 2, 5, "two failed telemetry writes")
+        wait_for(lambda: p.telemetry_failures >= 2, 30, "two failed telemetry writes")
         for i in range(100):
             p.send("t", f"more-{i}")
     assert p.counters().delivered == 200

