@@ -187,7 +187,9 @@ def _delivering_executors(run: _Run) -> set[str]:
 
 def _until_baseline(run: _Run, job: PipelineJob) -> None:
     baseline = run.scenario.baseline
-    deadline = time.monotonic() + BASELINE_TIMEOUT_SECONDS
+    # Slower timing (the policy defaults' 10 s probes) needs more rounds' time to settle.
+    allowed = max(BASELINE_TIMEOUT_SECONDS, 8 * run.timing.probe_interval_seconds)
+    deadline = time.monotonic() + allowed
     while True:
         reports = run.poll()
         verdicts = {r.pod.name: r.status.verdict if r.status else None for r in reports}
@@ -202,7 +204,7 @@ def _until_baseline(run: _Run, job: PipelineJob) -> None:
         ended = not job.running and not run.scenario.idles_after_run
         if ended or time.monotonic() > deadline:
             raise ScenarioError(
-                f"no {baseline} baseline within {BASELINE_TIMEOUT_SECONDS:.0f} s "
+                f"no {baseline} baseline within {allowed:.0f} s "
                 f"(sidecars: {verdicts}; delivering executors: {sorted(delivering)}; "
                 f"job: {'running' if job.running else job.error or 'ended'})"
             )
