@@ -75,6 +75,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="kafka engine: broker.session.timeout.ms, how long a frozen leader goes "
         "unnoticed before an election (default 1500)",
     )
+    up.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=None,
+        help="kafka engine: seconds the cluster may take to become ready (default 180)",
+    )
     sub.add_parser("down", parents=[after], help="stop the running lab (removes every kernel rule)")
     status = sub.add_parser(
         "status", parents=[after], help="show brokers, their faults and elections"
@@ -107,6 +113,10 @@ def run(args: argparse.Namespace) -> int:
             if args.engine != "kafka":
                 raise UsageError("--session-timeout-ms applies to --engine kafka only")
             options["session_timeout_ms"] = args.session_timeout_ms
+        if args.ready_timeout is not None:
+            if args.engine != "kafka":
+                raise UsageError("--ready-timeout applies to --engine kafka only")
+            options["ready_timeout_seconds"] = args.ready_timeout
         return _up(args.brokers, parse_topics(args.topics), state_path, args.engine, options)
     client = ControlClient(state_path)
     if args.lab_command == "status":
