@@ -117,12 +117,16 @@ def test_blackhole_makes_requests_time_out(kafka_lab: KafkaLab, kernel_faults: N
     )
     for p in leaders:
         producer.produce(
-            "t", b"x", partition=p, callback=lambda e, m: outcomes.__setitem__(m.partition(), e)
+            "t",
+            b"x",
+            partition=p,
+            callback=lambda e, m: outcomes.__setitem__(m.partition() or 0, e),
         )
     producer.flush(30)
     for p, leader in leaders.items():
         if leader == 3:
-            assert outcomes[p] is not None and outcomes[p].code() == KafkaError._MSG_TIMED_OUT
+            error = outcomes[p]
+            assert error is not None and error.code() == KafkaError._MSG_TIMED_OUT
         else:
             assert outcomes[p] is None, f"partition {p} led by {leader}: {outcomes[p]}"
     assert kafka_lab.broker_pids()[3], "the broker process itself keeps running"
