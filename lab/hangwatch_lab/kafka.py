@@ -420,33 +420,38 @@ class KafkaLab(Lab):
 
     def _format_storage(self) -> None:
         cluster_id = _cluster_id()
-        procs = {
-            i: subprocess.Popen(
-                self._java_command(
-                    TOOL_OPTIONS,
-                    "kafka.tools.StorageTool",
-                    "format",
-                    "-t",
-                    cluster_id,
-                    "-c",
-                    str(node.config),
-                    tools=True,
-                ),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-            )
-            for i, node in self._nodes.items()
-        }
+        procs: dict[int, subprocess.Popen[bytes]] = {}
         failures = []
-        for i, proc in procs.items():
-            try:
-                out, _ = proc.communicate(timeout=TOOL_TIMEOUT_SECONDS)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                out, _ = proc.communicate()
-            if proc.returncode != 0:
-                lines = out.decode(errors="replace").strip().splitlines() or ["no output"]
-                failures.append(f"broker {i}: {lines[-1][:200]}")
+        try:
+            for i, node in self._nodes.items():
+                procs[i] = subprocess.Popen(
+                    self._java_command(
+                        TOOL_OPTIONS,
+                        "kafka.tools.StorageTool",
+                        "format",
+                        "-t",
+                        cluster_id,
+                        "-c",
+                        str(node.config),
+                        tools=True,
+                    ),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                )
+            for i, proc in procs.items():
+                try:
+                    out, _ = proc.communicate(timeout=TOOL_TIMEOUT_SECONDS)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    out, _ = proc.communicate()
+                if proc.returncode != 0:
+                    lines = out.decode(errors="replace").strip().splitlines() or ["no output"]
+                    failures.append(f"broker {i}: {lines[-1][:200]}")
+        finally:  # interrupted (Ctrl-C while starting): no formatter outlives the lab
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
         if failures:
             raise LabSetupError(
                 f"formatting Kafka storage failed ({'; '.join(failures)}); "
@@ -508,7 +513,7 @@ class KafkaLab(Lab):
             if time.monotonic() > deadline:
                 raise LabSetupError(
                     f"{step}: brokers {sorted(ids)} not ready within "
-                    f"{self.ready_timeout_seconds:.0f} s ({last}); the machine may be "
+                    f"{self.ready_timeout_seconds:g} s ({last}); the machine may be "
                     "overloaded: retry, or raise --ready-timeout"
                 )
             time.sleep(0.2)
