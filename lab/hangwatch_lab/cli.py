@@ -97,6 +97,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     fault.add_argument("--api", default="produce", help="request-errors: request type")
     fault.add_argument("--error", default="NOT_LEADER_FOR_PARTITION", help="Kafka error name")
     fault.add_argument("--count", type=int, default=1, help="request-errors: how many requests")
+    fault.add_argument(
+        "--how",
+        default=None,
+        help="election on the kafka engine: freeze (SIGSTOP the leader, default) or kill (SIGKILL)",
+    )
     fault.add_argument("--to", type=int, help="shrink: how many brokers remain")
     fault.add_argument(
         "--dead",
@@ -136,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
                 "count",
                 "to",
                 "dead",
+                "how",
             )
         }
         _print_status(client.fault(args.kind, params)["status"], as_json=False)
@@ -186,8 +192,8 @@ def _print_status(status: dict[str, Any], as_json: bool) -> None:
         print(f"  elections under way: {', '.join(status['elections'])}")
     for result in status.get("election_results", []):
         print(
-            f"  election on {result['topic']}: broker {result['frozen_broker']} frozen "
-            f"{result['frozen_seconds']} s, partitions without a serving leader for "
+            f"  election on {result['topic']}: broker {result['broker']} {result['how']} "
+            f"{result['fault_seconds']} s, partitions without a serving leader for "
             f"{result['leaderless_seconds']} s, new leaders {result['new_leaders']}"
         )
 

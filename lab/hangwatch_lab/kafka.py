@@ -93,6 +93,10 @@ broker is continued anyway (its result then says `leaderless_seconds: None`)."""
 STOP_TIMEOUT_SECONDS = 30.0
 POLL_SECONDS = 0.05
 
+ELECTION_CAUSES = ("freeze", "kill")
+"""How `election` takes the leader away: SIGSTOP (a pause; connections hang) or SIGKILL
+(a crash; connections reset)."""
+
 DEAD_MODES = ("blackhole", "refused", "frozen")
 """How a broker removed by `shrink` looks to a client that still dials it: a host gone
 from the network (SYNs dropped), a closed port, or a frozen process (TCP accepted, never
@@ -825,17 +829,23 @@ class KafkaLab(Lab):
         self._lead_from(topic, [partition], broker)
         log.info("fault leader", extra={"topic": topic, "partition": partition, "broker": broker})
 
-    def election(self, topic: str, seconds: float) -> None:
+    def election(self, topic: str, seconds: float, how: str | None = None) -> None:
         """A real election on every partition of `topic`.
 
         The topic's leaders are first gathered on one broker that is not the active
         controller (reassignment + preferred election), then that broker is frozen
-        (SIGSTOP). The controller fences it after the session timeout and elects new
-        leaders from the in-sync replicas; the broker is continued when `seconds` have
-        passed and the election is over, and rejoins as a follower (leaders stay where
-        the election put them: automatic rebalancing is off). The measured time the
-        partitions' leader was unavailable is in `election_results`.
+        (`how="freeze"`, SIGSTOP: a GC pause or hung disk; connections stay open and
+        unanswered) or killed (`how="kill"`, SIGKILL: a crash; connections reset, no
+        controlled shutdown). The controller fences it after the session timeout and
+        elects new leaders from the in-sync replicas; when `seconds` have passed and the
+        election is over, the broker is continued (or started again on its port and
+        data) and rejoins as a follower (leaders stay where the election put them:
+        automatic rebalancing is off). The measured time the partitions' leader was
+        unavailable is in `election_results`.
         """
+        how = how or "freeze"
+        if how not in ELECTION_CAUSES:
+            raise UsageError(f"--how must be one of {', '.join(ELECTION_CAUSES)}, got {how!r}")
         if topic not in self.topics:
             raise UsageError(f"unknown topic {topic!r} (lab topics: {', '.join(self.topics)})")
         minimum = self.session_timeout_ms / 1000
@@ -856,22 +866,28 @@ class KafkaLab(Lab):
                 b.id for b in self.brokers.values() if b.condition == "up" and b.id != controller
             ]
             if not candidates:
-                raise LabError("no healthy broker besides the active controller to freeze")
+                raise LabError("no healthy broker besides the active controller to fence")
             victim = candidates[0]
             partitions = list(range(self.topics[topic]))
             self._lead_from(topic, partitions, victim)
             node = self._nodes[victim]
             assert node.proc is not None
             frozen_at = time.monotonic()
-            node.proc.send_signal(signal.SIGSTOP)
-            self.brokers[victim].frozen = True
+            if how == "freeze":
+                node.proc.send_signal(signal.SIGSTOP)
+                self.brokers[victim].frozen = True
+            else:
+                node.proc.kill()
+                node.proc.wait()
+                self.brokers[victim].down = True
+                self.brokers[victim].pid = 0
         except BaseException:
             with self._lock:
                 self._election_threads.pop(topic, None)
             raise
         thread = threading.Thread(
             target=self._run_election,
-            args=(topic, victim, controller, seconds, frozen_at),
+            args=(topic, victim, controller, seconds, frozen_at, how),
             name=f"election-{topic}",
             daemon=True,
         )
@@ -880,11 +896,17 @@ class KafkaLab(Lab):
         thread.start()
         log.info(
             "fault election",
-            extra={"topic": topic, "seconds": seconds, "frozen": victim, "controller": controller},
+            extra={
+                "topic": topic,
+                "seconds": seconds,
+                "how": how,
+                "broker": victim,
+                "controller": controller,
+            },
         )
 
     def _run_election(
-        self, topic: str, victim: int, controller: int, seconds: float, frozen_at: float
+        self, topic: str, victim: int, controller: int, seconds: float, frozen_at: float, how: str
     ) -> None:
         others = ",".join(b.address for b in self.brokers.values() if b.condition == "up")
         elected_at: float | None = None
@@ -895,7 +917,7 @@ class KafkaLab(Lab):
                 now = time.monotonic()
                 if elected_at is None and now > give_up:
                     log.warning(
-                        "no election seen; continuing the frozen broker", extra={"topic": topic}
+                        "no election seen; bringing the broker back", extra={"topic": topic}
                     )
                     break
                 if elected_at is None:
@@ -911,13 +933,15 @@ class KafkaLab(Lab):
                     break
                 self._closed.wait(POLL_SECONDS)
         finally:
+            fault_seconds = time.monotonic() - frozen_at
             if not self._closed.is_set():
-                self._continue(victim)
+                self._bring_back(victim)
             result = {
                 "topic": topic,
-                "frozen_broker": victim,
+                "how": how,
+                "broker": victim,
                 "active_controller": controller,
-                "frozen_seconds": round(time.monotonic() - frozen_at, 3),
+                "fault_seconds": round(fault_seconds, 3),
                 "leaderless_seconds": round(elected_at - frozen_at, 3) if elected_at else None,
                 "new_leaders": leaders,
             }
@@ -925,6 +949,21 @@ class KafkaLab(Lab):
                 self.election_results.append(result)
                 self._election_threads.pop(topic, None)
             log.info("election over", extra=result)
+
+    def _bring_back(self, broker: int) -> None:
+        """After an election: continue the frozen broker, or start the killed one again."""
+        state = self.brokers[broker]
+        if state.frozen:
+            self._continue(broker)
+        elif state.down:
+            try:
+                node = self._nodes[broker]
+                self._require_free_ports(node, f"restarting broker {broker} after the election")
+                self._spawn(node)
+                state.down = False
+                self._wait_ready({broker}, f"restarting broker {broker} after the election")
+            except (LabError, OSError) as exc:
+                log.error("broker not restarted", extra={"broker": broker, "error": str(exc)})
 
     def elections_under_way(self) -> list[str]:
         return sorted(self._election_threads)

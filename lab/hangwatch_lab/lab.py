@@ -190,7 +190,7 @@ class Lab:
     def unresponsive(self, broker: int) -> None:
         raise NotImplementedError
 
-    def election(self, topic: str, seconds: float) -> None:
+    def election(self, topic: str, seconds: float, how: str | None = None) -> None:
         raise NotImplementedError
 
     def move_leader(self, topic: str, partition: int, broker: int) -> None:

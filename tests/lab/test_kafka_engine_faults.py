@@ -6,8 +6,9 @@ three broker JVMs that a real client produces to and consumes from; `down` stops
 process (connections refused) and `restore` starts it again on the same port, refusing
 clearly when something else took the port; `blackhole` makes a client's requests time
 out; `unresponsive` freezes the JVM (TCP accepted, no answer); `election` gathers a
-topic's leaders on a broker that is not the active controller, freezes it, and the
-controller elects other leaders, after which the broker rejoins every ISR; `leader` is
+topic's leaders on a broker that is not the active controller, freezes or kills it,
+and the controller elects other leaders, after which the broker (continued or started
+again) rejoins every ISR; `leader` is
 a real reassignment plus preferred election; protocol-only faults say they need the
 mock; `shrink --to 2` leaves two brokers in metadata, every replica on them, and the
 removed broker's address in the bootstrap list, dead (blackholed).
@@ -145,29 +146,40 @@ def test_unresponsive_freezes_the_jvm_tcp_accepted_nothing_answered(kafka_lab: K
     assert api_versions_answered(port, timeout_seconds=10)
 
 
-def test_election_moves_leaders_off_a_frozen_broker_which_then_rejoins(
-    kafka_lab: KafkaLab,
+@pytest.mark.parametrize("how", ["freeze", "kill"])
+def test_election_moves_leaders_off_a_fenced_broker_which_then_rejoins(
+    kafka_lab: KafkaLab, how: str
 ) -> None:
-    kafka_lab.election("t", 2.0)
-    frozen = [b for b in kafka_lab.status().brokers if b["condition"] == "unresponsive"]
-    assert len(frozen) == 1
-    victim, pid = frozen[0]["id"], frozen[0]["pid"]
-    assert proc_state(pid) == "T"
+    pids_before = kafka_lab.broker_pids()
+    apply_fault(kafka_lab, "election", {"topic": "t", "seconds": 2.0, "how": how})
+    taken = [b for b in kafka_lab.status().brokers if b["condition"] != "up"]
+    assert len(taken) == 1
+    victim = taken[0]["id"]
+    if how == "freeze":
+        assert taken[0]["condition"] == "unresponsive"
+        assert proc_state(pids_before[victim]) == "T"
+    else:
+        assert taken[0]["condition"] == "down"
+        assert proc_state(pids_before[victim]) == "gone"
     assert _eventually(lambda: not kafka_lab.elections_under_way(), 120)
     result = kafka_lab.election_results[-1]
-    assert result["frozen_broker"] == victim != result["active_controller"]
+    assert result["broker"] == victim != result["active_controller"]
+    assert result["how"] == how
     assert result["leaderless_seconds"] is not None, "the controller elected new leaders"
-    assert result["frozen_seconds"] >= result["leaderless_seconds"] > 0
+    assert result["fault_seconds"] >= result["leaderless_seconds"] > 0
     others = [b for b in (1, 2, 3) if b != victim]
     partitions = _metadata(kafka_lab, others).topics["t"].partitions  # type: ignore[attr-defined]
     assert all(p.leader in others for p in partitions.values())
-    assert proc_state(pid) in ("R", "S"), "continued once the election was over"
+    assert kafka_lab.status().brokers[victim - 1]["condition"] == "up"
+    pid = kafka_lab.broker_pids()[victim]
+    assert proc_state(pid) in ("R", "S"), "continued or restarted once the election was over"
+    assert (pid == pids_before[victim]) == (how == "freeze")
 
     def rejoined() -> bool:
         parts = _metadata(kafka_lab, others).topics["t"].partitions  # type: ignore[attr-defined]
         return all(victim in p.isrs for p in parts.values())
 
-    assert _eventually(rejoined), "the frozen broker comes back into every ISR"
+    assert _eventually(rejoined), "the fenced broker comes back into every ISR"
     assert len(round_trip(kafka_lab.bootstrap, "t", 5)) == 5
 
 
