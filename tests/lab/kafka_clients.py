@@ -3,6 +3,8 @@ through one broker only, and a produce-then-consume round trip with confluent-ka
 
 from __future__ import annotations
 
+import socket
+import struct
 import time
 import uuid
 from pathlib import Path
@@ -33,6 +35,33 @@ def proc_state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+def api_version_ranges(port: int, timeout_seconds: float = 10.0) -> dict[int, tuple[int, int]]:
+    """Kafka API key -> (min, max) version the broker on 127.0.0.1:port serves, from its
+    answer to an ApiVersions v0 request (the request every client since 0.10 sends first)."""
+    request = struct.pack(">hhih", 18, 0, 7, 2) + b"hw"
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_seconds) as sock:
+        sock.sendall(struct.pack(">i", len(request)) + request)
+        size = struct.unpack(">i", _read(sock, 4))[0]
+        body = _read(sock, size)
+    correlation, error, count = struct.unpack(">ihi", body[:10])
+    assert correlation == 7 and error == 0, (correlation, error)
+    ranges = {}
+    for i in range(count):
+        key, low, high = struct.unpack(">hhh", body[10 + 6 * i : 16 + 6 * i])
+        ranges[key] = (low, high)
+    return ranges
+
+
+def _read(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        data += chunk
+    return data
 
 
 def metadata_through(address: str, timeout_seconds: float) -> str:

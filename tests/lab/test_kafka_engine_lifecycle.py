@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def _marker(lab_pid: int) -> str:
 
 
 def _data_dirs(lab_pid: int) -> list[Path]:
-    return list(Path("/tmp").glob(f"{_marker(lab_pid)}*"))
+    return list(Path(tempfile.gettempdir()).glob(f"{_marker(lab_pid)}*"))
 
 
 def _lab_up(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -119,7 +120,8 @@ def test_a_sigkilled_lab_takes_its_brokers_along_and_the_next_removes_its_data(
 
 def test_ctrl_c_while_starting_stops_what_had_started(tmp_path: Path) -> None:
     proc = _lab_up(tmp_path)
-    broker_jvm = f"kafka.Kafka /tmp/{_marker(proc.pid)}"  # a broker, not the storage formatter
+    # a broker, not the storage formatter
+    broker_jvm = f"kafka.Kafka {tempfile.gettempdir()}/{_marker(proc.pid)}"
     assert _eventually(lambda: len(processes_with(broker_jvm)) > 0, 120)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
