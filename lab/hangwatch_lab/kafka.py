@@ -762,8 +762,8 @@ class KafkaLab(Lab):
         state, node = self._live(broker, "down")
         if state.down:
             return
+        state.down = True  # first: `alive()` must not take the stopping broker for a crash
         self._stop(node)
-        state.down = True
         state.pid = 0
         log.info("fault down", extra={"broker": broker})
 
@@ -877,9 +877,9 @@ class KafkaLab(Lab):
                 node.proc.send_signal(signal.SIGSTOP)
                 self.brokers[victim].frozen = True
             else:
+                self.brokers[victim].down = True  # before the kill: not a crash
                 node.proc.kill()
                 node.proc.wait()
-                self.brokers[victim].down = True
                 self.brokers[victim].pid = 0
         except BaseException:
             with self._lock:
@@ -1004,15 +1004,17 @@ class KafkaLab(Lab):
         if assignment:
             self._reassign(assignment)
         for b in removed:
-            state = self.brokers[b]
+            state, node = self.brokers[b], self._nodes[b]
+            state.removed = True  # first: `alive()` must not take the stopping broker for a crash
             if dead == "frozen":
-                self.unresponsive(b)
+                assert node.proc is not None
+                node.proc.send_signal(signal.SIGSTOP)
+                state.frozen = True
             else:
-                self._stop(self._nodes[b])
+                self._stop(node)
                 state.pid = 0
                 if dead == "blackhole":
                     self.blackhole(b)
-            state.removed = True
         self._wait_shrunk(set(keep))
         log.info("fault shrink", extra={"to": to, "removed": removed, "dead": dead})
 

@@ -1,6 +1,7 @@
 """The real Kafka engine leaves nothing behind, and fails cleanly when it cannot start.
 
-Covers: `hangwatch lab up --engine kafka` stopped with SIGTERM takes every broker JVM,
+Covers: `hangwatch lab up --engine kafka` stays up while a fault stops brokers on
+purpose (shrink), and stopped with SIGTERM takes every broker JVM (a frozen one too),
 kernel rule, state file and data directory with it; SIGKILLed, its brokers die with
 it (parent-death signal) and the next lab removes its data directory; Ctrl-C while the
 cluster is still starting stops what had started. Each environment failure is one line
@@ -27,7 +28,7 @@ from hangwatch.errors import LabSetupError
 from hangwatch_lab import Lab, netfilter
 from hangwatch_lab.kafka import DATA_PREFIX, remove_stale_data_dirs
 from tests.lab.clients import connect_outcome, lab_cli, lab_command
-from tests.lab.kafka_clients import processes_with
+from tests.lab.kafka_clients import proc_state, processes_with
 
 pytestmark = pytest.mark.xdist_group("kafka-engine")
 
@@ -94,6 +95,12 @@ def test_sigterm_stops_every_jvm_rule_state_and_data_dir(
         assert status["engine"] == "kafka" and status["alive"]
         pids = [b["pid"] for b in status["brokers"]]
         assert sorted(processes_with(_marker(proc.pid))) == sorted(pids)
+        shrink = lab_command(state, "fault", "shrink", "--to", "2", "--dead", "frozen")
+        assert shrink.returncode == 0, shrink.stderr
+        status = json.loads(lab_command(state, "status", "--json").stdout)
+        assert status["alive"], "a broker the lab stopped on purpose is not a crash"
+        assert status["brokers"][2]["condition"] == "removed+frozen"
+        assert proc_state(pids[2]) == "T"
         assert lab_command(state, "fault", "blackhole", "--broker", "2").returncode == 0
         assert connect_outcome(int(bootstrap.split(",")[1].rsplit(":", 1)[1]), 0.5) == "timeout"
         assert netfilter.drop_rule_count(proc.pid) == 2
