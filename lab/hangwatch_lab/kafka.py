@@ -357,10 +357,12 @@ class KafkaLab(Lab):
         voters = ",".join(f"{i}@{HOST}:{node.controller_port}" for i, node in self._nodes.items())
         for node in self._nodes.values():
             node.config.write_text(self._properties(node, voters))
+        log.info("formatting storage", extra={"brokers": n, "dir": str(self.data_dir)})
         self._format_storage()
         self._spawner = _Spawner()
         for node in self._nodes.values():
             self._spawn(node)
+        log.info("waiting for every broker to be listed by every broker", extra={"brokers": n})
         self._wait_ready(set(self._nodes), "starting the cluster")
 
     @staticmethod
