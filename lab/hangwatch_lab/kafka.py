@@ -211,6 +211,14 @@ def _port_in_use(port: int) -> bool:
     return False
 
 
+def run_state(pid: int) -> str:
+    """The kernel's run state of `pid` (R, S, D, T for stopped, ...), `gone` once it is."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
 def _cluster_id() -> str:
     """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -787,9 +795,20 @@ class KafkaLab(Lab):
         state, node = self._live(broker, "unresponsive")
         if state.down or node.proc is None:
             raise LabError(f"broker {broker} is down; restore it before freezing it")
-        node.proc.send_signal(signal.SIGSTOP)
-        state.frozen = True
+        self._freeze(node)
         log.info("fault unresponsive", extra={"broker": broker, "pid": node.proc.pid})
+
+    def _freeze(self, node: _Node) -> None:
+        """SIGSTOP the broker's JVM and return once the kernel shows it stopped (every
+        thread of a process stops on its own schedule, not when the signal is sent)."""
+        assert node.proc is not None
+        node.proc.send_signal(signal.SIGSTOP)
+        self.brokers[node.id].frozen = True
+        deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
+        while run_state(node.proc.pid) != "T":
+            if time.monotonic() > deadline:
+                raise LabError(f"broker {node.id} (pid {node.proc.pid}) did not stop on SIGSTOP")
+            time.sleep(0.01)
 
     def _continue(self, broker: int) -> None:
         state, node = self.brokers[broker], self._nodes[broker]
@@ -876,8 +895,7 @@ class KafkaLab(Lab):
             assert node.proc is not None
             frozen_at = time.monotonic()
             if how == "freeze":
-                node.proc.send_signal(signal.SIGSTOP)
-                self.brokers[victim].frozen = True
+                self._freeze(node)
             else:
                 self.brokers[victim].down = True  # before the kill: not a crash
                 node.proc.kill()
@@ -1009,9 +1027,7 @@ class KafkaLab(Lab):
             state, node = self.brokers[b], self._nodes[b]
             state.removed = True  # first: `alive()` must not take the stopping broker for a crash
             if dead == "frozen":
-                assert node.proc is not None
-                node.proc.send_signal(signal.SIGSTOP)
-                state.frozen = True
+                self._freeze(node)
             else:
                 self._stop(node)
                 state.pid = 0

@@ -1,5 +1,6 @@
-"""Helpers the real-Kafka lab tests share: the process table, a JVM's run state, metadata
-through one broker only, and a produce-then-consume round trip with confluent-kafka."""
+"""Helpers the real-Kafka lab tests share: the process table, the protocol versions a
+broker serves, metadata through one broker only, and a produce-then-consume round trip
+with confluent-kafka."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
+from hangwatch_lab.kafka import run_state
+
 
 def processes_with(marker: str) -> list[int]:
     """Pids of every process whose command line contains `marker` (the process table)."""
@@ -21,20 +24,12 @@ def processes_with(marker: str) -> list[int]:
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = proc_state(int(entry.name))
+            state = run_state(int(entry.name))
         except (OSError, ValueError):
             continue
         if marker in cmdline and state != "Z":
             pids.append(int(entry.name))
     return pids
-
-
-def proc_state(pid: int) -> str:
-    """The kernel's run state of `pid`: R, S, T (stopped by a signal), Z, ... or `gone`."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
 
 
 def api_version_ranges(port: int, timeout_seconds: float = 10.0) -> dict[int, tuple[int, int]]:

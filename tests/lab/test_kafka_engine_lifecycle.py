@@ -26,9 +26,9 @@ import pytest
 
 from hangwatch.errors import LabSetupError
 from hangwatch_lab import Lab, netfilter
-from hangwatch_lab.kafka import DATA_PREFIX, remove_stale_data_dirs
+from hangwatch_lab.kafka import DATA_PREFIX, remove_stale_data_dirs, run_state
 from tests.lab.clients import connect_outcome, lab_cli, lab_command
-from tests.lab.kafka_clients import proc_state, processes_with
+from tests.lab.kafka_clients import processes_with
 
 pytestmark = pytest.mark.xdist_group("kafka-engine")
 
@@ -100,7 +100,7 @@ def test_sigterm_stops_every_jvm_rule_state_and_data_dir(
         status = json.loads(lab_command(state, "status", "--json").stdout)
         assert status["alive"], "a broker the lab stopped on purpose is not a crash"
         assert status["brokers"][2]["condition"] == "removed+frozen"
-        assert proc_state(pids[2]) == "T"
+        assert run_state(pids[2]) == "T"
         assert lab_command(state, "fault", "blackhole", "--broker", "2").returncode == 0
         assert connect_outcome(int(bootstrap.split(",")[1].rsplit(":", 1)[1]), 0.5) == "timeout"
         assert netfilter.drop_rule_count(proc.pid) == 2
