@@ -78,6 +78,11 @@ class Scenario:
     idles_after_run: bool = False
     """The fault is the run's end: its producers stay open and idle, no task running."""
 
+    @property
+    def injects(self) -> bool:
+        """Whether the scenario injects a fault at all (a no-fault control does not)."""
+        return self.inject is not _nothing
+
 
 def _s0(ctx: Context) -> None:
     for broker in ctx.lab.brokers:

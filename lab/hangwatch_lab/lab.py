@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, Producer, libversion
 from confluent_kafka.admin import AdminClient
 
 from hangwatch.errors import LabError, UsageError
@@ -41,6 +41,9 @@ STALL_REQUESTS = 1
 ordered, so every later request on that connection waits behind it forever."""
 
 DRAIN_TOPIC = "__hangwatch_lab_drain"
+
+ENGINE = "librdkafka mock cluster"
+"""The Kafka engine behind the lab (its version is librdkafka's)."""
 
 
 @dataclass
@@ -377,6 +380,11 @@ class Lab:
         log.info("restore", extra={"broker": broker if broker is not None else "all"})
 
     # -- observation -------------------------------------------------------------------------
+    @property
+    def engine(self) -> str:
+        """The Kafka engine behind this lab and its version, as run reports record it."""
+        return f"{ENGINE} {libversion()[0]}"
+
     def status(self) -> LabStatus:
         """Brokers with their condition, topics, elections under way."""
         return LabStatus(
