@@ -108,7 +108,9 @@ class Recorder:
         )
         recorder.write(header)
         if recorder.error:
-            raise ReportDirError(recorder.error)
+            error = recorder.error
+            recorder.close(interrupted=True)
+            raise ReportDirError(error)
         return recorder
 
     @property

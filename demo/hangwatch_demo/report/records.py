@@ -213,7 +213,7 @@ def read_run(text: str, name: str = EVENTS_FILE) -> RunStory:
         raise RecordError(f"{name}: larger than {MAX_BYTES // 2**20} MiB: not a run record")
     story: RunStory | None = None
     by_name: dict[str, ScenarioStory] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
