@@ -359,7 +359,11 @@ def _recover(run: _Run) -> float | None:
         run.fault_ends("healed: nothing was restarted")
     since = run.resumed_wall or run.fault_wall
     deadline = time.monotonic() + RECOVERY_TIMEOUT_SECONDS
+    polled = 0.0
     while time.monotonic() < deadline:
+        if time.monotonic() - polled >= run.timing.probe_interval_seconds:
+            run.poll()  # the replacements' verdicts, for the report
+            polled = time.monotonic()
         run.fleet.sync(run.cluster.executors())
         if run.ends is not None:
             flowing = run.ends.total() > run.resumed_end
@@ -409,6 +413,9 @@ class _Sampler:
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="report-sampler", daemon=True)
         self.failed_before_fault = 0
+        self.counts: dict[tuple[Any, ...], tuple[int, int]] = {}
+        """Per producer ever seen: its latest (delivered, failed). A task's producer's
+        document goes when it closes; what it delivered still counts."""
 
     def start(self) -> None:
         self.thread.start()
@@ -436,8 +443,13 @@ class _Sampler:
             self.run.record.progress(at, ends.total())
             return
         docs = _telemetry(self.run)
-        self.run.record.progress(at, sum(int(d["counters"].get("delivered", 0)) for d in docs))
-        failed = sum(int(d["counters"].get("failed", 0)) for d in docs)
+        for d in docs:
+            i = d.get("identity") or {}
+            key = (i.get("executor_id"), i.get("pid"), i.get("producer"), d.get("started_ts"))
+            counters = d["counters"]
+            self.counts[key] = (int(counters.get("delivered", 0)), int(counters.get("failed", 0)))
+        self.run.record.progress(at, sum(delivered for delivered, _ in self.counts.values()))
+        failed = sum(failed for _, failed in self.counts.values())
         if not self.run.fault_wall:
             self.failed_before_fault = failed
         elif failed > self.failed_before_fault:

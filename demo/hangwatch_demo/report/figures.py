@@ -11,7 +11,6 @@ Pure: no files, no network, no pyplot state (each call builds its own `Figure`).
 from __future__ import annotations
 
 import io
-import itertools
 from dataclasses import dataclass, field
 
 from matplotlib.artist import Artist
@@ -58,6 +57,12 @@ ACTION_MARKERS: dict[str, tuple[str, str]] = {
 """Operation -> (marker, colour) for actions carried out; anything suppressed, refused
 or failed is drawn as REFUSED_MARKER."""
 REFUSED_MARKER = ("X", "#212121")
+RATE_WINDOW_SECONDS = 3.0
+"""Events acknowledged per second are averaged over this window."""
+MARKER_OFFSETS = {"restart": 0.0, "alert": 0.3}
+"""Where on its executor's band an action's marker sits (refused ones: REFUSED_OFFSET),
+so that a restart and an alert at the same moment are both seen."""
+REFUSED_OFFSET = -0.3
 BEFORE_FAULT_SECONDS = 10.0
 """How much of the baseline before the fault a timeline shows at most."""
 
@@ -93,12 +98,20 @@ def bands(story: ScenarioStory, origin: float, end: float) -> list[Band]:
     return list(found.values())
 
 
-def rates(story: ScenarioStory, origin: float) -> list[tuple[float, float]]:
-    """Events acknowledged per second between consecutive progress samples: (time, rate)
-    at each interval's end (a count that went down, e.g. a gone executor's, counts 0)."""
+def rates(
+    story: ScenarioStory, origin: float, window: float = RATE_WINDOW_SECONDS
+) -> list[tuple[float, float]]:
+    """Events acknowledged per second over the `window` before each progress sample:
+    (time, rate). Counts come in steps (the producers' statistics interval), so a
+    window of a few samples shows the rate rather than the steps; a count that went
+    down (a gone executor's) counts as no progress."""
     samples = [(e.at - origin, e.acknowledged) for e in story.of(Progress)]
     found = []
-    for (t0, n0), (t1, n1) in itertools.pairwise(samples):
+    first = 0
+    for t1, n1 in samples[1:]:
+        while first < len(samples) - 1 and samples[first + 1][0] <= t1 - window:
+            first += 1
+        t0, n0 = samples[first]
         if t1 > t0:
             found.append((t1, max(0, n1 - n0) / (t1 - t0)))
     return found
@@ -151,7 +164,9 @@ def timeline(story: ScenarioStory) -> Figure:
     points = rates(story, origin)
     if points:
         bottom.step([t for t, _ in points], [r for _, r in points], where="pre", color="#1565c0")
-        legend.append(Line2D([], [], color="#1565c0", label="events acknowledged /s"))
+        source = story.start.progress_source[:50] or "progress"
+        label = f"events /s: {source}, {RATE_WINDOW_SECONDS:g} s window"
+        legend.append(Line2D([], [], color="#1565c0", label=label))
     else:
         bottom.text(0.5, 0.5, "no progress recorded", transform=bottom.transAxes, ha="center")
     flowing = story.of(Flowing)
@@ -161,7 +176,7 @@ def timeline(story: ScenarioStory) -> Figure:
         legend.append(
             Line2D([], [], marker="^", color="#2e7d32", ls="", label=f"flowing again {t:.1f} s")
         )
-    bottom.set_ylabel(story.start.progress_source[:40] or "events /s", fontsize=8)
+    bottom.set_ylabel("events /s")
     bottom.set_ylim(bottom=0)
     bottom.set_xlim(start, end + 0.5)
     bottom.set_xlabel("seconds from the fault")
@@ -182,10 +197,11 @@ def _actions(
         if not acted:
             marker, colour = REFUSED_MARKER
         label = event.operation if acted else f"{event.operation} {event.outcome}"
-        y = rows.get(event.executor or "", -0.55)
+        offset = MARKER_OFFSETS.get(event.operation, 0.0) if acted else REFUSED_OFFSET
+        y = rows.get(event.executor or "", -0.55) + offset
         ax.plot(
-            [event.at - origin], [y], marker=marker, color=colour, markersize=11, ls="",
-            markeredgecolor="white", zorder=5, clip_on=False,
+            [event.at - origin], [y], marker=marker, color=colour, markersize=10, ls="",
+            markeredgecolor="white", zorder=6 if acted else 5, clip_on=False,
         )  # fmt: skip
         if label not in kinds:
             kinds[label] = None
