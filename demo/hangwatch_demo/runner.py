@@ -592,7 +592,7 @@ def _replay(
         return job, None
     if scenario.idles_after_run:
         run.say("waiting for the run to end: its producers stay open, idle, no task running")
-        if not job.wait(JOB_END_TIMEOUT_SECONDS):
+        if not _wait_for_job(run, job):
             run.problems.append(f"the run did not finish in {JOB_END_TIMEOUT_SECONDS:.0f} s")
     run.say(f"fault: {scenario.fault}")
     run.fault_at, run.fault_wall = time.monotonic(), time.time()
@@ -604,11 +604,22 @@ def _replay(
     _watch(run)
     again = _recover(run)
     run.say("waiting for the pipeline run to finish")
-    if not job.wait(JOB_END_TIMEOUT_SECONDS):
+    if not _wait_for_job(run, job):
         run.problems.append(f"the run did not finish in {JOB_END_TIMEOUT_SECONDS:.0f} s")
     if job.error:
         run.problems.append(f"pipeline run failed: {job.error}")
     return job, again
+
+
+def _wait_for_job(run: _Run, job: PipelineJob) -> bool:
+    """Wait for the run's end (True) or `JOB_END_TIMEOUT_SECONDS`; the sidecars are polled
+    every probe interval meanwhile, so the report's verdicts go on until the end."""
+    deadline = time.monotonic() + JOB_END_TIMEOUT_SECONDS
+    while not job.wait(run.timing.probe_interval_seconds):
+        if time.monotonic() > deadline:
+            return False
+        run.poll()
+    return True
 
 
 def _row(

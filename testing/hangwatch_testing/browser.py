@@ -10,6 +10,7 @@ processes if it does not finish.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
@@ -83,10 +84,8 @@ def open_page(page: Path, timeout_seconds: float = 120.0) -> PageView:
                     dom, log = proc.communicate(timeout=timeout_seconds)
                 finally:
                     # Chromium's helpers (zygote, utility processes) share its session.
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
         finally:
             probed.unlink(missing_ok=True)
     assert proc.returncode == 0, f"chromium exited {proc.returncode}: {log[-2000:]}"

@@ -125,9 +125,14 @@ events = st.one_of(
     st.builds(records.Fault, scenario=names, at=walls),
     st.builds(records.FaultEnd, scenario=names, at=walls, how=st.text(max_size=50)),
     st.builds(
-        records.Action, scenario=names, at=walls, operation=names, outcome=names,
-        executor=st.none() | names, why=st.text(max_size=50),
-    ),  # fmt: skip
+        records.Action,
+        scenario=names,
+        at=walls,
+        operation=names,
+        outcome=names,
+        executor=st.none() | names,
+        why=st.text(max_size=50),
+    ),
     st.builds(records.Progress, scenario=names, at=walls, acknowledged=counts),
     st.builds(records.ProducerError, scenario=names, at=walls, error=st.text(max_size=50)),
     st.builds(records.Detected, scenario=names, at=walls, verdict=names),
@@ -141,17 +146,33 @@ HEADER = records.Run(
 @settings(max_examples=200, deadline=None)
 @given(
     start=st.builds(
-        records.Start, scenario=names, at=walls, fault=st.text(max_size=50), producer=names,
-        engine=st.text(max_size=50), expected=names, control=st.booleans(),
-        bound_seconds=seconds, progress_source=st.text(max_size=50),
-    ),  # fmt: skip
+        records.Start,
+        scenario=names,
+        at=walls,
+        fault=st.text(max_size=50),
+        producer=names,
+        engine=st.text(max_size=50),
+        expected=names,
+        control=st.booleans(),
+        bound_seconds=seconds,
+        progress_source=st.text(max_size=50),
+    ),
     story=st.lists(events, max_size=20),
     row=st.builds(
-        records.Row, scenario=names, at=walls, engine=st.text(max_size=20), producer=names,
-        verdict=names, ok=st.booleans(), detect_seconds=seconds, action=st.text(max_size=20),
-        flowing_again_seconds=seconds, lost=st.none() | counts, duplicates=st.none() | counts,
+        records.Row,
+        scenario=names,
+        at=walls,
+        engine=st.text(max_size=20),
+        producer=names,
+        verdict=names,
+        ok=st.booleans(),
+        detect_seconds=seconds,
+        action=st.text(max_size=20),
+        flowing_again_seconds=seconds,
+        lost=st.none() | counts,
+        duplicates=st.none() | counts,
         problems=st.lists(st.text(max_size=20), max_size=3),
-    ),  # fmt: skip
+    ),
 )
 def test_any_valid_record_reads_back_unchanged(
     start: records.Start, story: list[records.Event], row: records.Row

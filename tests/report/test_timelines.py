@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from matplotlib.collections import BrokenBarHCollection, PolyCollection
+from matplotlib.collections import PolyCollection
 from matplotlib.colors import to_hex
 from matplotlib.patches import Rectangle
 
@@ -52,7 +52,7 @@ def _segments(ax: object) -> list[tuple[float, float, float, str]]:
     """(x, width, y centre, colour) of every bar drawn with broken_barh."""
     found = []
     for collection in ax.collections:  # type: ignore[attr-defined]
-        if isinstance(collection, BrokenBarHCollection | PolyCollection):
+        if isinstance(collection, PolyCollection):
             colours = collection.get_facecolors()
             for path, colour in zip(collection.get_paths(), colours, strict=False):
                 xs, ys = path.vertices[:, 0], path.vertices[:, 1]
@@ -172,16 +172,18 @@ def test_a_report_file_that_cannot_be_written_is_one_line_and_exit_3(tmp_path: P
     assert f"{tmp_path / REPORT_FILE}: cannot write" in done.stderr
 
 
-walls = st.floats(min_value=0, max_value=1e11, allow_nan=False)
+offsets = st.floats(min_value=0, max_value=3600, allow_nan=False)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(
-    times=st.lists(walls, min_size=1, max_size=12),
+    times=st.lists(offsets.map(lambda t: 1.7e9 + t), min_size=1, max_size=12),
     verdicts=st.lists(st.sampled_from([*Verdict, "producer_silent", "gone"]), min_size=1),
     bound=st.none() | st.floats(min_value=0, max_value=1e7),
 )
-def test_any_recorded_story_draws(times: list[float], verdicts: list[str], bound: float | None) -> None:
+def test_any_recorded_story_draws(
+    times: list[float], verdicts: list[str], bound: float | None
+) -> None:
     start = records.Start(
         scenario="s", at=times[0], fault="f", producer="p", engine="e", expected="healthy",
         bound_seconds=bound,

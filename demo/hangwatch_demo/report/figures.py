@@ -172,7 +172,10 @@ def timeline(story: ScenarioStory) -> Figure:
     flowing = story.of(Flowing)
     if flowing:
         t = flowing[0].at - origin
-        bottom.plot([t], [0], marker="^", color="#2e7d32", markersize=10, clip_on=False)
+        # Unclipped (its lower half would be cut off) only within the time shown: an
+        # artist outside the axes would grow the figure's layout.
+        inside = start <= t <= end
+        bottom.plot([t], [0], marker="^", color="#2e7d32", markersize=10, clip_on=not inside)
         legend.append(
             Line2D([], [], marker="^", color="#2e7d32", ls="", label=f"flowing again {t:.1f} s")
         )
@@ -201,7 +204,7 @@ def _actions(
         y = rows.get(event.executor or "", -0.55) + offset
         ax.plot(
             [event.at - origin], [y], marker=marker, color=colour, markersize=10, ls="",
-            markeredgecolor="white", zorder=6 if acted else 5, clip_on=False,
+            markeredgecolor="white", zorder=6 if acted else 5,
         )  # fmt: skip
         if label not in kinds:
             kinds[label] = None
