@@ -148,7 +148,7 @@ def finish_report(
         target = load_writer()(recorder.directory)
     except HangwatchError as exc:
         return one_line(str(exc))
-    print(f"report: {target}", file=stream or sys.stdout, flush=True)
+    print(f"report: {target.absolute()}", file=stream or sys.stdout, flush=True)
     return None
 
 

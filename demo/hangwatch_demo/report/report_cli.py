@@ -32,5 +32,5 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    print(load_writer()(args.directory))
+    print(load_writer()(args.directory).absolute())
     return ExitCode.OK
