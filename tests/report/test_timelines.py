@@ -31,6 +31,7 @@ from matplotlib.patches import Rectangle
 
 from hangwatch.contracts import Verdict
 from hangwatch_demo.report import figures, page, records
+from hangwatch_demo.report.recorder import Recorder
 from hangwatch_demo.report.records import EVENTS_FILE, read_run
 from hangwatch_demo.report.writing import REPORT_FILE, write_report
 
@@ -205,3 +206,19 @@ def test_any_recorded_story_draws(
                 records.Action(scenario="s", at=at, operation="restart", outcome="suppressed")
             )
     assert figures.png(figures.timeline(story)).startswith(b"\x89PNG")
+
+
+def test_the_demo_end_names_a_report_it_cannot_write_and_prints_no_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hangwatch_demo.demo_cli import finish_report
+
+    recorder = Recorder.open(tmp_path, "demo")
+    (tmp_path / REPORT_FILE).mkdir()
+    problem = finish_report(recorder)
+    assert problem is not None and f"{tmp_path / REPORT_FILE}: cannot write" in problem
+    assert "\n" not in problem and capsys.readouterr().out == ""
+    (tmp_path / REPORT_FILE).rmdir()
+    assert finish_report(Recorder.off()) is None
+    assert finish_report(recorder) is None  # closed twice: the report is written
+    assert capsys.readouterr().out == f"report: {tmp_path / REPORT_FILE}\n"

@@ -143,8 +143,8 @@ def timeline(story: ScenarioStory) -> Figure:
         until = fault_end.at - origin if fault_end else end
         for ax in (top, bottom):
             ax.axvspan(0.0, max(0.0, until), color="#ffcdd2", alpha=0.5, zorder=0, lw=0)
-        how = f" (ends: {fault_end.how})" if fault_end else " (not ended in the run)"
-        legend.append(Patch(color="#ffcdd2", label="fault window" + how[:60]))
+        ended = "" if fault_end else " (not ended in the run)"
+        legend.append(Patch(color="#ffcdd2", label="fault window" + ended))
 
     seen_verdicts: dict[str, None] = {}
     for y, band in enumerate(executor_bands):
@@ -164,8 +164,8 @@ def timeline(story: ScenarioStory) -> Figure:
     points = rates(story, origin)
     if points:
         bottom.step([t for t, _ in points], [r for _, r in points], where="pre", color="#1565c0")
-        source = story.start.progress_source[:50] or "progress"
-        label = f"events /s: {source}, {RATE_WINDOW_SECONDS:g} s window"
+        source = story.start.progress_source[:40] or "progress"
+        label = f"events /s ({RATE_WINDOW_SECONDS:g} s window): {source}"
         legend.append(Line2D([], [], color="#1565c0", label=label))
     else:
         bottom.text(0.5, 0.5, "no progress recorded", transform=bottom.transAxes, ha="center")
@@ -185,7 +185,7 @@ def timeline(story: ScenarioStory) -> Figure:
     bottom.set_xlabel("seconds from the fault")
     bottom.grid(axis="x", alpha=0.3)
     top.grid(axis="x", alpha=0.3)
-    figure.legend(handles=legend, loc="outside lower center", ncols=4, fontsize=8, frameon=False)
+    figure.legend(handles=legend, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
     return figure
 
 
