@@ -51,6 +51,7 @@ from hangwatch_demo import spark_tasks
 from hangwatch_demo.harness import dead_endpoints, sidecar_settings, telemetry_docs
 from hangwatch_demo.local_operator import LocalOperator
 from hangwatch_demo.report.recorder import Recorder, ScenarioRecorder
+from hangwatch_demo.report.records import NO_STATUS
 from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing
 from hangwatch_demo.sidecars import SidecarFleet, wait_ready
 from hangwatch_demo.spark_cluster import TELEMETRY_SUBDIR, LocalSparkCluster, PipelineJob
@@ -167,7 +168,7 @@ class _Run:
 
 
 def _verdict_of(report: PodReport) -> str:
-    return str(report.status.verdict) if report.status else "sidecar_unreachable"
+    return str(report.status.verdict) if report.status else NO_STATUS
 
 
 def _telemetry(run: _Run) -> list[dict[str, Any]]:

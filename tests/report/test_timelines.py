@@ -44,8 +44,8 @@ def story() -> records.RunStory:
 
 
 def test_every_verdict_has_its_own_colour_and_unknown_names_are_grey() -> None:
-    colours = [figures.verdict_colour(v) for v in Verdict]
-    assert len(set(colours) - {figures.UNKNOWN_COLOUR}) == len(Verdict) - 1
+    colours = [figures.verdict_colour(v) for v in [*Verdict, figures.NO_STATUS]]
+    assert len(set(colours) - {figures.UNKNOWN_COLOUR}) == len(Verdict)
     assert figures.verdict_colour("a_verdict_from_a_newer_sidecar") == figures.UNKNOWN_COLOUR
 
 

@@ -22,6 +22,7 @@ from matplotlib.patches import Patch
 
 from hangwatch.contracts import Verdict
 from hangwatch_demo.report.records import (
+    NO_STATUS,
     Action,
     Detected,
     FaultEnd,
@@ -45,6 +46,7 @@ VERDICT_COLOURS: dict[str, str] = {
     Verdict.PRODUCER_HUNG: "#d32f2f",
     Verdict.NODE_NETWORK_FAULT: "#5d4037",
     Verdict.UNKNOWN: UNKNOWN_COLOUR,
+    NO_STATUS: "#cfd8dc",
 }
 """Each verdict of `hangwatch.contracts.Verdict` and the colour its band is drawn in."""
 

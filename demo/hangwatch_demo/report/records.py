@@ -23,6 +23,9 @@ from hangwatch.errors import UsageError
 EVENTS_FILE = "events.jsonl"
 """The run record's file name in a report directory."""
 
+NO_STATUS = "sidecar_unreachable"
+"""The verdict a run records for an executor whose sidecar's /status did not answer."""
+
 MAX_BYTES = 64 * 1024 * 1024
 """A run record larger than this is refused (a full demo writes well under 1 MiB)."""
 MAX_SCENARIOS = 200
