@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import platform
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 
 from hangwatch.errors import HangwatchError, one_line
 from hangwatch_demo.report.recorder import Recorder, cpu_model
@@ -28,6 +30,11 @@ def run_report(directory: Path | None, source: str) -> Recorder:
     cannot be written: one line naming it, exit 3, before anything runs."""
     if directory is None:
         return Recorder.off()
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt  # SIGTERM too writes the report of what finished
+
+    signal.signal(signal.SIGTERM, on_term)
     try:
         return Recorder.open(directory, source)
     except HangwatchError as exc:

@@ -46,6 +46,8 @@ VERDICT_COLOURS: dict[str, str] = {
     Verdict.PRODUCER_HUNG: "#d32f2f",
     Verdict.NODE_NETWORK_FAULT: "#5d4037",
     Verdict.UNKNOWN: UNKNOWN_COLOUR,
+    # An alert-only verdict being added to the contracts; by name until it is there.
+    "producer_silent": "#f48fb1",
     NO_STATUS: "#cfd8dc",
 }
 """Each verdict of `hangwatch.contracts.Verdict` and the colour its band is drawn in."""
@@ -130,9 +132,11 @@ def timeline(story: ScenarioStory) -> Figure:
     """The scenario's timeline (see the module docstring)."""
     origin = story.fault_at if story.fault_at is not None else story.start.at
     times = _times(story, origin)
-    end = max(*times, 1.0)
+    last = max(*times, 1.0)  # the record's end: open bands and an unended fault stop here
+    bound = story.start.bound_seconds if story.fault_at is not None else None
+    end = max(last, (bound or 0.0) + 1.0)
     start = max(min(times), -BEFORE_FAULT_SECONDS)
-    executor_bands = bands(story, origin, end)
+    executor_bands = bands(story, origin, last)
     rows = max(1, len(executor_bands))
     figure = Figure(figsize=(11, 2.9 + 0.42 * rows), layout="constrained")
     top, bottom = figure.subplots(2, 1, sharex=True, height_ratios=[max(1.2, 0.42 * rows), 1.3])
@@ -140,13 +144,7 @@ def timeline(story: ScenarioStory) -> Figure:
     figure.suptitle(title if len(title) < 130 else title[:127] + "...", fontsize=11)
     legend: list[Artist] = []
 
-    if story.fault_at is not None:
-        fault_end = next((e for e in story.events if isinstance(e, FaultEnd)), None)
-        until = fault_end.at - origin if fault_end else end
-        for ax in (top, bottom):
-            ax.axvspan(0.0, max(0.0, until), color="#ffcdd2", alpha=0.5, zorder=0, lw=0)
-        ended = "" if fault_end else " (not ended in the run)"
-        legend.append(Patch(color="#ffcdd2", label="fault window" + ended))
+    _fault_window(story, origin, last, (top, bottom), legend)
 
     seen_verdicts: dict[str, None] = {}
     for y, band in enumerate(executor_bands):
@@ -189,6 +187,20 @@ def timeline(story: ScenarioStory) -> Figure:
     top.grid(axis="x", alpha=0.3)
     figure.legend(handles=legend, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
     return figure
+
+
+def _fault_window(
+    story: ScenarioStory, origin: float, last: float, axes: tuple[Axes, Axes], legend: list[Artist]
+) -> None:
+    """The fault window, shaded on both panels from the fault to its recorded end."""
+    if story.fault_at is None:
+        return
+    fault_end = next((e for e in story.events if isinstance(e, FaultEnd)), None)
+    until = fault_end.at - origin if fault_end else last
+    for ax in axes:
+        ax.axvspan(0.0, max(0.0, until), color="#ffcdd2", alpha=0.5, zorder=0, lw=0)
+    ended = "" if fault_end else " (not ended in the run)"
+    legend.append(Patch(color="#ffcdd2", label="fault window" + ended))
 
 
 def _actions(
