@@ -14,8 +14,12 @@ BASE_IMAGE ?=
 setup:
 	bash scripts/setup.sh
 
+# The demo's report (HTML, one timeline PNG per scenario, the run's record) goes here;
+# the demo prints its path last.
+DEMO_REPORT ?= demo-report
+
 demo: setup
-	$(PY) -m hangwatch demo
+	$(PY) -m hangwatch demo --report "$(DEMO_REPORT)"
 
 # Static checks first (seconds), then the test suite against the real lab. Every tool runs
 # through $(PY), so a virtualenv's install of hangwatch is the one checked.

@@ -9,7 +9,11 @@ Part 2 runs a real `hangwatch sidecar` process at a 1 s probe interval next to 8
 producer processes for a while and prints its CPU share of one core and peak RSS.
 Targets: under 2 % of one core, under 80 MB. Prints the machine first.
 
-    python benchmarks/detection.py [--repeats 3] [--cost-seconds 60]
+With `--report DIR`, part 1's runs are recorded as the demo records its scenarios
+(`hangwatch_demo.report`: one scenario per run, named `<scenario> #<run>`) and DIR gets
+the HTML report with a timeline per run, its path printed last.
+
+    python benchmarks/detection.py [--repeats 3] [--cost-seconds 60] [--report DIR]
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from machine import describe
+from machine import describe, report_problem, run_report
 
+from hangwatch_demo.demo_cli import add_report_option, finish_report
 from hangwatch_demo.harness import run_scenario, stop_process, workload
+from hangwatch_demo.report.recorder import Recorder
 from hangwatch_demo.scenarios import SCENARIOS, TOPIC, Timing
 from hangwatch_lab import Lab
 from hangwatch_testing.processes import SidecarCost, sidecar_command
@@ -41,7 +47,7 @@ def _fmt(values: list[float | None]) -> tuple[str, str]:
     return f"{statistics.median(known):.1f}", f"{max(known):.1f}"
 
 
-def detection(repeats: int) -> None:
+def detection(repeats: int, recorder: Recorder) -> None:
     timing = Timing()
     print(
         f"\npart 1: fault to verdict, {repeats} runs each (probe interval "
@@ -59,7 +65,13 @@ def detection(repeats: int) -> None:
         first_error: list[float | None] = []
         for i in range(repeats):
             print(f"  ... {name} run {i + 1}/{repeats}", file=sys.stderr, flush=True)
-            result = run_scenario(scenario, timing, producer_error_wait_seconds=ERROR_WAIT)
+            result = run_scenario(
+                scenario,
+                timing,
+                producer_error_wait_seconds=ERROR_WAIT,
+                recorder=recorder,
+                label=f"{name} #{i + 1}",
+            )
             detected.append(result.detected_seconds)
             first_error.append(result.producer_first_error_seconds)
         med, mx = _fmt(detected)
@@ -107,11 +119,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cost-seconds", type=float, default=60.0)
+    parser.add_argument("--skip-cost", action="store_true", help="part 1 only")
+    add_report_option(parser)
     args = parser.parse_args()
     print(f"machine: {describe()}")
-    detection(args.repeats)
-    cost(args.cost_seconds)
-    return 0
+    recorder = run_report(args.report, "detection benchmark")
+    try:
+        detection(args.repeats, recorder)
+        if not args.skip_cost:
+            cost(args.cost_seconds)
+    except KeyboardInterrupt:
+        report_problem(finish_report(recorder, interrupted=True))
+        raise
+    return 3 if report_problem(finish_report(recorder)) else 0
 
 
 if __name__ == "__main__":

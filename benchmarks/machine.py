@@ -1,4 +1,5 @@
-"""What every benchmark prints first: the machine its figures were measured on.
+"""What every benchmark prints first: the machine its figures were measured on; and the
+`--report DIR` plumbing of the benchmarks that replay faults.
 
 Benchmarks run as scripts (`python benchmarks/NAME.py`), so this sibling module is
 importable as `machine`.
@@ -8,20 +9,41 @@ from __future__ import annotations
 
 import os
 import platform
+import signal
+import sys
 from pathlib import Path
+from types import FrameType
 
+from hangwatch.errors import HangwatchError, one_line
+from hangwatch_demo.report.recorder import Recorder, cpu_model
 
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (or what `platform` knows)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+__all__ = ["cpu_model", "describe", "report_problem", "run_report"]
 
 
 def describe() -> str:
     """`N CPUs, model; Python x.y.z`."""
     return f"{os.cpu_count()} CPUs, {cpu_model()}; Python {platform.python_version()}"
+
+
+def run_report(directory: Path | None, source: str) -> Recorder:
+    """The run's recorder (`--report DIR`), or one that records nothing. A directory that
+    cannot be written: one line naming it, exit 3, before anything runs."""
+    if directory is None:
+        return Recorder.off()
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt  # SIGTERM too writes the report of what finished
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        return Recorder.open(directory, source)
+    except HangwatchError as exc:
+        print(f"{Path(sys.argv[0]).name}: error: {one_line(str(exc))}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+
+
+def report_problem(problem: str | None) -> bool:
+    """Print the report's problem (if any) in one line; True when there was one."""
+    if problem:
+        print(f"{Path(sys.argv[0]).name}: error: {problem}", file=sys.stderr)
+    return problem is not None

@@ -16,7 +16,13 @@ every verdict change is counted (producer_hung must never appear), and the sidec
 CPU share of one core and peak RSS are measured with the socket view on (targets:
 < 2 % of a core, < 80 MB). Prints the machine first. Needs root (iptables faults).
 
+With `--report DIR`, part 1's runs are recorded as the demo records its scenarios
+(`hangwatch_demo.report`: one scenario per client and fault, from what the run saw:
+the sidecar's verdict changes, the client's own first error, the detection) and DIR
+gets the HTML report with a timeline per run, its path printed last.
+
     python benchmarks/real_clients.py [--error-wait-seconds 40] [--healthy-seconds 600]
+        [--report DIR]
 """
 
 from __future__ import annotations
@@ -32,12 +38,15 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-from machine import describe
+from machine import describe, report_problem, run_report
 
+from hangwatch_demo.demo_cli import add_report_option, finish_report
+from hangwatch_demo.report.recorder import Recorder
 from hangwatch_lab import Lab
 from hangwatch_testing.clients.runs import (
     PARTITIONS,
     TOPIC,
+    Run,
     SidecarProcess,
     SidecarTiming,
     on_each_broker,
@@ -55,7 +64,38 @@ FAULTS: dict[str, tuple[str, Callable[[Lab], None], str]] = {
 }
 
 
-def matrix(error_wait: float) -> None:
+def record_run(recorder: Recorder, result: Run, seed: str, expect: str, bound: float) -> None:
+    """One client-and-fault run in the report, from what it saw (times from its fault)."""
+    fault = result.fault_wall
+    record = recorder.scenario(
+        f"{result.client} {result.fault}",
+        fault=f"{result.fault} ({seed}), a real {result.client} client without telemetry",
+        producer=result.client,
+        engine=result.engine,
+        expected=expect,
+        control=False,
+        bound_seconds=bound,
+    )
+    record.observe(fault, {"sidecar": result.baseline})
+    record.fault(fault)
+    for seconds, verdict, _reasons in result.changes:
+        record.observe(fault + seconds, {"sidecar": verdict})
+    if result.detected_seconds is not None:
+        record.detected(fault + result.detected_seconds, expect)
+    if result.client_error_seconds is not None:
+        record.producer_error(fault + result.client_error_seconds, result.client_error)
+    got = result.changes[-1][1] if result.changes else result.baseline
+    record.row(
+        engine=result.engine,
+        producer=result.client,
+        verdict=got,
+        ok=result.detected_seconds is not None,
+        detect_seconds=result.detected_seconds,
+        action="none (no operator in this run)",
+    )
+
+
+def matrix(error_wait: float, recorder: Recorder) -> None:
     print(
         f"\npart 1: fault to verdict, empty telemetry (1 s probes, 5 s stall); the client's "
         f"own first error waited for up to {error_wait:.0f} s"
@@ -69,8 +109,14 @@ def matrix(error_wait: float) -> None:
         for fault, (seed, inject, expect) in FAULTS.items():
             print(f"  ... {client} {fault}", file=sys.stderr, flush=True)
             result = run(
-                client, fault, inject, expect=expect, seconds=40, error_wait_seconds=error_wait
+                client,
+                fault,
+                inject,
+                expect=expect,
+                seconds=WATCH_SECONDS,
+                error_wait_seconds=error_wait,
             )
+            record_run(recorder, result, seed, expect, WATCH_SECONDS)
             got = result.changes[-1][1] if result.changes else result.baseline
             detect = result.detected_seconds
             error = result.client_error_seconds
@@ -86,6 +132,10 @@ def matrix(error_wait: float) -> None:
             )
     if ratios:
         print(f"median ratio hangwatch / client's own error: {statistics.median(ratios):.2f}")
+
+
+WATCH_SECONDS = 40.0
+"""How long part 1 watches for the verdict after each fault (the report's bound)."""
 
 
 def healthy(seconds: float) -> None:
@@ -142,18 +192,24 @@ def main() -> int:
     parser.add_argument("--error-wait-seconds", type=float, default=40.0)
     parser.add_argument("--healthy-seconds", type=float, default=600.0)
     parser.add_argument("--skip-matrix", action="store_true")
+    add_report_option(parser)
     args = parser.parse_args()
     print(f"machine: {describe()}")
+    recorder = run_report(args.report, "real clients benchmark")
     subprocess.run(
         [sys.executable, "-m", "hangwatch_testing.clients.build"],
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    if not args.skip_matrix:
-        matrix(args.error_wait_seconds)
-    if args.healthy_seconds > 0:
-        healthy(args.healthy_seconds)
-    return 0
+    try:
+        if not args.skip_matrix:
+            matrix(args.error_wait_seconds, recorder)
+        if args.healthy_seconds > 0:
+            healthy(args.healthy_seconds)
+    except KeyboardInterrupt:
+        report_problem(finish_report(recorder, interrupted=True))
+        raise
+    return 3 if report_problem(finish_report(recorder)) else 0
 
 
 if __name__ == "__main__":

@@ -4,12 +4,12 @@
 # the real-API-server tier's etcd and the toolchain that builds kube-apiserver v1.20.2
 # once (golang-go, dpkg-dev; cached in ~/.cache/hangwatch), Debian's sarama and kafka-go
 # sources (real clients the tests build in GOPATH mode), the image test's container
-# tools (buildah, podman, runc, debootstrap), and the project itself with its
-# development extras. Java's JDK (javac) compiles one Spark-view test's classes; Maven
-# resolves Apache Kafka's jars for the lab's real engine from Maven Central once per
-# version (lab/kafka/pom.xml, cached in ~/.cache/hangwatch/kafka). Safe to run again.
-# `--kube` (what `make test` passes) also builds the API server when it is not cached;
-# `make demo` does not need it.
+# tools (buildah, podman, runc, debootstrap), Chromium (a test opens the demo's HTML
+# report headless), and the project itself with its development extras. Java's JDK
+# (javac) compiles one Spark-view test's classes; Maven resolves Apache Kafka's jars for
+# the lab's real engine from Maven Central once per version (lab/kafka/pom.xml, cached
+# in ~/.cache/hangwatch/kafka). Safe to run again. `--kube` (what `make test` passes)
+# also builds the API server when it is not cached; `make demo` does not need it.
 set -euo pipefail
 build_kube=""
 case "${1:-}" in
@@ -38,6 +38,8 @@ command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
 command -v podman >/dev/null 2>&1 || need_apt+=(podman)
 command -v runc >/dev/null 2>&1 || need_apt+=(runc)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
+# headless Chromium opens the demo's HTML report in a test, as a reader would
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} from Debian" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -21,6 +21,7 @@ from hangwatch.errors import HangwatchError, one_line
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("hangwatch_demo.demo_cli", "replay the seed failures on a local cluster"),
+    "report": ("hangwatch_demo.report.report_cli", "rebuild the HTML report of a kept run"),
     "lab": ("hangwatch_lab.cli", "run a local Kafka-protocol cluster and inject faults"),
     "probe": ("hangwatch_sidecar.probe.cli", "probe brokers and metadata once and report"),
     "sidecar": ("hangwatch_sidecar.sidecar_cli", "watch brokers and producers next to an executor"),

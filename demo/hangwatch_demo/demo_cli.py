@@ -8,6 +8,14 @@ detected at all, restarts exactly where they help, none during an outage or elec
 (`detect s`, `bound s`), a timing, not a failure. Ctrl-C and SIGTERM stop cleanly:
 Spark (driver, executor JVMs, Python workers), the sidecars and every lab (with its
 kernel rules) are stopped.
+
+`--report DIR` records the run as it goes (`report.recorder`: DIR/events.jsonl) and
+writes DIR/report.html with a timeline per scenario at the end, its path printed last
+(on stderr with `--json`, whose stdout stays one JSON document). A DIR that cannot be
+written fails at once, before Spark starts (exit 3). A write that fails later, or a
+report that cannot be written at the end: the results are printed all the same, then
+one line naming the file, exit 3. Interrupted (Ctrl-C, SIGTERM): the report of the
+scenarios that finished is written before the demo stops.
 """
 
 from __future__ import annotations
@@ -22,11 +30,13 @@ import tempfile
 import time
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from hangwatch import logs
 from hangwatch.contracts import ExitCode
-from hangwatch.errors import UsageError
+from hangwatch.errors import HangwatchError, UsageError, one_line
+from hangwatch_demo.report.recorder import Recorder
+from hangwatch_demo.report.report_cli import load_writer
 from hangwatch_demo.scenarios import DEMO_ORDER, SCENARIOS, Timing
 from hangwatch_lab import netfilter
 from hangwatch_sidecar.probe.metadata import RDKAFKA_LOG
@@ -51,6 +61,19 @@ def register(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="keep each scenario's work directory (sidecar logs, decisions, read-back) and "
         "Spark's (executor logs, producer telemetry) under DIR",
+    )
+    add_report_option(parser)
+
+
+def add_report_option(parser: argparse.ArgumentParser) -> None:
+    """`--report DIR` (the demo's and the fault-replaying benchmarks')."""
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="DIR",
+        default=None,
+        help="record the run in DIR/events.jsonl and write DIR/report.html with one timeline "
+        "PNG per scenario (`hangwatch report DIR` rebuilds it)",
     )
 
 
@@ -114,6 +137,24 @@ def _keep_spark_logs(cluster: LocalSparkCluster, keep: Path) -> None:
         shutil.copy2(driver_log, target / driver_log.name)
 
 
+def finish_report(
+    recorder: Recorder, interrupted: bool = False, stream: TextIO | None = None
+) -> str | None:
+    """Close the run's record and write its report; the line that went wrong (None: the
+    report's path was printed on `stream`, stdout by default)."""
+    recorder.close(interrupted)
+    if recorder.directory is None:
+        return None
+    if recorder.error is not None:
+        return recorder.error
+    try:
+        target = load_writer()(recorder.directory)
+    except HangwatchError as exc:
+        return one_line(str(exc))
+    print(f"report: {target.absolute()}", file=stream or sys.stdout, flush=True)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     names = args.scenario or list(DEMO_ORDER)
     unknown = [n for n in names if n not in SCENARIOS]
@@ -123,6 +164,27 @@ def run(args: argparse.Namespace) -> int:
         _create_keep_dir(args.keep)
     if (reason := netfilter.available()) is not None:
         raise UsageError(f"the demo injects kernel faults: {reason}")
+    if args.report is not None:
+        load_writer()  # matplotlib is there: found now, not after the run
+    # Fail before Spark starts when the report cannot be written there.
+    recorder = Recorder.open(args.report, "demo") if args.report else Recorder.off()
+    stream = sys.stderr if args.json else sys.stdout
+    try:
+        code = _run(args, names, recorder)
+    except KeyboardInterrupt:
+        # The scenarios finished so far are in the record: their report is written.
+        problem = finish_report(recorder, interrupted=True, stream=stream)
+        if problem:
+            _say(f"hangwatch demo: error: {problem}")
+        raise
+    problem = finish_report(recorder, stream=stream)
+    if problem:
+        _say(f"hangwatch demo: error: {problem}")
+        return ExitCode.USAGE
+    return code
+
+
+def _run(args: argparse.Namespace, names: list[str], recorder: Recorder) -> int:
     try:
         # pyspark and aiohttp only when the demo runs (help and usage errors need neither)
         from hangwatch_demo.runner import as_dict, run_demo_scenario  # noqa: PLC0415
@@ -153,7 +215,12 @@ def run(args: argparse.Namespace) -> int:
             for i, name in enumerate(names, start=1):
                 _say(f"[{i}/{len(names)}] {name}: {SCENARIOS[name].fault}")
                 row = run_demo_scenario(
-                    SCENARIOS[name], timing, cluster, lambda m: _say(f"      {m}"), args.keep
+                    SCENARIOS[name],
+                    timing,
+                    cluster,
+                    lambda m: _say(f"      {m}"),
+                    args.keep,
+                    recorder,
                 )
                 rows.append(row)
             if args.keep:

@@ -6,7 +6,10 @@ workload's telemetry directory. Once the sidecar reports `healthy`, it injects t
 scenario's fault and runs sidecar rounds on their normal cadence until the expected
 verdict is reported (or, for controls, for the whole watch period), recording every
 verdict change with its time since the fault. It also notes when the producer itself
-first reported an error, for comparison. Everything is stopped on the way out.
+first reported an error, for comparison. Everything is stopped on the way out. Given a
+`Recorder` (the detection benchmark's `--report`), it records the run's story as the
+demo does: the sidecar's verdicts, the producer's progress and first error, the
+fault, the detection and the scenario's row.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 from hangwatch.contracts import Verdict
 from hangwatch.wire.telemetry import to_builtins
+from hangwatch_demo.report.recorder import Recorder, ScenarioRecorder
 from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing
 from hangwatch_lab import Lab
 from hangwatch_sidecar import telemetry_reader
@@ -34,6 +38,8 @@ from hangwatch_sidecar.state import SidecarState
 
 log = logging.getLogger(__name__)
 WARMUP_TIMEOUT_SECONDS = 30.0
+BAND = "producer process"
+"""The report's one band: the sidecar loop watching the workload process."""
 
 
 @dataclass
@@ -170,9 +176,20 @@ def rounds(loop: SidecarLoop, interval: float) -> Iterator[SidecarState]:
         time.sleep(max(0.0, next_start - time.monotonic()))
 
 
-def until_baseline(loop: SidecarLoop, interval: float, baseline: Verdict) -> None:
+def _note(record: ScenarioRecorder, state: SidecarState) -> None:
+    """The round's verdict and the producers' acknowledged events, for the report."""
+    now = time.time()
+    record.observe(now, {BAND: str(state.verdict)})
+    record.progress(now, sum(p.delivered_total for p in state.producers))
+
+
+def until_baseline(
+    loop: SidecarLoop, interval: float, baseline: Verdict, record: ScenarioRecorder | None = None
+) -> None:
     deadline = time.monotonic() + WARMUP_TIMEOUT_SECONDS
     for state in rounds(loop, interval):
+        if record is not None:
+            _note(record, state)
         producers_seen = bool(state.producers) and all(
             p.delivered_total > 0 for p in state.producers
         )
@@ -190,8 +207,11 @@ def run_scenario(
     timing: Timing | None = None,
     progress: Callable[[str], None] = lambda _: None,
     producer_error_wait_seconds: float = 0.0,
+    recorder: Recorder | None = None,
+    label: str = "",
 ) -> ScenarioResult:
-    """Run `scenario` once and return what the sidecar concluded, and when."""
+    """Run `scenario` once and return what the sidecar concluded, and when; recorded as
+    `label` (default: the scenario's name) with `recorder`, when given."""
     timing = timing or Timing()
     bound = scenario.bound(timing)
     with (
@@ -206,20 +226,55 @@ def run_scenario(
             dead_bootstrap=dead_endpoints(scenario.dead_bootstrap_entries),
         )
         producer_bootstrap = ",".join([lab.bootstrap, *ctx.dead_bootstrap])
+        record = (recorder or Recorder.off()).scenario(
+            label or scenario.name,
+            fault=scenario.fault,
+            producer=PRODUCER,
+            engine=lab.engine_description,
+            expected=str(scenario.expect),
+            control=scenario.control,
+            bound_seconds=None if scenario.control else bound,
+            progress_source="acknowledged (producer telemetry)",
+        )
         with workload(producer_bootstrap, telemetry, ctx.wedge_file, timing):
             loop = SidecarLoop(sidecar_settings(producer_bootstrap, telemetry, timing))
             try:
                 progress(f"{scenario.name}: waiting for the baseline ({scenario.baseline})")
-                until_baseline(loop, timing.probe_interval_seconds, scenario.baseline)
+                until_baseline(loop, timing.probe_interval_seconds, scenario.baseline, record)
                 progress(f"{scenario.name}: injecting fault: {scenario.fault}")
-                result = _watch(scenario, timing, bound, loop, ctx, telemetry, progress)
+                result = _watch(scenario, timing, bound, loop, ctx, telemetry, progress, record)
                 if result.producer_first_error_seconds is None and producer_error_wait_seconds:
                     result.producer_first_error_seconds = _wait_producer_error(
                         telemetry, result.fault_at, producer_error_wait_seconds
                     )
-                return result
+                    if result.producer_first_error_seconds is not None:
+                        record.producer_error(time.time(), _producer_error_text(telemetry))
             finally:
                 loop.close()
+        if scenario.injects:
+            record.fault_end(time.time(), "not healed in the run: it ends with the lab")
+        record.row(
+            engine=lab.engine_description,
+            producer=PRODUCER,
+            verdict=str(result.verdict),
+            ok=result.ok,
+            detect_seconds=result.detected_seconds,
+            action="none (no operator in this run)",
+        )
+        return result
+
+
+PRODUCER = "wrapper"
+"""The harness's workload writes through hangwatch's producer wrapper."""
+
+
+def _producer_error_text(telemetry: Path) -> str:
+    """What the producer's telemetry says about its latest error."""
+    for doc in telemetry_docs(telemetry):
+        error = doc.get("last_error") or {}
+        if error:
+            return f"{error.get('code', '')}: {error.get('reason', '')}".strip(": ")
+    return "delivery failed"
 
 
 def _watch(
@@ -230,17 +285,21 @@ def _watch(
     ctx: Context,
     telemetry: Path,
     progress: Callable[[str], None],
+    record: ScenarioRecorder,
 ) -> ScenarioResult:
     result = ScenarioResult(scenario.name, scenario.expect, scenario.baseline, None, bound)
     fault_at = result.fault_at = time.monotonic()
+    record.fault(time.time())
     scenario.inject(ctx)
     # A fault is watched well past its bound: only no detection at all fails it.
     watch_for = bound if scenario.control else 2 * bound + 10.0
     last = scenario.baseline
     for state in rounds(loop, timing.probe_interval_seconds):
         elapsed = time.monotonic() - fault_at
+        _note(record, state)
         if result.producer_first_error_seconds is None and _producer_failed(telemetry):
             result.producer_first_error_seconds = round(elapsed, 2)
+            record.producer_error(time.time(), _producer_error_text(telemetry))
         if state.verdict is not last:
             last = state.verdict
             result.changes.append((round(elapsed, 2), str(last)))
@@ -249,6 +308,7 @@ def _watch(
                 result.reasons = list(state.assessment.pod.reasons)
         if not scenario.control and last is scenario.expect:
             result.detected_seconds = round(elapsed, 2)
+            record.detected(time.time(), str(last))
             break
         if elapsed > watch_for:
             break

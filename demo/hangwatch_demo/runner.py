@@ -37,6 +37,7 @@ import logging
 import math
 import secrets
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -50,6 +51,8 @@ from hangwatch.contracts import Verdict
 from hangwatch_demo import spark_tasks
 from hangwatch_demo.harness import dead_endpoints, sidecar_settings, telemetry_docs
 from hangwatch_demo.local_operator import LocalOperator
+from hangwatch_demo.report.recorder import Recorder, ScenarioRecorder
+from hangwatch_demo.report.records import NO_STATUS
 from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing
 from hangwatch_demo.sidecars import SidecarFleet, wait_ready
 from hangwatch_demo.spark_cluster import (
@@ -86,6 +89,8 @@ RECOVERY_TIMEOUT_SECONDS = 45.0
 were restarted, Spark's replacements took 10-30 s to run tasks on 2 loaded cores."""
 JOB_END_TIMEOUT_SECONDS = 120.0
 SIDECAR_START_TIMEOUT_SECONDS = 20.0
+SAMPLE_SECONDS = 1.0
+"""How often the report's progress (events acknowledged) is sampled."""
 
 
 class ScenarioError(Exception):
@@ -133,6 +138,7 @@ class _Run:
     fleet: SidecarFleet
     operator: LocalOperator
     progress: Callable[[str], None]
+    record: ScenarioRecorder
     dead: list[str] = field(default_factory=list)
     """Dead bootstrap entries the producers are configured with (S1)."""
     fault_at: float = 0.0
@@ -156,13 +162,26 @@ class _Run:
     changes: list[tuple[float, str]] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    fault_ended: bool = False
 
     def say(self, message: str) -> None:
         self.progress(f"{self.scenario.name}: {message}")
 
     def poll(self) -> list[PodReport]:
         self.fleet.sync(self.cluster.executors())
-        return self.operator.poll(self.fleet.pods())
+        reports = self.operator.poll(self.fleet.pods())
+        self.record.observe(time.time(), {r.pod.name: _verdict_of(r) for r in reports})
+        return reports
+
+    def fault_ends(self, how: str) -> None:
+        """The fault is over (healed, or its producer restarted): once, for the report."""
+        if not self.fault_ended:
+            self.fault_ended = True
+            self.record.fault_end(time.time(), how)
+
+
+def _verdict_of(report: PodReport) -> str:
+    return str(report.status.verdict) if report.status else NO_STATUS
 
 
 def _telemetry(run: _Run) -> list[dict[str, Any]]:
@@ -213,7 +232,7 @@ def _until_baseline(run: _Run, job: PipelineJob) -> None:
 
 def _note_verdicts(run: _Run, reports: list[PodReport], elapsed: float) -> None:
     for report in reports:
-        verdict = str(report.status.verdict) if report.status else "sidecar_unreachable"
+        verdict = _verdict_of(report)
         name = report.pod.name
         if run.verdicts.get(name) != verdict:
             first_seen = name not in run.verdicts
@@ -259,12 +278,16 @@ def _restart(run: _Run, decision: Decision) -> str:
         run.cluster.kill(executor, RESTART_GRACE_SECONDS)
     if run.scenario.seed == "S1" and not run.restarted:
         run.lab.restore()
+    note = f"executor JVM pid {pid} killed"
+    run.record.action(time.time(), str(decision.operation), "acted", decision.pod.name, note)
+    if run.scenario.restart_helps:
+        run.fault_ends(f"{decision.pod.name} restarted: a new client")
     run.restarted.append((decision.pod.name, str(decision.verdict)))
     if run.restart_at is None:
         run.restart_at = round(time.monotonic() - run.fault_at, 2)
     _resumed(run)
     run.actions.append(f"restart {decision.pod.name} ({decision.verdict})")
-    return f"executor JVM pid {pid} killed"
+    return note
 
 
 def _operate(run: _Run, reports: list[PodReport]) -> None:
@@ -281,6 +304,14 @@ def _operate(run: _Run, reports: list[PodReport]) -> None:
             note = f"{decision.operation} {who} {decision.outcome}"
         if note not in run.actions:
             run.actions.append(note)
+            why = [str(decision.suppression or ""), decision.limit, decision.note]
+            run.record.action(
+                time.time(),
+                str(decision.operation),
+                str(decision.outcome),
+                decision.pod.name if decision.pod else None,
+                "; ".join(w for w in why if w) or f"verdict {decision.verdict}",
+            )
             run.say(f"operator: {note}" + (f" - {decision.limit}" if decision.limit else ""))
 
 
@@ -312,6 +343,7 @@ def _watch(run: _Run) -> None:
         seen = any(r.status and r.status.verdict is s.expect for r in reports)
         if not s.control and run.detect is None and seen:
             run.detect = round(elapsed, 2)
+            run.record.detected(time.time(), str(s.expect))
         if run.detect is not None or s.control:
             before = len(run.actions)
             _operate(run, reports)
@@ -346,9 +378,14 @@ def _recover(run: _Run) -> float | None:
         for executor in run.cluster.executors():
             (executor.work_dir / spark_tasks.WEDGE_FILE).unlink(missing_ok=True)
         _resumed(run)
+        run.fault_ends("healed: nothing was restarted")
     since = run.resumed_wall or run.fault_wall
     deadline = time.monotonic() + RECOVERY_TIMEOUT_SECONDS
+    polled = 0.0
     while time.monotonic() < deadline:
+        if time.monotonic() - polled >= run.timing.probe_interval_seconds:
+            run.poll()  # the replacements' verdicts, for the report
+            polled = time.monotonic()
         run.fleet.sync(run.cluster.executors())
         if run.ends is not None:
             flowing = run.ends.total() > run.resumed_end
@@ -356,6 +393,7 @@ def _recover(run: _Run) -> float | None:
             flowing = any((d.get("last_delivery_ts") or 0) > since for d in _telemetry(run))
         if flowing:
             again = time.time() - run.fault_wall
+            run.record.flowing(time.time())
             run.say(f"{again:5.1f} s  events flow again")
             return round(again, 2)
         time.sleep(0.2)
@@ -381,6 +419,66 @@ class TopicEnd:
 
     def close(self) -> None:
         self.consumer.close()
+
+
+PROGRESS_SOURCES = ("acknowledged (producer telemetry)", "written (topic end offsets)")
+"""What the report's progress counts: wrapper producers' delivery reports, or (plain
+producers, no telemetry) the topic's end offsets."""
+
+
+class _Sampler:
+    """Samples, once a second on its own thread, the events acknowledged so far and the
+    producers' first delivery failure after the fault, for the report."""
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="report-sampler", daemon=True)
+        self.failed_before_fault = 0
+        self.counts: dict[tuple[Any, ...], tuple[int, int]] = {}
+        """Per producer ever seen: its latest (delivered, failed). A task's producer's
+        document goes when it closes; what it delivered still counts."""
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=10.0)
+
+    def _loop(self) -> None:
+        ends = TopicEnd(self.run.lab.bootstrap) if self.run.ends is not None else None
+        try:
+            while not self.stopped.is_set():
+                self._sample(ends)
+                self.stopped.wait(SAMPLE_SECONDS)
+        except Exception as exc:  # noqa: BLE001 (the report loses its progress, the run goes on)
+            log.warning("report sampling stopped", extra={"error": str(exc)})
+        finally:
+            if ends is not None:
+                ends.close()
+
+    def _sample(self, ends: TopicEnd | None) -> None:
+        at = time.time()
+        if ends is not None:
+            self.run.record.progress(at, ends.total())
+            return
+        docs = _telemetry(self.run)
+        for d in docs:
+            i = d.get("identity") or {}
+            key = (i.get("executor_id"), i.get("pid"), i.get("producer"), d.get("started_ts"))
+            counters = d["counters"]
+            self.counts[key] = (int(counters.get("delivered", 0)), int(counters.get("failed", 0)))
+        self.run.record.progress(at, sum(delivered for delivered, _ in self.counts.values()))
+        failed = sum(failed for _, failed in self.counts.values())
+        if not self.run.fault_wall:
+            self.failed_before_fault = failed
+        elif failed > self.failed_before_fault:
+            errors = [d["last_error"] for d in docs if d.get("last_error")]
+            latest: dict[str, Any] = max(errors, key=lambda e: e.get("ts") or 0, default={})
+            what = f"{latest.get('code', '')}: {latest.get('reason', '')}".strip(": ")
+            self.run.record.producer_error(at, f"delivery failed ({what or 'no detail'})")
 
 
 def _resumed(run: _Run) -> None:
@@ -428,10 +526,22 @@ def run_demo_scenario(
     cluster: LocalSparkCluster,
     progress: Callable[[str], None],
     keep: Path | None,
+    recorder: Recorder | None = None,
 ) -> DemoRow:
-    """Replay one scenario on the demo's Spark application; returns its table row."""
+    """Replay one scenario on the demo's Spark application; returns its table row (and
+    records its story with `recorder`, when given)."""
     work = Path(tempfile.mkdtemp(prefix=f"hangwatch-demo-{scenario.name}-", dir=keep))
     with Lab(brokers=3, topics={TOPIC: PARTITIONS}) as lab:
+        record = (recorder or Recorder.off()).scenario(
+            scenario.name,
+            fault=scenario.fault,
+            producer=scenario.producer,
+            engine=lab.engine_description,
+            expected=str(scenario.expect),
+            control=scenario.control,
+            bound_seconds=None if scenario.control else detect_bound(scenario, timing),
+            progress_source=PROGRESS_SOURCES[scenario.producer != "wrapper"],
+        )
         dead = dead_endpoints(scenario.dead_bootstrap_entries)
         bootstrap = ",".join([lab.bootstrap, *dead])
         # The demo's executors share this machine's network namespace, unlike pods: each
@@ -443,22 +553,26 @@ def run_demo_scenario(
             spark_interval_seconds=timing.spark_interval_seconds,
         )
         fleet = SidecarFleet(settings, work, cluster.application_id)
-        run = _Run(scenario, timing, lab, cluster, fleet, LocalOperator(), progress, dead)
+        run = _Run(scenario, timing, lab, cluster, fleet, LocalOperator(), progress, record, dead)
         if scenario.producer != "wrapper":
             run.ends = TopicEnd(lab.bootstrap)
         options = job_options(scenario, timing, bootstrap)
         job: PipelineJob | None = None
         again: float | None = None
+        sampler = _Sampler(run)
         try:
-            job, again = _replay(run, options)
+            job, again = _replay(run, options, sampler)
         except ScenarioError as exc:
             run.problems.append(str(exc))
         finally:
+            sampler.stop()
             if job is not None and job.running:
                 job.cancel()
             fleet.close()
             if run.ends is not None:
                 run.ends.close()
+        if run.fault_wall and scenario.injects:
+            run.fault_ends("not healed in the scenario: it ends with the lab")
         summary = job.summary if job is not None else None
         if summary is not None and summary.error:
             run.problems.append(f"pipeline run failed: {summary.error}")
@@ -472,10 +586,25 @@ def run_demo_scenario(
                 default=str,
             )
         )
-    return _row(run, checked.expected, checked.missing, checked.duplicates, again, summary)
+    row = _row(run, checked.expected, checked.missing, checked.duplicates, again, summary)
+    record.row(
+        engine=lab.engine_description,
+        producer=row.producer,
+        verdict=row.verdict,
+        ok=row.ok,
+        detect_seconds=row.detect_seconds,
+        action=row.action,
+        flowing_again_seconds=row.progress_again_seconds,
+        lost=row.lost,
+        duplicates=row.duplicates,
+        problems=row.problems,
+    )
+    return row
 
 
-def _replay(run: _Run, options: RunOptions) -> tuple[PipelineJob | None, float | None]:
+def _replay(
+    run: _Run, options: RunOptions, sampler: _Sampler
+) -> tuple[PipelineJob | None, float | None]:
     """Start the run, wait for the baseline, inject, watch and operate, recover.
 
     Returns the job (possibly still running after a problem) and the recovery time."""
@@ -484,6 +613,7 @@ def _replay(run: _Run, options: RunOptions) -> tuple[PipelineJob | None, float |
     if not wait_ready(run.fleet, executors, SIDECAR_START_TIMEOUT_SECONDS):
         raise ScenarioError("the sidecars did not start (see sidecar-exec-*.log)")
     job = cluster.run(options, spark_tasks.task_for(scenario.producer, scenario.pause), run.say)
+    sampler.start()
     run.say(
         f"pipeline run {options.run_id}: {options.events} events at "
         f"{RATE_PER_SECOND:.0f}/s on executors {', '.join(e.id for e in executors)}; "
@@ -496,20 +626,34 @@ def _replay(run: _Run, options: RunOptions) -> tuple[PipelineJob | None, float |
         return job, None
     if scenario.idles_after_run:
         run.say("waiting for the run to end: its producers stay open, idle, no task running")
-        if not job.wait(JOB_END_TIMEOUT_SECONDS):
+        if not _wait_for_job(run, job):
             run.problems.append(f"the run did not finish in {JOB_END_TIMEOUT_SECONDS:.0f} s")
     run.say(f"fault: {scenario.fault}")
     run.fault_at, run.fault_wall = time.monotonic(), time.time()
+    run.record.fault(run.fault_wall)
     wedge = executors[0].work_dir / spark_tasks.WEDGE_FILE
     scenario.inject(Context(lab=run.lab, wedge_file=wedge, dead_bootstrap=run.dead))
+    if not scenario.injects:
+        run.fault_ends("nothing injected (a control)")
     _watch(run)
     again = _recover(run)
     run.say("waiting for the pipeline run to finish")
-    if not job.wait(JOB_END_TIMEOUT_SECONDS):
+    if not _wait_for_job(run, job):
         run.problems.append(f"the run did not finish in {JOB_END_TIMEOUT_SECONDS:.0f} s")
     if job.error:
         run.problems.append(f"pipeline run failed: {job.error}")
     return job, again
+
+
+def _wait_for_job(run: _Run, job: PipelineJob) -> bool:
+    """Wait for the run's end (True) or `JOB_END_TIMEOUT_SECONDS`; the sidecars are polled
+    every probe interval meanwhile, so the report's verdicts go on until the end."""
+    deadline = time.monotonic() + JOB_END_TIMEOUT_SECONDS
+    while not job.wait(run.timing.probe_interval_seconds):
+        if time.monotonic() > deadline:
+            return False
+        run.poll()
+    return True
 
 
 def _row(

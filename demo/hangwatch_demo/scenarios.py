@@ -85,6 +85,11 @@ class Scenario:
     watch_seconds: float = 0.0
     """Controls: how long to watch (0: the runner's default)."""
 
+    @property
+    def injects(self) -> bool:
+        """Whether the scenario injects a fault at all (a no-fault control does not)."""
+        return self.inject is not _nothing
+
 
 def _s0(ctx: Context) -> None:
     for broker in ctx.lab.brokers:

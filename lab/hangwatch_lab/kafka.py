@@ -276,6 +276,11 @@ class KafkaLab(Lab):
 
     engine = "kafka"
 
+    @property
+    def engine_description(self) -> str:
+        version = self.kafka_version or kafkajars.kafka_version()
+        return f"Apache Kafka {version} (KRaft, {self.broker_count} nodes)"
+
     def __init__(
         self,
         brokers: int = 3,

@@ -115,6 +115,11 @@ class Lab:
 
     engine = DEFAULT_ENGINE
 
+    @property
+    def engine_description(self) -> str:
+        """The Kafka engine behind this lab and its version, as run reports record it."""
+        raise NotImplementedError
+
     def __new__(
         cls,
         brokers: int = 3,

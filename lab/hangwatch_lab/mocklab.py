@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, Producer, libversion
 
 from hangwatch.errors import LabError, UsageError
 from hangwatch_lab import netfilter
@@ -52,6 +52,10 @@ class MockLab(Lab):
     """A running mock cluster with `brokers` brokers and the given topics (name -> partitions)."""
 
     engine = "mock"
+
+    @property
+    def engine_description(self) -> str:
+        return f"librdkafka mock cluster {libversion()[0]}"
 
     def __init__(
         self, brokers: int = 3, topics: dict[str, int] | None = None, engine: str = "mock"

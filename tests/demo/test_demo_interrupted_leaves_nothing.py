@@ -3,7 +3,9 @@
 Covers: SIGINT while a blackhole fault is active ends the demo with one line
 ("interrupted", exit 130); every process it started, directly or not (the lab's mock
 cluster, the sidecars, Spark's driver JVM, the executor JVMs and their Python
-workers), is gone and the kernel rules it added are removed.
+workers), is gone and the kernel rules it added are removed. With `--report`, the
+report of the scenario that finished before (healthy) is written and its path
+printed; the interrupted scenario is listed as not finished, without a timeline.
 """
 
 from __future__ import annotations
@@ -44,15 +46,27 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_ctrl_c_during_a_blackhole_cleans_up(kernel_faults: None) -> None:
+def test_ctrl_c_during_a_blackhole_cleans_up(kernel_faults: None, tmp_path: Path) -> None:
+    report = tmp_path / "report"
     with subprocess.Popen(
-        [sys.executable, "-m", "hangwatch", "demo", "--scenario", "s0-blackholed-cluster"],
-        stdout=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "hangwatch",
+            "demo",
+            "--scenario",
+            "healthy",
+            "--scenario",
+            "s0-blackholed-cluster",
+            "--report",
+            str(report),
+        ],
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     ) as demo:
-        assert demo.stderr is not None
-        deadline = time.monotonic() + 200  # Spark's start-up is slow on a loaded machine
+        assert demo.stderr is not None and demo.stdout is not None
+        deadline = time.monotonic() + 260  # Spark's start-up is slow on a loaded machine
         for line in demo.stderr:
             if "sidecar verdict cluster_unreachable" in line or time.monotonic() > deadline:
                 break
@@ -61,9 +75,15 @@ def test_ctrl_c_during_a_blackhole_cleans_up(kernel_faults: None) -> None:
         assert len(children) >= 6, "mock cluster, 2 sidecars, driver JVM, 2 executor JVMs"
         demo.send_signal(signal.SIGINT)
         rest = demo.stderr.read()
-        assert demo.wait(timeout=60) == 130
+        out = demo.stdout.read()
+        assert demo.wait(timeout=120) == 130
     assert rest.strip().splitlines()[-1] == "hangwatch demo: interrupted"
     assert "Traceback" not in rest
+    assert out.strip().splitlines()[-1] == f"report: {report / 'report.html'}"
+    page = (report / "report.html").read_text()
+    assert 'alt="timeline of healthy"' in page and "timeline of s0-" not in page
+    assert "not finished, not shown: s0-blackholed-cluster" in page
+    assert [p.name for p in report.glob("timeline-*.png")] == ["timeline-01-healthy.png"]
     deadline = time.monotonic() + 20
     while any(_alive(c) for c in children) and time.monotonic() < deadline:
         time.sleep(0.1)

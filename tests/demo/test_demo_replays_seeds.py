@@ -10,7 +10,11 @@ full outage (every executor cluster_unreachable -> no restart, alert only), with
 lost events in both and exit code 0; every sidecar log line names its executor pod
 (`--keep`); nothing the demo started (Spark JVMs, Python workers, sidecars, mock
 cluster) outlives it; an unknown scenario is a one-line usage error (exit 3); no
-kernel rule is left behind.
+kernel rule is left behind. The same run's `--report`: its path is printed last, and
+the page, opened in headless Chromium, shows both scenarios' timelines (each image
+loaded, the figure's size), fetches nothing and logs nothing to the console; the
+record holds each scenario's fault, the restart of the executor that said
+producer_hung, and the outage's alert.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hangwatch_demo.report import records
 from hangwatch_lab import netfilter
+from hangwatch_testing.browser import open_page
 from hangwatch_testing.waiting import wait_for
 
 
@@ -39,9 +45,10 @@ def _demo(*args: str) -> tuple[subprocess.CompletedProcess[str], int]:
 def test_subset_reaches_expected_verdicts_and_actions_without_loss(
     kernel_faults: None, tmp_path: Path
 ) -> None:
+    report = tmp_path / "report"
     proc, pid = _demo(
         "--scenario", "s4-blocked-io-thread", "--scenario", "full-outage", "--json",
-        "--keep", str(tmp_path),
+        "--keep", str(tmp_path), "--report", str(report),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = {r["scenario"]: r for r in json.loads(proc.stdout)["scenarios"]}
@@ -59,6 +66,8 @@ def test_subset_reaches_expected_verdicts_and_actions_without_loss(
     for row in rows.values():
         assert row["lost"] == 0 and row["events"] > 100 and row["ok"], row
     assert "[1/2] s4-blocked-io-thread" in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == f"report: {report / 'report.html'}"
+    _report_shows_both_scenarios(report, s4["action"].split()[1])
     _sidecar_logs_name_their_executor(tmp_path)
     assert netfilter.list_chains(pid) == [], "the demo left kernel rules behind"
     # The demo's Spark directory lives under --keep: every process it started mentions it.
@@ -70,6 +79,37 @@ def test_subset_reaches_expected_verdicts_and_actions_without_loss(
         "the demo's Spark processes to end",
         context=lambda: "\n".join(_processes_mentioning(str(tmp_path))),
     )
+
+
+def _report_shows_both_scenarios(report: Path, restarted: str) -> None:
+    story = records.read_run((report / records.EVENTS_FILE).read_text())
+    assert story.end is not None
+    s4, outage = story.finished
+    assert (s4.start.scenario, outage.start.scenario) == ("s4-blocked-io-thread", "full-outage")
+    assert s4.fault_at is not None and outage.fault_at is not None
+    [restart] = [a for a in s4.of(records.Action) if a.operation == "restart"]
+    assert (restart.executor, restart.outcome) == (restarted, "acted")
+    hung = [v for v in s4.of(records.VerdictChange) if v.verdict == "producer_hung"]
+    assert hung and hung[0].executor == restarted and hung[0].at <= restart.at
+    assert s4.fault_at < s4.of(records.Detected)[0].at <= restart.at
+    assert [a.operation for a in outage.of(records.Action)] == ["alert"] * len(
+        outage.of(records.Action)
+    ) and outage.of(records.Action)
+    assert len(s4.of(records.Progress)) > 5
+    view = open_page(report / "report.html")
+    assert [i.alt for i in view.images] == [
+        "timeline of s4-blocked-io-thread",
+        "timeline of full-outage",
+    ]
+    pngs = sorted(report.glob("timeline-*.png"))
+    assert len(pngs) == 2
+    for image, png in zip(view.images, pngs, strict=True):
+        width, height = (
+            int.from_bytes(png.read_bytes()[16:20]),
+            int.from_bytes(png.read_bytes()[20:24]),
+        )
+        assert image.complete and (image.width, image.height) == (width, height), image
+    assert view.fetched == [] and view.console == []
 
 
 def _sidecar_logs_name_their_executor(kept: Path) -> None:

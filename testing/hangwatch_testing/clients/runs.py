@@ -129,6 +129,10 @@ class Run:
     client_error_seconds: float | None = None
     client_error: str = ""
     final: dict[str, Any] = field(default_factory=dict)
+    fault_wall: float = 0.0
+    """Wall-clock time of the fault (the report's time axis starts there)."""
+    engine: str = ""
+    """The lab's Kafka engine and version."""
 
     @property
     def verdicts(self) -> set[str]:
@@ -244,8 +248,10 @@ def run(
         workload,
         sidecar,
     ):
-        result = Run(client, fault, baseline=wait_baseline(sidecar, workload))
-        fault_at = time.monotonic()
+        result = Run(
+            client, fault, baseline=wait_baseline(sidecar, workload), engine=lab.engine_description
+        )
+        fault_at, result.fault_wall = time.monotonic(), time.time()
         inject(lab)
         return watch(
             result,
