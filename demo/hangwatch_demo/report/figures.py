@@ -46,8 +46,7 @@ VERDICT_COLOURS: dict[str, str] = {
     Verdict.PRODUCER_HUNG: "#d32f2f",
     Verdict.NODE_NETWORK_FAULT: "#5d4037",
     Verdict.UNKNOWN: UNKNOWN_COLOUR,
-    # An alert-only verdict being added to the contracts; by name until it is there.
-    "producer_silent": "#f48fb1",
+    Verdict.PRODUCER_SILENT: "#f48fb1",
     NO_STATUS: "#cfd8dc",
 }
 """Each verdict of `hangwatch.contracts.Verdict` and the colour its band is drawn in."""
