@@ -6,8 +6,10 @@ sidecar process per executor with its socket view narrowed to that executor's pr
 tree and Spark's view of that executor:
 
 - `plain-s4-blocked-callback`: a delivery callback blocks the task's own thread in one
-  executor -> that executor's sidecar says producer_hung from the socket view (every
-  connection silent while Spark runs its task) -> then the operator restarts exactly
+  executor -> that executor's sidecar says producer_hung on positive evidence: the
+  Python stack view (py-spy) shows the task's thread inside the delivery callback the
+  client called, while the socket view shows every connection silent and Spark runs
+  its task (silence alone would only be producer_silent) -> then the operator restarts exactly
   that executor -> then events flow again; the other executor's sidecar, which shares
   the host's network namespace, never says producer_hung (per-executor attribution);
 - `plain-idle-between-runs` (control): the run ends, its producers stay open in the
@@ -75,6 +77,10 @@ def test_blocked_callback_restarts_that_executor_and_idle_producers_are_left_alo
     _verdict_then_restart_then_flowing(s4)
     assert any(
         r.startswith("socket view: every connection") and "Spark runs a task" in r
+        for r in s4["reasons"]
+    ), s4["reasons"]
+    assert any(
+        r.startswith("python stacks: ") and "that the Kafka client called from Producer_" in r
         for r in s4["reasons"]
     ), s4["reasons"]
     assert s4["progress_again_seconds"] is not None and s4["task_retries"] >= 1
