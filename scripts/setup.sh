@@ -4,10 +4,11 @@
 # the real-API-server tier's etcd and the toolchain that builds kube-apiserver v1.20.2
 # once (golang-go, dpkg-dev; cached in ~/.cache/hangwatch), Debian's sarama and kafka-go
 # sources (real clients the tests build in GOPATH mode), the image test's container
-# tools (buildah, podman, runc, debootstrap), and the project itself with its
-# development extras. Java's JDK (javac) compiles one Spark-view test's classes. Safe
-# to run again. `--kube` (what `make test` passes) also builds the API server when it
-# is not cached; `make demo` does not need it.
+# tools (buildah, podman, runc, debootstrap), the project itself with its development
+# extras, and Spark's Kafka connector jars (Maven, cached in ~/.cache/hangwatch). Java's
+# JDK (javac) compiles one Spark-view test's classes. Safe to run again. `--kube` (what
+# `make test` passes) also builds the API server when it is not cached; `make demo` does
+# not need it.
 set -euo pipefail
 build_kube=""
 case "${1:-}" in
@@ -23,6 +24,7 @@ command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 # javac compiles the Spark view test's constructed JVM classes (tests/sidecar/constructed_jvm)
 command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)  # resolves Spark's Kafka connector
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
@@ -52,6 +54,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 echo "setup: installing hangwatch with its dev extras (pip)" >&2
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[dev]'
+# Spark's Kafka connector and its jars, from Maven Central into ~/.cache/hangwatch/spark-kafka/
+# (once: about 17 s cold, a no-op when cached)
+python3 -m hangwatch_pipeline.spark_kafka
 # The real API server of tests/kube: built once from Debian's source package (about 8
 # minutes on 2 cores), a no-op when cached.
 [ -z "$build_kube" ] || bash scripts/build-kube-apiserver.sh
