@@ -52,7 +52,9 @@ from hangwatch_pipeline.events import (
 )
 from hangwatch_pipeline.ledger import Counters
 from hangwatch_pipeline.producer import ProducerError, producer
+from hangwatch_pipeline import spark_kafka
 from hangwatch_pipeline.run_options import (
+    SINK_WRAPPER,
     RunOptions,
     add_run_arguments,
     expand_environment,
@@ -277,7 +279,12 @@ def run_pipeline(
 ) -> Summary:
     """Run the job on `spark`; progress lines to `progress` (None: silent). A job that
     fails (a task used up its attempts) is reported in the summary's `error`. `task`
-    writes each partition (`hangwatch demo` wraps `write_partition` to replay seed S4)."""
+    writes each partition (`hangwatch demo` wraps `write_partition` to replay seed S4).
+    The connector sinks run `connector_sink`'s job instead (no `task` of hangwatch's)."""
+    if options.sink != SINK_WRAPPER:
+        from hangwatch_pipeline.connector_sink import run_connector  # noqa: PLC0415 - it imports this module
+
+        return run_connector(spark, options, progress)
     sc = spark.sparkContext
     partitions = partition_count(options, sc.defaultParallelism)
     accumulators = JobAccumulators.create(sc)
@@ -338,7 +345,13 @@ def session_conf(options: RunOptions) -> dict[str, str]:
         conf["spark.pyspark.python"] = os.environ.get("PYSPARK_PYTHON") or sys.executable
     if options.telemetry_dir is not None:
         conf[f"spark.executorEnv.{TELEMETRY_DIR_ENV}"] = options.telemetry_dir
+    if options.sink != SINK_WRAPPER:
+        # the connector's jars, checked (pyspark, Java, the cache) before any JVM starts
+        conf.update(spark_kafka.prerequisites())
+    user_jars = options.spark_conf.get("spark.jars")
     conf.update(options.spark_conf)
+    if user_jars and options.sink != SINK_WRAPPER:
+        conf["spark.jars"] = f"{spark_kafka.prerequisites()['spark.jars']},{user_jars}"
     return conf
 
 

@@ -35,7 +35,8 @@ def register(parser: argparse.ArgumentParser) -> None:
         "run",
         help="generate events and write them to Kafka from Spark tasks",
         description="Run the reference PySpark pipeline: events -> enrich -> Kafka, "
-        "through the hangwatch producer wrapper (at-least-once per task).",
+        "through the hangwatch producer wrapper (at-least-once per task), or through Spark's "
+        "own Kafka sink (--sink connector, connector-streaming).",
     )
     add_run_arguments(run_parser)
     run_parser.set_defaults(master=DEFAULT_MASTER)

@@ -77,6 +77,45 @@ def find_jars(directory: Path) -> list[Path] | None:
     return found
 
 
+SINK_OPTION_PREFIX = "kafka."
+"""The data source hands every `kafka.`-prefixed option to its KafkaProducer, unprefixed."""
+_OWN_OPTIONS = {
+    "kafka.bootstrap.servers": "give the brokers with --bootstrap",
+    "kafka.key.serializer": "the sink always writes bytes (Spark refuses a serializer)",
+    "kafka.value.serializer": "the sink always writes bytes (Spark refuses a serializer)",
+}
+_INTEGER_OPTIONS = (
+    "kafka.delivery.timeout.ms",
+    "kafka.max.block.ms",
+    "kafka.request.timeout.ms",
+    "kafka.linger.ms",
+    "kafka.retries",
+    "kafka.batch.size",
+    "kafka.max.in.flight.requests.per.connection",
+)
+_CHOICES = {
+    "kafka.acks": ("all", "-1", "0", "1"),
+    "kafka.enable.idempotence": ("true", "false"),
+}
+
+
+def check_sink_options(options: Mapping[str, str]) -> None:
+    """Refuse now what the connector's producer would refuse in every task: options the
+    pipeline sets itself, unknown prefixes, non-numbers and out-of-range choices."""
+    for key, value in options.items():
+        if key in _OWN_OPTIONS:
+            raise UsageError(f"--option {key}: {_OWN_OPTIONS[key]}")
+        if not key.startswith(SINK_OPTION_PREFIX) or key == SINK_OPTION_PREFIX:
+            raise UsageError(
+                f"--option {key!r} is not a producer property of the Kafka sink "
+                f"(kafka.<producer property>, e.g. kafka.acks=all)"
+            )
+        if key in _INTEGER_OPTIONS and not (value.isdigit() and int(value) < 2**31):
+            raise UsageError(f"--option {key}={value!r} must be a whole number >= 0")
+        if key in _CHOICES and value.lower() not in _CHOICES[key]:
+            raise UsageError(f"--option {key}={value!r}: one of {', '.join(_CHOICES[key])}")
+
+
 def check_pyspark_version(installed: str) -> None:
     """Refuse a pyspark whose connector is not the one hangwatch resolves."""
     if installed != SPARK_VERSION:
