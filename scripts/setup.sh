@@ -4,11 +4,13 @@
 # the real-API-server tier's etcd and the toolchain that builds kube-apiserver v1.20.2
 # once (golang-go, dpkg-dev; cached in ~/.cache/hangwatch), Debian's sarama and kafka-go
 # sources (real clients the tests build in GOPATH mode), the image test's container
-# tools (buildah, podman, runc, debootstrap), the project itself with its development
-# extras, and Spark's Kafka connector jars (Maven, cached in ~/.cache/hangwatch). Java's
-# JDK (javac) compiles one Spark-view test's classes. Safe to run again. `--kube` (what
-# `make test` passes) also builds the API server when it is not cached; `make demo` does
-# not need it.
+# tools (buildah, podman, runc, debootstrap), and the project itself with its
+# development extras. Java's JDK (javac) compiles one Spark-view test's classes; Maven
+# resolves from Maven Central, once per version, Apache Kafka's jars for the lab's real
+# engine (lab/kafka/pom.xml, cached in ~/.cache/hangwatch/kafka) and Spark's Kafka
+# connector (hangwatch_pipeline/spark-kafka.pom.xml, ~/.cache/hangwatch/spark-kafka).
+# Safe to run again. `--kube` (what `make test` passes) also builds the API server when
+# it is not cached; `make demo` does not need it.
 set -euo pipefail
 build_kube=""
 case "${1:-}" in
@@ -24,7 +26,8 @@ command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 # javac compiles the Spark view test's constructed JVM classes (tests/sidecar/constructed_jvm)
 command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
-command -v mvn >/dev/null 2>&1 || need_apt+=(maven)  # resolves Spark's Kafka connector
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)  # the Kafka lab's brokers die with it
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
@@ -54,8 +57,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 echo "setup: installing hangwatch with its dev extras (pip)" >&2
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[dev]'
-# Spark's Kafka connector and its jars, from Maven Central into ~/.cache/hangwatch/spark-kafka/
-# (once: about 17 s cold, a no-op when cached)
+# Apache Kafka's broker and tools jars for `hangwatch lab up --engine kafka` (a no-op when
+# cached; about 20 s from an empty Maven repository).
+python3 -m hangwatch_lab.kafkajars >/dev/null
+# Spark's Kafka connector and the jars it needs beside pyspark's (a no-op when cached;
+# about 17 s from an empty Maven repository).
 python3 -m hangwatch_pipeline.spark_kafka
 # The real API server of tests/kube: built once from Debian's source package (about 8
 # minutes on 2 cores), a no-op when cached.
