@@ -39,7 +39,7 @@ from pyspark import TaskContext
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from hangwatch_pipeline.events import Pacer, to_message
@@ -67,7 +67,8 @@ MESSAGE = StructType([StructField("key", BinaryType()), StructField("value", Bin
 """The rows the Kafka data source writes (its `topic` comes from the `topic` option)."""
 EVENTS_PER_MICRO_BATCH = 20_000
 """Rows of one micro-batch of the streaming mode (the last one may hold fewer events)."""
-STOP_POLL_SECONDS = 0.2
+STOP_POLL_SECONDS = 1
+"""How often the driver looks for the last micro-batch's commit (awaitTermination's unit)."""
 _KAFKA_ERROR = re.compile(r"(org\.apache\.kafka\.[\w.]+(?:Exception|Error)): (.+)")
 
 
@@ -192,12 +193,15 @@ def micro_batches(events: int) -> tuple[int, int]:
     return per_batch, batches
 
 
-def _message_column(run_id: str) -> Column:
-    def message(seq: int) -> tuple[bytes, bytes]:
-        return to_message(generated_event(run_id, seq))
+def generated_message(run_id: str, seq: int) -> tuple[bytes, bytes]:
+    """(key, value) of event `seq` of a generated run (the streaming mode's UDF)."""
+    return to_message(generated_event(run_id, seq))
 
-    make = F.udf(message, MESSAGE).asNondeterministic()  # once per row, never re-evaluated
-    return make(F.col("value"))
+
+def _message_column(run_id: str) -> Column:
+    # a plain Python UDF (no Arrow: pandas is not a dependency), evaluated once per row
+    make = F.udf(functools.partial(generated_message, run_id), MESSAGE, useArrow=False)
+    return make.asNondeterministic()(F.col("value"))
 
 
 def _stream(spark: SparkSession, options: RunOptions, per_batch: int, partitions: int) -> DataFrame:
@@ -275,7 +279,7 @@ def run_streaming(
         master=sc.master or options.master or "-",
         application_id=sc.applicationId,
         expected=expected,
-        partitions=partitions,
+        partitions=max(partitions, counts.total),
         tallies=Tallies(
             sent=done.sent, acknowledged=done.acknowledged, tasks=counts.done, retried_tasks=0
         ),

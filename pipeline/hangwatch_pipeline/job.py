@@ -41,6 +41,7 @@ from pyspark.sql import SparkSession
 from hangwatch import logs
 from hangwatch.contracts import ExitCode
 from hangwatch.errors import HangwatchError, UsageError
+from hangwatch_pipeline import spark_kafka
 from hangwatch_pipeline.events import (
     Pacer,
     csv_header,
@@ -52,7 +53,6 @@ from hangwatch_pipeline.events import (
 )
 from hangwatch_pipeline.ledger import Counters
 from hangwatch_pipeline.producer import ProducerError, producer
-from hangwatch_pipeline import spark_kafka
 from hangwatch_pipeline.run_options import (
     SINK_WRAPPER,
     RunOptions,

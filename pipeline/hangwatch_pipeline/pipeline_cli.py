@@ -18,8 +18,10 @@ import sys
 
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
+from hangwatch_pipeline import spark_kafka
 from hangwatch_pipeline.run_options import (
     DEFAULT_MASTER,
+    SINK_WRAPPER,
     add_run_arguments,
     parse_bootstrap,
     parse_topic,
@@ -70,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
             "a task that fails is not retried (use local[N,F], e.g. local[4,4])",
             file=sys.stderr,
         )
+    if options.sink != SINK_WRAPPER:
+        spark_kafka.prerequisites()  # pyspark's version, Java, the jars: before any import
     try:
         from hangwatch_pipeline import job  # noqa: PLC0415 - pyspark only when running
     except ModuleNotFoundError as exc:

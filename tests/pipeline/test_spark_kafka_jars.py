@@ -105,5 +105,5 @@ def test_the_resolved_cache_holds_the_pinned_connector_and_resolving_again_is_a_
     found = spark_kafka.jars()  # setup.sh resolved them
     assert found[0].name == JARS[0]
     assert all(p.stat().st_size > 10_000 for p in found)
-    monkeypatch.setattr(spark_kafka.shutil, "which", lambda _name: None)  # no Maven now
+    monkeypatch.setattr("shutil.which", lambda *_args, **_kwargs: None)  # no Maven now
     assert spark_kafka.resolve() == found
