@@ -275,6 +275,7 @@ class SidecarLoop:
             ),
             spark=spark,
             spark_reads=self.spark.stats if self.spark else previous.spark_reads,
+            failure_budget=self.spark.budget if self.spark else previous.failure_budget,
         )
         self._publish(state)
         return state

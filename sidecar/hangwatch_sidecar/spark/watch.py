@@ -21,6 +21,8 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import replace
 
+from hangwatch.wire.status import FailureBudget
+from hangwatch_sidecar.spark.answers import AnswerError
 from hangwatch_sidecar.spark.client import DriverError, DriverReader
 from hangwatch_sidecar.spark.tracking import SparkTracker, aged
 from hangwatch_sidecar.spark.types import ReadStats, SparkSnapshot, SparkView
@@ -53,12 +55,20 @@ class SparkWatch:
         self._next = clock()
         self._errors: Counter[str] = Counter()
         self._stats = ReadStats()
+        self._budget: FailureBudget | None = None
         self._lock = threading.Lock()
 
     @property
     def stats(self) -> ReadStats:
         with self._lock:
             return self._stats
+
+    @property
+    def budget(self) -> FailureBudget | None:
+        """The application's executor failure budget as last read (None: not yet, or
+        the driver did not tell)."""
+        with self._lock:
+            return self._budget
 
     def poll(self) -> SparkView:
         """The newest view (aged); starts a read when one is due. Never waits."""
@@ -84,6 +94,23 @@ class SparkWatch:
             )
         view = self.tracker.observe(snapshot)
         self._record(snapshot, view)
+        if snapshot.ok:
+            self._read_budget()
+
+    def _read_budget(self) -> None:
+        try:
+            budget = self.reader.read_budget(time.time())
+        except (DriverError, AnswerError) as exc:
+            log.debug("failure budget unavailable", extra={"error": str(exc)})
+            return
+        with self._lock:
+            was, self._budget = self._budget, budget
+        if was is None or was.remaining != budget.remaining:
+            log.info(
+                "Spark failure budget",
+                extra={"max_failures": budget.max_failures, "failures": budget.failures,
+                       "remaining": budget.remaining},
+            )  # fmt: skip
 
     def _with_peers(self, snapshot: SparkSnapshot) -> SparkSnapshot:
         half = self.tracker.stall_seconds / 2
