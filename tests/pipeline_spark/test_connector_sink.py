@@ -52,9 +52,6 @@ from hangwatch_testing.spark_driver import stop_spark
 
 from .helpers import MASTER
 
-pytestmark = pytest.mark.xdist_group("kafka-engine")
-"""A real cluster takes a core while it starts: the kafka-engine modules share one worker."""
-
 TOPICS = {"batch": 3, "blocked": 3, "streaming": 3}
 USER_OPTIONS = {
     "kafka.acks": "all",

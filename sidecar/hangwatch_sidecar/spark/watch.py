@@ -29,6 +29,9 @@ from hangwatch_sidecar.spark.types import ReadStats, SparkSnapshot, SparkView
 
 log = logging.getLogger(__name__)
 
+UNREACHABLE = frozenset({"refused", "timeout", "dns", "network"})
+"""Read errors after which the failure budget is not asked for (the driver did not answer)."""
+
 
 class SparkWatch:
     """Owns the reader, the tracker and the newest view of one executor."""
@@ -94,8 +97,8 @@ class SparkWatch:
             )
         view = self.tracker.observe(snapshot)
         self._record(snapshot, view)
-        if snapshot.ok:
-            self._read_budget()
+        if snapshot.ok or snapshot.error_kind not in UNREACHABLE:
+            self._read_budget()  # the driver answers (about this executor or not)
 
     def _read_budget(self) -> None:
         try:
