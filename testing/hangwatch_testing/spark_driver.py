@@ -58,8 +58,8 @@ def local_cluster_driver(
         .config("spark.ui.port", "0")
         .config("spark.ui.showConsoleProgress", "false")
     )
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
+    for key, setting in (conf or {}).items():
+        builder = builder.config(key, setting)
     if jars:
         paths = ",".join(str(j) for j in jars)
         builder = builder.config("spark.jars", paths).config(

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from hangwatch.wire import status
+from hangwatch.wire.status import FailureBudget
 from hangwatch_demo.spark_cluster import executors_of
 from hangwatch_operator.correlation import correlate
 from hangwatch_operator.decisions import decide
@@ -84,10 +85,13 @@ def test_each_killed_executor_spends_the_budget_until_a_restart_is_refused(
             before = watch.budget
             assert before is None or before.failures == spent - 1
             killed = _kill_executor(live, work, reader.client)
-            budget = wait_for(
-                lambda n=spent: (b := (watch.poll(), watch.budget)[1]) and b.failures == n and b,
-                120, f"the killed executor's (pid {killed}) failure in the budget",
-            )  # fmt: skip
+
+            def spent_now(n: int = spent) -> FailureBudget | None:
+                watch.poll()
+                seen = watch.budget
+                return seen if seen is not None and seen.failures == n else None
+
+            budget = wait_for(spent_now, 120, f"the killed executor's (pid {killed}) failure")
             assert budget.remaining == LIMIT - spent
         watch.close()
 
