@@ -345,14 +345,19 @@ def session_conf(options: RunOptions) -> dict[str, str]:
         conf["spark.pyspark.python"] = os.environ.get("PYSPARK_PYTHON") or sys.executable
     if options.telemetry_dir is not None:
         conf[f"spark.executorEnv.{TELEMETRY_DIR_ENV}"] = options.telemetry_dir
-    if options.sink != SINK_WRAPPER:
-        # the connector's jars, checked (pyspark, Java, the cache) before any JVM starts
-        conf.update(spark_kafka.prerequisites())
-    user_jars = options.spark_conf.get("spark.jars")
+    # The connector's jars, checked (pyspark, Java, the cache) before any JVM starts,
+    # when hangwatch starts the session; under spark-submit (no master of ours) they come
+    # with spark-submit's --jars or the image, at the cluster's Spark version.
+    ours = spark_kafka.prerequisites() if _loads_connector(options) else {}
+    conf.update(ours)
     conf.update(options.spark_conf)
-    if user_jars and options.sink != SINK_WRAPPER:
-        conf["spark.jars"] = f"{spark_kafka.prerequisites()['spark.jars']},{user_jars}"
+    if ours and "spark.jars" in options.spark_conf:
+        conf["spark.jars"] = f"{ours['spark.jars']},{options.spark_conf['spark.jars']}"
     return conf
+
+
+def _loads_connector(options: RunOptions) -> bool:
+    return options.sink != SINK_WRAPPER and options.master is not None
 
 
 def spark_session(options: RunOptions) -> SparkSession:
