@@ -6,8 +6,10 @@ returns the newest `SparkView` at once: a round never waits for the driver, so a
 blackholed or hostile driver cannot delay a verdict (its reads time out on their own;
 a view older than `max_age_seconds` counts as unavailable). A read first takes the
 executor's thread dump; only tasks that have already run for half the stall threshold
-cost two more requests (their stage's counts and finished tasks' median), so a
-healthy executor costs the driver one request per interval. State changes of the
+cost two more requests (their stage's counts and finished tasks' median). Whenever
+the driver answered, the application's executor failure budget is read too
+(`spark.failures`: its version and environment once, `allexecutors` each time), so a
+healthy executor costs the driver two requests per interval. State changes of the
 view (available, unavailable and why) are logged once, not every round.
 """
 
