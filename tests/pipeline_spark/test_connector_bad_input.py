@@ -8,7 +8,8 @@ JAVA_HOME), librdkafka's `-X` given to the Java producer's sinks, options the si
 itself or that are not producer properties, a non-numeric timeout, an unknown `acks`,
 `--input` or `--rate` with the streaming sink and `--checkpoint` with the batch one:
 each is one line on stderr naming what to install, pin or use, exit 3, and no Spark or
-JVM output.
+JVM output. The cached jars go into sessions hangwatch starts (with the user's own
+`spark.jars` after them), never into spark-submit's or the wrapper's.
 """
 
 from __future__ import annotations
@@ -97,3 +98,19 @@ def test_bad_sink_options_are_refused_in_one_line(argv: list[str], message: str)
     extra = ["--events", "10"] if "--input" not in argv else []
     base = GOOD[:5] + extra
     _one_line(*_run(*base, *argv), message)
+
+
+def test_the_session_loads_the_cached_jars_only_when_hangwatch_starts_it() -> None:
+    from hangwatch_pipeline.job import session_conf
+    from hangwatch_pipeline.run_options import RunOptions
+
+    ours = ",".join(str(p) for p in spark_kafka.jars())
+    local = RunOptions(bootstrap="b:1", topic="t", events=1, master="local[2]", sink="connector")
+    assert session_conf(local)["spark.jars"] == ours
+    mine = RunOptions(bootstrap="b:1", topic="t", events=1, master="local[2]", sink="connector",
+                      spark_conf={"spark.jars": "/opt/udfs.jar"})  # fmt: skip
+    assert session_conf(mine)["spark.jars"] == f"{ours},/opt/udfs.jar"
+    submitted = RunOptions(bootstrap="b:1", topic="t", events=1, master=None, sink="connector")
+    assert "spark.jars" not in session_conf(submitted)  # spark-submit's --jars or the image
+    wrapper = RunOptions(bootstrap="b:1", topic="t", events=1, master="local[2]")
+    assert "spark.jars" not in session_conf(wrapper)
