@@ -6,10 +6,12 @@
 # sources (real clients the tests build in GOPATH mode), the image test's container
 # tools (buildah, podman, runc, debootstrap), Chromium (a test opens the demo's HTML
 # report headless), and the project itself with its development extras. Java's JDK
-# (javac) compiles one Spark-view test's classes; Maven resolves Apache Kafka's jars for
-# the lab's real engine from Maven Central once per version (lab/kafka/pom.xml, cached
-# in ~/.cache/hangwatch/kafka). Safe to run again. `--kube` (what `make test` passes)
-# also builds the API server when it is not cached; `make demo` does not need it.
+# (javac) compiles one Spark-view test's classes; Maven resolves from Maven Central, once
+# per version, Apache Kafka's jars for the lab's real engine (lab/kafka/pom.xml, cached in
+# ~/.cache/hangwatch/kafka) and Spark's Kafka connector
+# (hangwatch_pipeline/spark-kafka.pom.xml, ~/.cache/hangwatch/spark-kafka). Safe to run
+# again. `--kube` (what `make test` passes) also builds the API server when it is not
+# cached; `make demo` does not need it.
 set -euo pipefail
 build_kube=""
 case "${1:-}" in
@@ -61,6 +63,9 @@ python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ig
 # Apache Kafka's broker and tools jars for `hangwatch lab up --engine kafka` (a no-op when
 # cached; about 20 s from an empty Maven repository).
 python3 -m hangwatch_lab.kafkajars >/dev/null
+# Spark's Kafka connector and the jars it needs beside pyspark's (a no-op when cached;
+# about 17 s from an empty Maven repository).
+python3 -m hangwatch_pipeline.spark_kafka
 # The real API server of tests/kube: built once from Debian's source package (about 8
 # minutes on 2 cores), a no-op when cached.
 [ -z "$build_kube" ] || bash scripts/build-kube-apiserver.sh

@@ -28,6 +28,7 @@ GROUPS = {
     "pipeline_spark": "spark",
     "demo": "spark",
     "sidecar/test_spark_view_on_a_real_driver.py": "spark",
+    "sidecar/test_failure_budget_on_a_real_driver.py": "spark",
     "sidecar/test_seed_scenarios_on_the_lab.py::"
     "test_healthy_producer_under_load_for_five_minutes_is_only_healthy": "five-minute-soak",
 }

@@ -448,8 +448,9 @@ class KafkaLab(Lab):
                         TOOL_OPTIONS,
                         "kafka.tools.StorageTool",
                         "format",
-                        "-t",
-                        cluster_id,
+                        # one argument: an id may start with "-", which argparse would
+                        # take for an option ("expected one argument")
+                        f"--cluster-id={cluster_id}",
                         "-c",
                         str(node.config),
                         tools=True,

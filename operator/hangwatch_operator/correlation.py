@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hangwatch.contracts import Verdict
+from hangwatch.wire.status import FailureBudget
 from hangwatch_operator.policies import NODE_FAULT_MIN_PODS
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_operator.watched import WatchedPod
@@ -53,6 +54,8 @@ class PodFinding:
     since: float | None = None
     error: str | None = None
     """Why the sidecar did not answer."""
+    failure_budget: FailureBudget | None = None
+    """The application's executor failure budget, as the pod's sidecar read it."""
 
     @property
     def unhealthy(self) -> bool:
@@ -149,5 +152,13 @@ def _finding(report: PodReport, faulty: Mapping[str, str]) -> PodFinding:
             reported=status.verdict,
             reasons=(faulty[report.pod.node or ""], *status.reasons),
             since=status.since,
+            failure_budget=status.failure_budget,
         )
-    return PodFinding(report.pod, status.verdict, status.verdict, status.reasons, status.since)
+    return PodFinding(
+        report.pod,
+        status.verdict,
+        status.verdict,
+        status.reasons,
+        status.since,
+        failure_budget=status.failure_budget,
+    )

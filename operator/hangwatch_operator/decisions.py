@@ -12,6 +12,12 @@ has been quiet long enough. `alert` is never suppressed. A disruptive operation
 that holds is the reason it is suppressed:
 
 1. `driver_protected` — the pod is a Spark driver and `allowDriverDeletion` is false;
+1b. `failure_budget` (restart only) — the pod's sidecar reports that its application's
+   Spark executor failure budget (`spark.executor.maxNumFailures` within
+   `spark.executor.failuresValidityInterval`) cannot take one more failure (with this
+   round's other restarts of the application): Spark would end the application. The
+   restart is refused and, when the policy has no `alert` for the verdict, an alert is
+   raised instead, so the hang is still reported;
 2. `cluster_unreachable` — some pod cannot reach Kafka with no node to blame, or all
    cannot (outage): restarts cannot help;
 3. `leader_election` — a pod reports leaderless partitions, or did so less than
@@ -45,6 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hangwatch.contracts import Verdict
+from hangwatch.wire.status import FailureBudget
 from hangwatch_operator.correlation import Findings, PodFinding
 from hangwatch_operator.history import History
 from hangwatch_operator.operations import DISRUPTIVE, Operation, Outcome, Suppression
@@ -192,8 +199,13 @@ def decide(
                 reasons=finding.reasons,
             )
             if action is not Operation.ALERT:
-                draft = _limited(draft, policy, gates, history, tally, now)
+                draft = _limited(draft, policy, gates, history, tally, now, finding)
             decisions.append(draft)
+            actions = policy.actions.by_verdict.get(finding.verdict, ())
+            if draft.suppression is Suppression.FAILURE_BUDGET and Operation.ALERT not in actions:
+                decisions.append(dataclasses.replace(draft, operation=Operation.ALERT,
+                                                     outcome=Outcome.ACTED, suppression=None,
+                                                     limit=""))  # fmt: skip
     decisions.extend(_uncordons(findings, policy, history, now))
     return decisions
 
@@ -203,10 +215,23 @@ def _unhealthy(findings: Findings) -> list[PodFinding]:
 
 
 def _limited(
-    draft: Decision, policy: Policy, gates: Gates, history: History, tally: _Tally, now: float
+    draft: Decision,
+    policy: Policy,
+    gates: Gates,
+    history: History,
+    tally: _Tally,
+    now: float,
+    finding: PodFinding | None = None,
 ) -> Decision:
     """The draft, suppressed by the first limit that holds, or counted against the budget."""
     found = _limit(draft, policy, gates, history, tally, now)
+    if finding is not None and draft.operation is Operation.RESTART:
+        app = (draft.pod.application_id if draft.pod is not None else None) or ""
+        exhausted = budget_exhausted(finding.failure_budget, tally.per_application[app])
+        if exhausted is not None and (
+            found is None or found[0] is not Suppression.DRIVER_PROTECTED
+        ):
+            found = (Suppression.FAILURE_BUDGET, exhausted)
     if found is None:
         tally.planned += 1
         if draft.operation is Operation.CORDON_NODE:
@@ -272,6 +297,27 @@ def _limit(
             f"{busy} action(s) already in progress (maxConcurrent {safety.max_concurrent})"
         )
     return None
+
+
+def budget_exhausted(budget: FailureBudget | None, planned: int) -> str | None:
+    """Why one more executor restart would end the application (Spark counts it as an
+    executor failure and stops the application past `max_failures`), or None when the
+    budget takes it or is unknown. `planned`: restarts of the same application already
+    planned in this round (each is one more failure)."""
+    if budget is None or budget.remaining is None or budget.max_failures is None:
+        return None
+    if budget.remaining - planned >= 1:
+        return None
+    setting = "spark.executor.maxNumFailures" + ("" if budget.configured else " (Spark's default)")
+    window = (
+        "" if budget.validity_seconds is None
+        else f" within spark.executor.failuresValidityInterval {budget.validity_seconds:g} s"
+    )  # fmt: skip
+    return (
+        f"restarting would be executor failure {budget.failures + planned + 1} of the "
+        f"application, whose {setting} is {budget.max_failures}{window}: Spark would end "
+        "the application; alerting instead"
+    )
 
 
 def _cordon_cap(policy: Policy, history: History, tally: _Tally) -> str | None:

@@ -52,4 +52,6 @@ class Suppression(StrEnum):
     CLUSTER_UNREACHABLE = "cluster_unreachable"
     LEADER_ELECTION = "leader_election"
     DRIVER_PROTECTED = "driver_protected"
+    FAILURE_BUDGET = "failure_budget"
+    """A restart would exceed the application's Spark executor failure budget."""
     DRY_RUN = "dry_run"

@@ -35,7 +35,7 @@ SUPPRESSIONS = Counter(
     "hangwatch_operator_suppressions_total",
     "Actions a safety limit stopped, by policy and limit (storm, rate_limit, cooldown, "
     "max_cordoned, max_concurrent, cluster_unreachable, leader_election, driver_protected, "
-    "dry_run).",
+    "failure_budget, dry_run).",
     ["policy", "reason"],
     registry=REGISTRY,
 )

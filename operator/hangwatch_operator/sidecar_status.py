@@ -55,6 +55,8 @@ class SidecarReport:
     brokers: tuple[BrokerReach, ...]
     evaluated_ts: float | None
     version: str = ""
+    failure_budget: status.FailureBudget | None = None
+    """The pod's application's executor failure budget (Spark view), when known."""
 
     @property
     def cut_off(self) -> bool:
@@ -112,4 +114,5 @@ def parse_status(doc: object, *, now: float, stale_after_seconds: float) -> Side
         brokers=tuple(BrokerReach(b.address, b.reachability) for b in report.brokers),
         evaluated_ts=evaluated,
         version=report.version,
+        failure_budget=None if report.spark is None else report.spark.failure_budget,
     )

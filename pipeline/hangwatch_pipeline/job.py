@@ -41,6 +41,7 @@ from pyspark.sql import SparkSession
 from hangwatch import logs
 from hangwatch.contracts import ExitCode
 from hangwatch.errors import HangwatchError, UsageError
+from hangwatch_pipeline import spark_kafka
 from hangwatch_pipeline.events import (
     Pacer,
     csv_header,
@@ -53,6 +54,7 @@ from hangwatch_pipeline.events import (
 from hangwatch_pipeline.ledger import Counters
 from hangwatch_pipeline.producer import ProducerError, producer
 from hangwatch_pipeline.run_options import (
+    SINK_WRAPPER,
     RunOptions,
     add_run_arguments,
     expand_environment,
@@ -277,7 +279,12 @@ def run_pipeline(
 ) -> Summary:
     """Run the job on `spark`; progress lines to `progress` (None: silent). A job that
     fails (a task used up its attempts) is reported in the summary's `error`. `task`
-    writes each partition (`hangwatch demo` wraps `write_partition` to replay seed S4)."""
+    writes each partition (`hangwatch demo` wraps `write_partition` to replay seed S4).
+    The connector sinks run `connector_sink`'s job instead (no `task` of hangwatch's)."""
+    if options.sink != SINK_WRAPPER:
+        from hangwatch_pipeline.connector_sink import run_connector  # noqa: PLC0415 - it imports this module
+
+        return run_connector(spark, options, progress)
     sc = spark.sparkContext
     partitions = partition_count(options, sc.defaultParallelism)
     accumulators = JobAccumulators.create(sc)
@@ -338,8 +345,19 @@ def session_conf(options: RunOptions) -> dict[str, str]:
         conf["spark.pyspark.python"] = os.environ.get("PYSPARK_PYTHON") or sys.executable
     if options.telemetry_dir is not None:
         conf[f"spark.executorEnv.{TELEMETRY_DIR_ENV}"] = options.telemetry_dir
+    # The connector's jars, checked (pyspark, Java, the cache) before any JVM starts,
+    # when hangwatch starts the session; under spark-submit (no master of ours) they come
+    # with spark-submit's --jars or the image, at the cluster's Spark version.
+    ours = spark_kafka.prerequisites() if _loads_connector(options) else {}
+    conf.update(ours)
     conf.update(options.spark_conf)
+    if ours and "spark.jars" in options.spark_conf:
+        conf["spark.jars"] = f"{ours['spark.jars']},{options.spark_conf['spark.jars']}"
     return conf
+
+
+def _loads_connector(options: RunOptions) -> bool:
+    return options.sink != SINK_WRAPPER and options.master is not None
 
 
 def spark_session(options: RunOptions) -> SparkSession:

@@ -18,8 +18,10 @@ import sys
 
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
+from hangwatch_pipeline import spark_kafka
 from hangwatch_pipeline.run_options import (
     DEFAULT_MASTER,
+    SINK_WRAPPER,
     add_run_arguments,
     parse_bootstrap,
     parse_topic,
@@ -35,7 +37,8 @@ def register(parser: argparse.ArgumentParser) -> None:
         "run",
         help="generate events and write them to Kafka from Spark tasks",
         description="Run the reference PySpark pipeline: events -> enrich -> Kafka, "
-        "through the hangwatch producer wrapper (at-least-once per task).",
+        "through the hangwatch producer wrapper (at-least-once per task), or through Spark's "
+        "own Kafka sink (--sink connector, connector-streaming).",
     )
     add_run_arguments(run_parser)
     run_parser.set_defaults(master=DEFAULT_MASTER)
@@ -69,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
             "a task that fails is not retried (use local[N,F], e.g. local[4,4])",
             file=sys.stderr,
         )
+    if options.sink != SINK_WRAPPER:
+        spark_kafka.prerequisites()  # pyspark's version, Java, the jars: before any import
     try:
         from hangwatch_pipeline import job  # noqa: PLC0415 - pyspark only when running
     except ModuleNotFoundError as exc:

@@ -23,6 +23,7 @@ from hangwatch import rdkafka_conf
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
 from hangwatch_pipeline.settings import TELEMETRY_DIR_ENV, ProducerSettings, build_config
+from hangwatch_pipeline.spark_kafka import check_sink_options
 
 DEFAULT_EVENTS = 100_000
 """Events generated when neither --events, --duration nor --input is given."""
@@ -46,6 +47,13 @@ _MASTERS = (
     re.compile(r"^k8s://(https?://)?[^\s/]+(:\d+)?/?$"),
     re.compile(r"^yarn$"),
 )
+SINK_WRAPPER = "wrapper"
+SINK_CONNECTOR = "connector"
+SINK_CONNECTOR_STREAMING = "connector-streaming"
+SINKS = (SINK_WRAPPER, SINK_CONNECTOR, SINK_CONNECTOR_STREAMING)
+"""How tasks write: hangwatch's producer wrapper (librdkafka, telemetry), or Spark's own
+Kafka data source (the JVM producer of spark-sql-kafka-0-10), batch or streaming."""
+
 _RETRYLESS_LOCAL = re.compile(r"^local(\[(\*|\d+)\])?$")
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -75,6 +83,12 @@ class RunOptions:
     """Passed to the tasks as HANGWATCH_TELEMETRY_DIR (spark.executorEnv); None leaves
     the executors' own environment alone (in Kubernetes the webhook sets it)."""
     progress_seconds: float = 5.0
+    sink: str = SINK_WRAPPER
+    """One of `SINKS`."""
+    sink_options: Mapping[str, str] = field(default_factory=dict)
+    """The Kafka data source's options (`--option kafka.acks=all`), connector sinks only."""
+    checkpoint: str | None = None
+    """The streaming query's checkpoint directory (connector-streaming; None: chosen)."""
     app_name: str = "hangwatch-pipeline"
     spark_log_level: str = "WARN"
 
@@ -216,6 +230,23 @@ def add_run_arguments(parser: argparse.ArgumentParser, *, with_master: bool = Tr
         help="a librdkafka producer property, e.g. message.timeout.ms=30000 (repeatable); "
         "${NAME} in a value is read from the executor's environment",
     )  # fmt: skip
+    sink = parser.add_argument_group("sink")
+    sink.add_argument(
+        "--sink", choices=SINKS, default=SINK_WRAPPER,
+        help="wrapper: hangwatch's producer wrapper (default); connector: Spark's Kafka data "
+        "source, df.write.format('kafka'); connector-streaming: writeStream.format('kafka') "
+        "with a checkpoint",
+    )  # fmt: skip
+    sink.add_argument(
+        "--option", dest="sink_options", action="append", default=[], metavar="KEY=VALUE",
+        help="a Kafka data source option of the connector sinks, e.g. kafka.acks=all, "
+        "kafka.delivery.timeout.ms=30000, kafka.max.block.ms=10000 (repeatable)",
+    )  # fmt: skip
+    sink.add_argument(
+        "--checkpoint", metavar="DIR",
+        help="connector-streaming: the query's checkpoint (run again with the same --run-id "
+        "and --checkpoint to resume; default: under the temporary directory, by run id)",
+    )  # fmt: skip
     parser.add_argument("--run-id", help="id of this run in every event (default: generated)")
     parser.add_argument(
         "--telemetry-dir",
@@ -243,6 +274,9 @@ def run_options(args: argparse.Namespace, environ: Mapping[str, str] | None = No
         raise UsageError(f"--run-id {args.run_id!r} must be 1-100 of [A-Za-z0-9._:-]")
     producer_conf = parse_assignments(args.producer_conf, strip_values=True)
     check_producer_conf(bootstrap, producer_conf)
+    sink = getattr(args, "sink", SINK_WRAPPER)
+    sink_options = parse_assignments(getattr(args, "sink_options", []), strip_values=True)
+    _check_sink(sink, producer_conf, sink_options, args)
     master = parse_master(getattr(args, "master", None))
     return RunOptions(
         bootstrap=bootstrap,
@@ -258,8 +292,38 @@ def run_options(args: argparse.Namespace, environ: Mapping[str, str] | None = No
         spark_conf=parse_spark_conf(args.spark_conf),
         telemetry_dir=args.telemetry_dir or env.get(TELEMETRY_DIR_ENV) or None,
         progress_seconds=args.progress_seconds,
+        sink=sink,
+        sink_options=sink_options,
+        checkpoint=getattr(args, "checkpoint", None),
         spark_log_level=_log_level(args.spark_log_level),
     )
+
+
+def _check_sink(
+    sink: str,
+    producer_conf: Mapping[str, str],
+    sink_options: Mapping[str, str],
+    args: argparse.Namespace,
+) -> None:
+    if sink == SINK_WRAPPER:
+        if sink_options:
+            raise UsageError("--option sets the connector sinks' producer: use -X with the wrapper")
+        if getattr(args, "checkpoint", None):
+            raise UsageError("--checkpoint is for --sink connector-streaming")
+        return
+    if producer_conf:
+        raise UsageError(
+            f"-X sets librdkafka properties of the wrapper; --sink {sink} writes with Spark's "
+            "Java producer: use --option kafka.KEY=VALUE"
+        )
+    check_sink_options(sink_options)
+    if sink == SINK_CONNECTOR_STREAMING:
+        if args.input is not None:
+            raise UsageError("--sink connector-streaming generates its events: drop --input")
+        if args.rate is not None:
+            raise UsageError("--sink connector-streaming sends as fast as Spark can: drop --rate")
+    elif getattr(args, "checkpoint", None):
+        raise UsageError("--checkpoint is for --sink connector-streaming")
 
 
 def _source(args: argparse.Namespace) -> tuple[int | None, float | None]:

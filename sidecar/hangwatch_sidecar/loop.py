@@ -304,6 +304,7 @@ class SidecarLoop:
             python_stacks=self.stacks is not None,
             stacks=stacks,
             stack_samples=self.stacks.samples if self.stacks else 0,
+            failure_budget=self.spark.budget if self.spark else previous.failure_budget,
         )
         self._publish(state)
         return state

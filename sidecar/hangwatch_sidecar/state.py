@@ -76,6 +76,8 @@ class SidecarState:
     """The driver UI the Spark view reads; None when the Spark view is off."""
     spark: SparkView | None = None
     spark_reads: ReadStats = field(default_factory=ReadStats)
+    failure_budget: status.FailureBudget | None = None
+    """The application's executor failure budget (`spark.failures`), as last read."""
     sockets: SocketObservation | None = None
     """The round's view of the pod's own connections to brokers (None: switched off)."""
     probe_counts: ProbeCounts = field(default_factory=ProbeCounts)
@@ -207,7 +209,9 @@ def _spark(state: SidecarState) -> status.SparkStatus | None:
     )
     view = state.spark
     if view is None:
-        return status.SparkStatus(driver_ui=state.spark_ui, reads=read_stats)
+        return status.SparkStatus(
+            driver_ui=state.spark_ui, reads=read_stats, failure_budget=state.failure_budget
+        )
     threads = sorted(view.threads, key=lambda o: o.thread.activity == Activity.SENDING)
     running = view.task_running_seconds
     return status.SparkStatus(
@@ -224,6 +228,7 @@ def _spark(state: SidecarState) -> status.SparkStatus | None:
         producer_threads_total=len(view.threads),
         producer_threads=[_thread(o) for o in threads[:SPARK_SHOWN]],
         reads=read_stats,
+        failure_budget=state.failure_budget,
     )
 
 

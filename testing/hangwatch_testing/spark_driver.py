@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,9 +43,11 @@ class Driver:
 
 
 @contextmanager
-def local_cluster_driver(work: Path, app_name: str, jars: Sequence[Path] = ()) -> Iterator[Driver]:
+def local_cluster_driver(
+    work: Path, app_name: str, jars: Sequence[Path] = (), conf: Mapping[str, str] | None = None
+) -> Iterator[Driver]:
     """The application (see the module docstring); PYSPARK_PYTHON and SPARK_HOME are set
-    for its lifetime and restored after."""
+    for its lifetime and restored after. `conf`: more Spark properties of the application."""
     saved = {name: os.environ.get(name) for name in ("PYSPARK_PYTHON", "SPARK_HOME")}
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_HOME"] = str(private_spark_home(work))
@@ -56,6 +58,8 @@ def local_cluster_driver(work: Path, app_name: str, jars: Sequence[Path] = ()) -
         .config("spark.ui.port", "0")
         .config("spark.ui.showConsoleProgress", "false")
     )
+    for key, setting in (conf or {}).items():
+        builder = builder.config(key, setting)
     if jars:
         paths = ",".join(str(j) for j in jars)
         builder = builder.config("spark.jars", paths).config(

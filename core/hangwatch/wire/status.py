@@ -212,6 +212,30 @@ class SparkReads(msgspec.Struct, kw_only=True, frozen=True):
     last_response_bytes: Count = 0
 
 
+Budget = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31)]
+
+
+class FailureBudget(msgspec.Struct, kw_only=True, frozen=True):
+    """Spark's executor failure budget of the pod's application (docs/sidecar.md, "The
+    failure budget"): Spark 3.5+ ends an application on Kubernetes (and YARN) once more
+    than `max_failures` executors failed within `validity_seconds`. The sidecar reads it
+    from the driver; the operator refuses a restart that would exhaust it."""
+
+    spark_version: Text = ""
+    max_failures: Count | None = None
+    """`spark.executor.maxNumFailures`, or Spark's default for the application's
+    settings; None: this Spark (< 3.5) ends no application for executor failures."""
+    configured: bool = False
+    """The application set `spark.executor.maxNumFailures` itself."""
+    validity_seconds: Seconds | None = None
+    """`spark.executor.failuresValidityInterval`; None: failures never expire."""
+    failures: Count = 0
+    """Executors of the application that ended other than by decommissioning (in the
+    validity interval): what Spark counts, at worst."""
+    remaining: Budget | None = None
+    """`max_failures - failures`: executor failures Spark still tolerates (None: no limit)."""
+
+
 class SparkStatus(msgspec.Struct, kw_only=True, frozen=True):
     """Spark's view of the pod's executor (absent when the sidecar's Spark view is off)."""
 
@@ -233,6 +257,8 @@ class SparkStatus(msgspec.Struct, kw_only=True, frozen=True):
         msgspec.field(default_factory=list)
     )
     reads: SparkReads = msgspec.field(default_factory=SparkReads)
+    failure_budget: FailureBudget | None = None
+    """None until the driver told its settings (or when it cannot)."""
 
 
 class PythonThread(msgspec.Struct, kw_only=True, frozen=True):

@@ -31,7 +31,8 @@ from typing import Any
 from urllib.parse import quote
 
 from hangwatch.spark_driver import DriverUi
-from hangwatch_sidecar.spark import answers
+from hangwatch.wire.status import FailureBudget
+from hangwatch_sidecar.spark import answers, failures
 from hangwatch_sidecar.spark.threads import ThreadDumpError, classify_dump
 from hangwatch_sidecar.spark.types import SparkSnapshot, StagePeers, TaskThread
 
@@ -200,6 +201,7 @@ class DriverReader:
     ) -> None:
         self.client, self.executor_id, self.clock = client, executor_id, clock
         self.application_id = application_id
+        self._budget_settings: failures.BudgetSettings | None = None
 
     def _app_path(self) -> str:
         if not self.application_id:
@@ -242,6 +244,22 @@ class DriverReader:
             )
             return SparkSnapshot(at=at, counts=counts, thread_dump=False)
         return SparkSnapshot(at=at, tasks=dump.tasks, threads=dump.threads)
+
+    def read_budget(self, now: float) -> FailureBudget:
+        """The application's executor failure budget as of `now` (epoch seconds): its
+        settings read once (version, environment), its dead executors every time.
+        Raises DriverError or AnswerError."""
+        base = self._app_path()
+        if self._budget_settings is None:
+            version = failures.spark_version(self.client.get_json("/api/v1/version"))
+            environment = self.client.get_json(f"{base}/environment")
+            self._budget_settings = failures.budget_settings(version, environment)
+        settings = self._budget_settings
+        if settings.max_failures is None:
+            return failures.failure_budget(settings, 0)
+        executors = self.client.get_json(f"{base}/allexecutors")
+        failed = failures.failed_executors(executors, now, settings.validity_seconds)
+        return failures.failure_budget(settings, failed)
 
     def read_peers(self, tasks: Iterable[TaskThread]) -> dict[tuple[int, int], StagePeers]:
         """Counts and the finished tasks' median duration of the stages of `tasks` (at most

@@ -6,8 +6,10 @@ returns the newest `SparkView` at once: a round never waits for the driver, so a
 blackholed or hostile driver cannot delay a verdict (its reads time out on their own;
 a view older than `max_age_seconds` counts as unavailable). A read first takes the
 executor's thread dump; only tasks that have already run for half the stall threshold
-cost two more requests (their stage's counts and finished tasks' median), so a
-healthy executor costs the driver one request per interval. State changes of the
+cost two more requests (their stage's counts and finished tasks' median). Whenever
+the driver answered, the application's executor failure budget is read too
+(`spark.failures`: its version and environment once, `allexecutors` each time), so a
+healthy executor costs the driver two requests per interval. State changes of the
 view (available, unavailable and why) are logged once, not every round.
 """
 
@@ -21,11 +23,16 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import replace
 
+from hangwatch.wire.status import FailureBudget
+from hangwatch_sidecar.spark.answers import AnswerError
 from hangwatch_sidecar.spark.client import DriverError, DriverReader
 from hangwatch_sidecar.spark.tracking import SparkTracker, aged
 from hangwatch_sidecar.spark.types import ReadStats, SparkSnapshot, SparkView
 
 log = logging.getLogger(__name__)
+
+UNREACHABLE = frozenset({"refused", "timeout", "dns", "network"})
+"""Read errors after which the failure budget is not asked for (the driver did not answer)."""
 
 
 class SparkWatch:
@@ -53,12 +60,20 @@ class SparkWatch:
         self._next = clock()
         self._errors: Counter[str] = Counter()
         self._stats = ReadStats()
+        self._budget: FailureBudget | None = None
         self._lock = threading.Lock()
 
     @property
     def stats(self) -> ReadStats:
         with self._lock:
             return self._stats
+
+    @property
+    def budget(self) -> FailureBudget | None:
+        """The application's executor failure budget as last read (None: not yet, or
+        the driver did not tell)."""
+        with self._lock:
+            return self._budget
 
     def poll(self) -> SparkView:
         """The newest view (aged); starts a read when one is due. Never waits."""
@@ -84,6 +99,23 @@ class SparkWatch:
             )
         view = self.tracker.observe(snapshot)
         self._record(snapshot, view)
+        if snapshot.ok or snapshot.error_kind not in UNREACHABLE:
+            self._read_budget()  # the driver answers (about this executor or not)
+
+    def _read_budget(self) -> None:
+        try:
+            budget = self.reader.read_budget(time.time())
+        except (DriverError, AnswerError) as exc:
+            log.debug("failure budget unavailable", extra={"error": str(exc)})
+            return
+        with self._lock:
+            was, self._budget = self._budget, budget
+        if was is None or was.remaining != budget.remaining:
+            log.info(
+                "Spark failure budget",
+                extra={"max_failures": budget.max_failures, "failures": budget.failures,
+                       "remaining": budget.remaining},
+            )  # fmt: skip
 
     def _with_peers(self, snapshot: SparkSnapshot) -> SparkSnapshot:
         half = self.tracker.stall_seconds / 2
