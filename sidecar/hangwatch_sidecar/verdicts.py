@@ -212,10 +212,15 @@ def _assess_metadata(
         ev["metadata_age_seconds"] = round(producer.metadata_age_seconds, 1)
     if (
         disagreements
+        and producer.pending > 0
         and producer.metadata_age_seconds is not None
         and producer.metadata_age_seconds > thresholds.election_grace_seconds
     ):
-        # Leaders moved and the producer has not refreshed for longer than an election.
+        # Leaders moved and the producer, with messages to send, has not refreshed for
+        # longer than an election. An idle producer's cached leaders are no fault: its next
+        # send is answered NOT_LEADER and refreshes them, or its periodic refresh does (a
+        # task paused through an election was restarted for this in the false-restart soak);
+        # if its sends then keep failing, `failing_seconds` below says so.
         reasons.append(
             f"producer's leaders disagree with the cluster on {len(disagreements)} partitions "
             f"and its metadata is {producer.metadata_age_seconds:.0f} s old"

@@ -172,14 +172,25 @@ def test_stalled_during_broker_failure_is_broker_degraded_never_hung() -> None:
 
 
 def test_s1_leader_disagreement_with_old_metadata_is_metadata_stale() -> None:
-    stale = producer(leaders={("t", 0): 3, ("t", 1): 2, ("t", 2): 3}, metadata_age_seconds=90)
+    leaders = {("t", 0): 3, ("t", 1): 2, ("t", 2): 3}
+    stale = producer(leaders=leaders, metadata_age_seconds=90, pending=12, pending_seconds=2.0)
     result = evaluate(cluster(), [stale], thresholds=T, now=100)
     assert result.pod.verdict is V.METADATA_STALE
     assert result.producers["producer-42-1"].evidence["leader_disagreements"] == [
         "t/0: producer says 3, cluster says 1"
     ]
-    fresh = producer(leaders={("t", 0): 3}, metadata_age_seconds=5)  # within election grace
+    fresh = replace(stale, metadata_age_seconds=5)  # within election grace
     assert evaluate(cluster(), [fresh], thresholds=T, now=100).pod.verdict is V.HEALTHY
+
+
+def test_an_idle_producer_with_leaders_from_before_an_election_is_healthy() -> None:
+    # A task paused through an election: nothing to send, its cached leaders are old. Its
+    # next send refreshes them (NOT_LEADER), or its periodic refresh: no restart for that
+    # (the false-restart soak restarted such executors before this rule).
+    idle = producer(leaders={("t", 0): 3}, metadata_age_seconds=50, pending=0)
+    result = evaluate(cluster(), [idle], thresholds=T, now=100)
+    assert result.pod.verdict is V.HEALTHY
+    assert result.producers["producer-42-1"].evidence["leader_disagreements"]
 
 
 def test_s3_blackholed_and_refused_brokers_are_named_with_their_class() -> None:
