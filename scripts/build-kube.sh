@@ -56,14 +56,15 @@ PAUSE_IMAGE_REPO="localhost/hangwatch/pause"
 kube_ok() {
   local b
   for b in "${KUBE_BINARIES[@]}"; do [ -x "$KUBE_BIN/$b" ] || return 1; done
-  "$KUBE_BIN/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes $KUBE_VERSION" || return 1
-  "$KUBE_BIN/kubelet" --version 2>/dev/null | grep -qx "Kubernetes $KUBE_VERSION"
+  # (outputs captured first: grep -q closing a pipe early fails it under pipefail)
+  [ "$("$KUBE_BIN/kube-apiserver" --version 2>/dev/null)" = "Kubernetes $KUBE_VERSION" ] || return 1
+  [ "$("$KUBE_BIN/kubelet" --version 2>/dev/null)" = "Kubernetes $KUBE_VERSION" ]
 }
-etcd_ok() { "$ETCD_BIN/etcd" --version 2>/dev/null | grep -q "etcd Version: ${ETCD_VERSION#v}$"; }
+etcd_ok() { [[ "$("$ETCD_BIN/etcd" --version 2>/dev/null)" == *"etcd Version: ${ETCD_VERSION#v}"* ]]; }
 containerd_ok() {
   local b
   for b in "${CONTAINERD_BINARIES[@]}"; do [ -x "$CONTAINERD_BIN/$b" ] || return 1; done
-  "$CONTAINERD_BIN/containerd" --version 2>/dev/null | grep -q " $CONTAINERD_VERSION "
+  [[ "$("$CONTAINERD_BIN/containerd" --version 2>/dev/null)" == *" $CONTAINERD_VERSION "* ]]
 }
 pause_dir() { printf '%s/pause-%s' "$HOME_DIR" "$1"; }
 pause_ok() { [ -n "${PAUSE_VERSION:-}" ] && [ -s "$(pause_dir "$PAUSE_VERSION")/pause.oci.tar" ]; }
@@ -185,8 +186,9 @@ fi
 
 # --- the pause image, from the release's own pause.c ---
 step pause "the pause binary (gcc -static) and its OCI image"
-src=$(cd "$MODULES/kubernetes" && "$GO" list -m -f '{{.Dir}}' k8s.io/kubernetes 2>>"$LOG") \
-  || fail "cannot locate the k8s.io/kubernetes module (go mod download in scripts/kube/kubernetes)"
+src=$(cd "$MODULES/kubernetes" && "$GO" mod download k8s.io/kubernetes 2>>"$LOG" \
+  && "$GO" list -m -f '{{.Dir}}' k8s.io/kubernetes 2>>"$LOG") && [ -d "$src" ] \
+  || fail "cannot download the k8s.io/kubernetes module: the Go module proxy must be reachable"
 PAUSE_VERSION=$(awk '$1 == "TAG" && $2 == "?=" { print $3 }' "$src/build/pause/Makefile")
 [ -n "$PAUSE_VERSION" ] || fail "no TAG in $src/build/pause/Makefile"
 echo "$PAUSE_VERSION" >"$HOME_DIR/pause-version-$KUBE_VERSION"

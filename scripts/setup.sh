@@ -34,6 +34,12 @@ command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
 command -v podman >/dev/null 2>&1 || need_apt+=(podman)
 command -v runc >/dev/null 2>&1 || need_apt+=(runc)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
+# the node tier (tests/node): Debian's CNI plugins, a static libc for the pause binary,
+# curl and unzip for a Go toolchain from the module proxy when no go here is new enough
+[ -x /usr/lib/cni/bridge ] || need_apt+=(containernetworking-plugins)
+[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || need_apt+=(libc6-dev)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+command -v unzip >/dev/null 2>&1 || need_apt+=(unzip)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} from Debian" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
