@@ -5,7 +5,8 @@ Not a test module. Executor pods are the ones `hangwatch_testing.spark_pods` des
 changes a run on this node needs: requests a 2-core node can satisfy (as
 `spark.kubernetes.executor.request.cores` would give), the executor's ConfigMap, and,
 since no Spark image is built here, the executor container runs a process from the
-hangwatch image (`python3 -c ...`) in place of Spark's executor backend. The policy
+hangwatch image (`python3 -c ...`, its command line carrying the class name Spark's
+image starts executors with) in place of Spark's executor backend. The policy
 points the sidecar at `bootstrap` (an address pods can reach).
 """
 
@@ -20,6 +21,8 @@ from tests.kube.spark import as_submitted
 from tests.node.cluster import NodeCluster
 
 NAMESPACE = "spark-jobs"
+EXECUTOR_MAIN_CLASS = "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend"
+"""What Spark's own Kubernetes image runs in an executor container (entrypoint.sh)."""
 POLICY = "node-executors"
 
 
@@ -51,7 +54,11 @@ def policy(name: str, bootstrap: str, *, mode: str = "auto", app: str = "") -> d
             "selector": selector,
             "roles": ["executor"],
             "kafka": {"bootstrapServers": [bootstrap], "topics": ["events"]},
-            "probes": {"probeIntervalSeconds": 2},
+            "probes": {
+                "probeIntervalSeconds": 5,
+                "connectTimeoutSeconds": 1,
+                "requestTimeoutSeconds": 2,
+            },
             "detection": {"stallSeconds": 10},
             "actions": {"producerHung": ["restart", "alert"]},
             "sidecar": {"injectionMode": mode},
@@ -89,7 +96,9 @@ def executor_for(
     spec["terminationGracePeriodSeconds"] = 5
     container = spec["containers"][0]
     container["image"], container["imagePullPolicy"] = image, "Never"
-    container["command"] = ["python3", "-c", script]
+    # the command line ends with the class Spark's Kubernetes image starts executors
+    # with (what the legacy sidecar waits for): python3 -c SCRIPT <that class name>
+    container["command"] = ["python3", "-c", script, EXECUTOR_MAIN_CLASS]
     container.pop("args", None)
     container["resources"] = {
         "requests": {"cpu": "100m", "memory": "128Mi"},
