@@ -4,7 +4,8 @@
 # the real-API-server tier's etcd and the toolchain that builds kube-apiserver v1.20.2
 # once (golang-go, dpkg-dev; cached in ~/.cache/hangwatch), Debian's sarama and kafka-go
 # sources (real clients the tests build in GOPATH mode), the image test's container
-# tools (buildah, podman, runc, debootstrap), and the project itself with its
+# tools (buildah, podman, runc, debootstrap), the node tier's CNI plugins and static
+# libc, and the project itself with its
 # development extras. Java's JDK (javac) compiles one Spark-view test's classes. Safe
 # to run again. `--kube` (what `make test` passes) also builds the API server when it
 # is not cached; `make demo` does not need it.
@@ -59,5 +60,8 @@ fi
 echo "setup: installing hangwatch with its dev extras (pip)" >&2
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[dev]'
 # The real API server of tests/kube: built once from Debian's source package (about 8
-# minutes on 2 cores), a no-op when cached.
+# minutes on 2 cores), a no-op when cached. The single-node cluster of tests/node:
+# Kubernetes, etcd and containerd from the Go module proxy (20-40 minutes cold on 2
+# cores, docs/testing-tiers.md), a no-op when cached.
 [ -z "$build_kube" ] || bash scripts/build-kube-apiserver.sh
+[ -z "$build_kube" ] || bash scripts/build-kube.sh
