@@ -27,7 +27,10 @@ of this shared machine's settings. The pods' cgroups live under a cgroup of the 
 own (`cgroupRoot`), removed afterwards. `close` deletes the pods (the kubelet stops
 them), stops every process, removes the cgroups and the bridge, on every exit path;
 `leftovers` lists what would be left of the tier's interfaces, iptables rules, mounts,
-cgroups and runtime processes (the session fixture fails if anything is).
+cgroups and runtime processes (the session fixture fails if anything is). A test
+process killed outright cannot clean up: every node records its owner in
+/run/hangwatch-node, and the next `node_cluster` first removes what nodes of dead
+owners left (`reap_abandoned`: their processes, pods, cgroups, bridge and directory).
 
 This machine's constraints, each met by one setting: cgroup v1 (hybrid) without
 systemd, so the cgroupfs driver and `failCgroupV1: false`; a negative oom_score_adj
@@ -67,6 +70,10 @@ NODE_NAME = "hangwatch-node"
 START_TIMEOUT_SECONDS = 180.0
 CONTAINERD_NAMESPACE = "k8s.io"
 CGROUP_FS = Path("/sys/fs/cgroup")
+OWNERS = Path("/run/hangwatch-node")
+"""One record per started node (file named after its bridge: owner pid and work
+directory), so that a later session can clean up after a test process that was killed
+before its `close` could run (`reap_abandoned`)."""
 KUBELET_TUNABLES = {
     "vm.overcommit_memory": 1,
     "vm.panic_on_oom": 0,
@@ -156,6 +163,74 @@ def free_pod_network() -> ipaddress.IPv4Network:
     raise NodeUnavailableError("no free 10.x.y.0/24 for the pod bridge: every one is routed here")
 
 
+def processes_of(workdir: Path, program: bytes = b"") -> list[int]:
+    """Processes whose command line names `workdir` (and contains `program`)."""
+    marker = str(workdir).encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with suppress(OSError):
+            cmdline = (entry / "cmdline").read_bytes()
+            if program in cmdline and marker in cmdline:
+                pids.append(int(entry.name))
+    return pids
+
+
+def shims_of(workdir: Path) -> list[int]:
+    """The runc shims of the containerd whose socket is under `workdir`."""
+    return processes_of(workdir, b"containerd-shim-runc-v2")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def reap_abandoned() -> list[str]:
+    """Clean up after nodes whose test process died without stopping them (SIGKILL, a
+    crash): their pods' processes (every process in the node's cgroups), runc shims,
+    cgroups, bridge and work directory. Nodes of live processes are left alone. Returns
+    the bridges it cleaned."""
+    if not OWNERS.is_dir():
+        return []
+    cleaned = []
+    for record in sorted(OWNERS.iterdir()):
+        with suppress(OSError, ValueError, KeyError):
+            owner = json.loads(record.read_text())
+            if _alive(int(owner["pid"])):
+                continue
+            workdir = Path(owner["workdir"])
+            # the control plane, the runtime and its shims (they all name the directory)
+            for pid in processes_of(workdir):
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            roots = [h / f"hangwatch-node-{record.name}" for h in CGROUP_FS.iterdir()]
+            roots = [root for root in roots if root.is_dir()]
+            for root in roots:  # the pods' processes
+                for directory, _, _ in os.walk(root):
+                    with suppress(OSError):
+                        for pid_text in Path(directory, "cgroup.procs").read_text().split():
+                            with suppress(ProcessLookupError):
+                                os.kill(int(pid_text), signal.SIGKILL)
+            deadline = time.monotonic() + 10  # killed processes leave their cgroups soon
+            while roots and time.monotonic() < deadline:
+                for root in roots:
+                    for directory, _, _ in sorted(os.walk(root), key=lambda w: -len(w[0])):
+                        with suppress(OSError):
+                            os.rmdir(directory)
+                roots = [root for root in roots if root.exists()]
+                time.sleep(0.1)
+            _ip("link", "del", record.name, check=False)
+            shutil.rmtree(workdir, ignore_errors=True)
+            record.unlink()
+            cleaned.append(record.name)
+    return cleaned
+
+
 def tier_iptables_lines(bridge: str, network: str) -> list[str]:
     """Rules and chains in iptables-save that belong to the tier (its bridge, its pod
     network, the chains a kubelet or CNI plugin would create), in every table."""
@@ -235,6 +310,9 @@ class NodeCluster:
 
     def start(self) -> None:
         self.iptables_before = tier_iptables_lines(self.bridge, str(self.pod_network))
+        OWNERS.mkdir(exist_ok=True)
+        record = {"pid": os.getpid(), "workdir": str(self.workdir)}
+        (OWNERS / self.bridge).write_text(json.dumps(record))
         authority = Authority(self.pki)
         self._network()
         self._control_plane(authority)
@@ -678,6 +756,9 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
         self._unmount_all()
         self._remove_cgroups()
         _ip("link", "del", self.bridge, check=False)
+        (OWNERS / self.bridge).unlink(missing_ok=True)
+        with suppress(OSError):
+            OWNERS.rmdir()  # when no other node runs
 
     def _drain(self) -> None:
         """Delete every pod and wait (bounded) for the kubelet to stop them."""
@@ -725,16 +806,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
                 os.kill(pid, signal.SIGKILL)
 
     def _our_shims(self) -> list[int]:
-        marker = str(self.containerd_socket).encode()
-        pids = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            with suppress(OSError):
-                cmdline = (entry / "cmdline").read_bytes()
-                if b"containerd-shim-runc-v2" in cmdline and marker in cmdline:
-                    pids.append(int(entry.name))
-        return pids
+        return shims_of(self.workdir)
 
     def _unmount_all(self) -> None:
         prefix = str(self.workdir)
@@ -773,6 +845,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
 def node_cluster(workdir: Path | None = None) -> Iterator[NodeCluster]:
     """A started single-node cluster, stopped and cleaned afterwards (directory removed)."""
     components = Components.find()
+    reap_abandoned()
     own = workdir is None
     directory = workdir or Path(tempfile.mkdtemp(prefix="hangwatch-node-"))
     cluster = NodeCluster(directory, components)
