@@ -53,7 +53,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -685,6 +685,19 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
     def delete(self, path: str, grace_seconds: int | None = None) -> Any:
         body = None if grace_seconds is None else {"gracePeriodSeconds": grace_seconds}
         return self._request("DELETE", path, body)
+
+    def watch(self, path: str, stop: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+        """The events of a watch on `path` (a collection with `?watch=true&...`), read
+        until `stop(event)` is true or the server ends the watch (at most 5 minutes)."""
+        events: list[dict[str, Any]] = []
+        request = urllib.request.Request(f"{self.server}{path}")
+        with urllib.request.urlopen(request, context=self._ssl_context(), timeout=300) as answer:
+            for line in answer:
+                event: dict[str, Any] = json.loads(line)
+                events.append(event)
+                if stop(event):
+                    break
+        return events
 
     def exists(self, path: str) -> bool:
         try:

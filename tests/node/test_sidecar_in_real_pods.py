@@ -16,6 +16,9 @@ hangwatch image (no Spark image is built here). Covered:
 - the sidecar serves `/status` on the pod IP, naming that pod, and its socket view
   lists that pod's own connection to the broker address (the connection the executor
   opened, as the peer address the listener on the node saw);
+- the operator's delete (its own call, uid precondition, its ServiceAccount's token)
+  is refused for another uid; with the pod's uid the kubelet stops the executor
+  (SIGTERM: exit 143, as without hangwatch), then the sidecar, which exits 0;
 - a policy asking for `legacy` gets the legacy sidecar (a regular container,
   shareProcessNamespace); it exits by itself, with 0, when the executor's process is
   gone, and the pod ends Succeeded.
@@ -23,6 +26,7 @@ hangwatch image (no Spark image is built here). Covered:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -30,13 +34,15 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hangwatch_operator.injection import MODE_ANNOTATION, SIDECAR_CONTAINER
+from hangwatch_operator.kube_api import KubeApi, KubeApiError
 from hangwatch_testing.emulated_cluster import OperatorRun
-from tests.kube.release import HelmRelease, running_operator
+from tests.kube.release import HelmRelease, operator_kubeconfig, running_operator
 from tests.node.cluster import NodeCluster
 from tests.node.workloads import (
     NAMESPACE,
@@ -116,10 +122,12 @@ def operator(
 def _executor_script(sidecar_port: int, broker: str, seconds: float) -> str:
     """The executor's process: reach the sidecar on the pod's loopback (retrying while
     it starts), open a connection to the broker and send a request, hold it for
-    `seconds`, then report through the termination message and exit 0."""
+    `seconds`, then report through the termination message and exit 0. SIGTERM ends it
+    with 143, as it ends Spark's executor JVM (PID 1 would otherwise ignore it)."""
     host, port = broker.rsplit(":", 1)
     return f"""
-import socket, time, urllib.request
+import os, signal, socket, time, urllib.request
+signal.signal(signal.SIGTERM, lambda *_: os._exit(143))  # as a JVM under tini ends
 tries = 0
 while True:
     tries += 1
@@ -247,3 +255,55 @@ def test_legacy_sidecar_when_the_policy_asks_exits_zero_after_the_executor(
     assert _time(statuses[SIDECAR_CONTAINER]["finishedAt"]) >= _time(
         statuses["spark-kubernetes-executor"]["finishedAt"]
     )
+
+
+def test_deleting_the_executor_as_the_operator_does_stops_it_then_the_sidecar(
+    node: NodeCluster,
+    release: HelmRelease,
+    hangwatch_image: str,
+    operator: OperatorRun,
+    broker: SilentBroker,
+    tmp_path: Path,
+) -> None:
+    """Remediation's delete, on a real pod: the operator's own call (`KubeApi.delete_pod`,
+    with the pod's uid as precondition, as the chart's ServiceAccount) is refused for
+    another uid and leaves the pod running; with its uid the kubelet stops the executor
+    (SIGTERM, as without hangwatch), then the sidecar, which exits 0, and the pod goes."""
+    driver = submit_driver(node, "-deleted")
+    script = _executor_script(release.sidecar_port, broker.address, seconds=600)
+    body = executor_for(node, driver, 3, hangwatch_image, script, suffix="-deleted")
+    name = create_pod(node, body)["metadata"]["name"]
+    running = _wait_pod(node, name, "Running", _phase("Running"))
+    uid, version = running["metadata"]["uid"], running["metadata"]["resourceVersion"]
+    kubeconfig = operator_kubeconfig(node, tmp_path)
+
+    async def delete(with_uid: str) -> None:
+        api = await KubeApi.connect(str(kubeconfig))
+        try:
+            await api.delete_pod(NAMESPACE, name, with_uid, None)
+        finally:
+            await api.close()
+
+    with pytest.raises(KubeApiError) as refused:
+        asyncio.run(delete("00000000-0000-0000-0000-000000000000"))
+    assert refused.value.status == 409, refused.value
+    assert read_pod(node, name)["status"]["phase"] == "Running"
+
+    events: list[dict[str, Any]] = []
+    path = (
+        f"/api/v1/namespaces/{NAMESPACE}/pods?watch=true&resourceVersion={version}"
+        f"&fieldSelector=metadata.name%3D{name}"
+    )
+    watcher = threading.Thread(
+        target=lambda: events.extend(node.watch(path, lambda e: e["type"] == "DELETED"))
+    )
+    watcher.start()
+    asyncio.run(delete(uid))
+    watcher.join(300)
+    assert events and events[-1]["type"] == "DELETED", [e["type"] for e in events]
+    final = events[-1]["object"]["status"]
+    sidecar = _terminated(final["initContainerStatuses"][0])
+    executor = _terminated(final["containerStatuses"][0])
+    assert executor["exitCode"] == 143, executor  # SIGTERM from the kubelet, as without us
+    assert sidecar["exitCode"] == 0, sidecar
+    assert _time(sidecar["finishedAt"]) >= _time(executor["finishedAt"])
