@@ -1,7 +1,7 @@
 # The two Quickstart commands are `make demo` and `make test`; each installs what it needs.
 PY ?= python3
 
-.PHONY: setup demo test check pytest bench image kube-apiserver
+.PHONY: setup demo test check pytest bench image kube-apiserver kube
 
 # The image `make image` builds and the chart's default image (image.repository and
 # sidecar.image.repository, tag = the chart's appVersion): tests/chart checks they agree.
@@ -49,6 +49,11 @@ image:
 # The real API server of tests/kube (built once, cached in ~/.cache/hangwatch).
 kube-apiserver:
 	bash scripts/build-kube-apiserver.sh
+
+# The single-node cluster of tests/node (Kubernetes, etcd, containerd from the Go module
+# proxy; built once, cached by version in ~/.cache/hangwatch/kube).
+kube:
+	bash scripts/build-kube.sh
 
 bench:
 	bash scripts/setup.sh --kube

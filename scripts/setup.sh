@@ -5,13 +5,13 @@
 # once (golang-go, dpkg-dev; cached in ~/.cache/hangwatch), Debian's sarama and kafka-go
 # sources (real clients the tests build in GOPATH mode), the image test's container
 # tools (buildah, podman, runc, debootstrap), Chromium (a test opens the demo's HTML
-# report headless), and the project itself with its development extras. Java's JDK
-# (javac) compiles one Spark-view test's classes; Maven resolves from Maven Central, once
-# per version, Apache Kafka's jars for the lab's real engine (lab/kafka/pom.xml, cached in
-# ~/.cache/hangwatch/kafka) and Spark's Kafka connector
-# (hangwatch_pipeline/spark-kafka.pom.xml, ~/.cache/hangwatch/spark-kafka). Safe to run
-# again. `--kube` (what `make test` passes) also builds the API server when it is not
-# cached; `make demo` does not need it.
+# report headless), the node tier's CNI plugins and static libc, and the project itself
+# with its development extras. Java's JDK (javac) compiles one Spark-view test's classes;
+# Maven resolves from Maven Central, once per version, Apache Kafka's jars for the lab's
+# real engine (lab/kafka/pom.xml, cached in ~/.cache/hangwatch/kafka) and Spark's Kafka
+# connector (hangwatch_pipeline/spark-kafka.pom.xml, ~/.cache/hangwatch/spark-kafka).
+# Safe to run again. `--kube` (what `make test` passes) also builds the API servers when
+# they are not cached; `make demo` does not need them.
 set -euo pipefail
 build_kube=""
 case "${1:-}" in
@@ -42,6 +42,12 @@ command -v runc >/dev/null 2>&1 || need_apt+=(runc)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 # headless Chromium opens the demo's HTML report in a test, as a reader would
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# the node tier (tests/node): Debian's CNI plugins, a static libc for the pause binary,
+# curl and unzip for a Go toolchain from the module proxy when no go here is new enough
+[ -x /usr/lib/cni/bridge ] || need_apt+=(containernetworking-plugins)
+[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || need_apt+=(libc6-dev)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+command -v unzip >/dev/null 2>&1 || need_apt+=(unzip)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} from Debian" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -67,5 +73,8 @@ python3 -m hangwatch_lab.kafkajars >/dev/null
 # about 17 s from an empty Maven repository).
 python3 -m hangwatch_pipeline.spark_kafka
 # The real API server of tests/kube: built once from Debian's source package (about 8
-# minutes on 2 cores), a no-op when cached.
+# minutes on 2 cores), a no-op when cached. The single-node cluster of tests/node:
+# Kubernetes, etcd and containerd from the Go module proxy (20-40 minutes cold on 2
+# cores, docs/testing-tiers.md), a no-op when cached.
 [ -z "$build_kube" ] || bash scripts/build-kube-apiserver.sh
+[ -z "$build_kube" ] || bash scripts/build-kube.sh

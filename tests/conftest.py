@@ -37,9 +37,10 @@ module's. `spark`: the Spark pipeline tests and the demo each start Spark JVMs t
 take both cores; two of them at once slow each other past their deadlines. The
 five-minute soak is a group of its own, so that the rest of its module runs beside it."""
 
-FIRST = ("five-minute-soak", "spark", "kube")
+FIRST = ("five-minute-soak", "spark", "kube", "node")
 """The longest groups, handed to workers first so that none of them finishes last
-(`kube`: the real API server tier, whose tests name that group themselves)."""
+(`kube`: the real API server tier, `node`: the single-node cluster tier, whose tests
+name those groups themselves)."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups

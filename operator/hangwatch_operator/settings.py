@@ -71,10 +71,14 @@ class OperatorSettings:
     """Kubernetes 1.x minor from which `auto` picks native sidecars: the SidecarContainers
     feature is beta and on by default from 1.29 (alpha, off, in 1.28)."""
 
-    legacy_exit_when_gone: str = "org.apache.spark.executor."
+    legacy_exit_when_gone: str = "ExecutorBackend"
     """Command-line fragment of the process the legacy sidecar waits for before it exits.
-    Spark 3.x executors run `...executor.CoarseGrainedExecutorBackend` (or
-    `KubernetesExecutorBackend` from 3.4); both carry this package name."""
+    Spark's Kubernetes image starts executors as
+    `org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend` (3.x and 4.x
+    entrypoint.sh), older and standalone ones as
+    `org.apache.spark.executor.CoarseGrainedExecutorBackend`: both end with this. (The
+    earlier `org.apache.spark.executor.` missed the first, so a legacy sidecar in a real
+    Spark-on-Kubernetes executor pod never exited and the pod never completed.)"""
 
     webhook_listen_address: str = "0.0.0.0"
     """Where kopf's webhook server listens. All interfaces, because the API server reaches

@@ -2,7 +2,7 @@
 
 On clusters without native sidecars (Kubernetes < 1.29) the webhook injects the
 sidecar as a regular container with `shareProcessNamespace: true` and
-`--exit-when-gone org.apache.spark.executor.`; the pod can only complete once the
+`--exit-when-gone ExecutorBackend`; the pod can only complete once the
 sidecar exits too. `ExecutorWatch` scans /proc for a command line containing the
 pattern and reports "gone" only after it has been seen at least once, so a sidecar
 that starts before the executor does not exit early.

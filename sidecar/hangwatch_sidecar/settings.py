@@ -249,7 +249,7 @@ class SidecarSettings:
         metadata=_doc(
             "Keep only the sockets one process tree holds: a PID, or text of the root's "
             "command line (every process containing it, and all their descendants; e.g. "
-            "org.apache.spark.executor.). Empty: every process of the network namespace. For "
+            "ExecutorBackend). Empty: every process of the network namespace. For "
             "executors sharing one namespace; needs the processes visible (a pod's "
             "shareProcessNamespace) and readable (the same user)."
         ),

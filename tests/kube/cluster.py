@@ -38,7 +38,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -69,6 +69,20 @@ AUDIT_POLICY = {
         {"level": "Metadata"},
     ],
 }
+
+
+class ControlPlane(Protocol):
+    """What the chart and operator helpers need of a running API server (this tier's
+    `LocalCluster`, the node tier's `NodeCluster`)."""
+
+    @property
+    def server(self) -> str: ...
+
+    @property
+    def ca(self) -> Path: ...
+
+    @property
+    def admin_kubeconfig(self) -> Path: ...
 
 
 class ClusterUnavailableError(Exception):

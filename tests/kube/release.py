@@ -36,7 +36,7 @@ from helm_python import _native
 from kubernetes import client, config
 
 from hangwatch_testing.emulated_cluster import OperatorRun
-from tests.kube.cluster import ROOT, LocalCluster, free_port, spawn, stop, write_kubeconfig
+from tests.kube.cluster import ROOT, ControlPlane, free_port, spawn, stop, write_kubeconfig
 
 CHART = ROOT / "charts" / "hangwatch"
 RELEASE = "hangwatch"
@@ -74,30 +74,35 @@ def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 class HelmRelease:
     """The `hangwatch` release in `hangwatch-system`, with the tier's port values."""
 
-    cluster: LocalCluster
+    cluster: ControlPlane
     chart: Path
     webhook_port: int = field(default_factory=free_port)
     sidecar_port: int = field(default_factory=free_port)
     values: dict[str, Any] = field(default_factory=dict)
+    server_side_apply: bool = False
+    """Helm 4's default; False for 1.20, whose server drops the CRD's CEL fields."""
+    pod_disruption_budget: bool = False
+    """policy/v1 arrived in 1.21: off for 1.20."""
 
     @property
     def base_values(self) -> dict[str, Any]:
         return {
             "operator": {
                 "webhookPort": self.webhook_port,
-                "podDisruptionBudget": {"enabled": False},
+                "podDisruptionBudget": {"enabled": self.pod_disruption_budget},
             },
             "webhook": {"servicePort": self.webhook_port},
             "sidecar": {"port": self.sidecar_port},
         }
 
     def _action(self, action: str, values: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-        # install takes a boolean, upgrade Helm's --server-side value ("false")
-        client_side = False if action == "helm_install" else "false"
+        # install takes a boolean, upgrade Helm's --server-side value ("true"/"false")
+        ssa = self.server_side_apply
+        server_side: bool | str = ssa if action == "helm_install" else str(ssa).lower()
         options = {
             "namespace": NAMESPACE,
             "timeout_seconds": 120,
-            "server_side_apply": client_side,
+            "server_side_apply": server_side,
             **extra,
         }
         with helm.Config(
@@ -141,7 +146,7 @@ class HelmRelease:
             return cfg.history(RELEASE)
 
 
-def admin_api(cluster: LocalCluster) -> client.ApiClient:
+def admin_api(cluster: ControlPlane) -> client.ApiClient:
     """The synchronous Kubernetes client as cluster admin."""
     api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
         config_file=str(cluster.admin_kubeconfig)
@@ -150,7 +155,7 @@ def admin_api(cluster: LocalCluster) -> client.ApiClient:
 
 
 def service_account_token(
-    cluster: LocalCluster, name: str = SERVICE_ACCOUNT, seconds: int = 7200
+    cluster: ControlPlane, name: str = SERVICE_ACCOUNT, seconds: int = 7200
 ) -> str:
     """A real, signed token of the ServiceAccount (TokenRequest), as a kubelet would mount."""
     with admin_api(cluster) as api:
@@ -164,7 +169,7 @@ def service_account_token(
     return str(answer.status.token)
 
 
-def operator_kubeconfig(cluster: LocalCluster, workdir: Path) -> Path:
+def operator_kubeconfig(cluster: ControlPlane, workdir: Path) -> Path:
     return write_kubeconfig(
         workdir / "operator.kubeconfig",
         cluster.server,
@@ -184,7 +189,7 @@ class OperatorCommand:
 
 
 def operator_command(
-    cluster: LocalCluster,
+    cluster: ControlPlane,
     workdir: Path,
     pod_name: str,
     extra_args: tuple[str, ...] = (),
@@ -234,7 +239,7 @@ def operator_command(
 
 @contextmanager
 def running_operator(
-    cluster: LocalCluster,
+    cluster: ControlPlane,
     workdir: Path,
     pod_name: str = "hangwatch-operator-0",
     extra_args: tuple[str, ...] = (),

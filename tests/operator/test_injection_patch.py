@@ -125,7 +125,7 @@ def test_legacy_injection_yields_a_pod_the_1_27_schema_accepts() -> None:
     ]
     assert "initContainers" not in pod["spec"] and pod["spec"]["shareProcessNamespace"] is True
     args = _sidecar(pod)["args"]
-    assert args[args.index("--exit-when-gone") + 1] == "org.apache.spark.executor."
+    assert args[args.index("--exit-when-gone") + 1] == "ExecutorBackend"
     assert "restartPolicy" not in _sidecar(pod)
 
 

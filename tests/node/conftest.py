@@ -1,0 +1,79 @@
+"""Fixtures of the node tier: one single-node cluster of a current release that runs pods.
+
+`node` starts etcd, the control plane, containerd and a kubelet once per session
+(`tests/node/cluster.py`), waits for the node to be Ready, and afterwards stops
+everything and fails the session's last test if the tier left an interface, an
+iptables rule, a mount or a runtime process behind. `hangwatch_image` builds the
+project's image with `make image` (buildah, on the debootstrap base tests/image uses)
+and imports it into the node's containerd. Every module of the tier marks itself
+`xdist_group("node")`, so one pytest-xdist worker owns the cluster.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.image.containers import ROOT, ContainerTools, bookworm_python_rootfs, require_tools, run
+from tests.kube.readme import helm_install
+from tests.kube.release import CHART, NAMESPACE, RELEASE, HelmRelease, deep_merge
+from tests.node.cluster import NodeCluster, NodeUnavailableError, node_cluster
+
+IMAGE = f"localhost/hangwatch:{uuid.uuid4().hex[:8]}"
+"""The hangwatch image's name in the node's runtime (built by `hangwatch_image`)."""
+
+
+@pytest.fixture(scope="session")
+def node() -> Iterator[NodeCluster]:
+    started = time.monotonic()
+    try:
+        with node_cluster() as running:
+            print(f"node tier: cluster Ready in {time.monotonic() - started:.0f} s")
+            yield running
+            cluster = running
+    except NodeUnavailableError as exc:
+        pytest.fail(f"node tier: {exc}", pytrace=False)
+    left = cluster.leftovers()
+    assert not left, f"node tier left behind: {left}"
+
+
+@pytest.fixture(scope="session")
+def hangwatch_image(node: NodeCluster) -> Iterator[str]:
+    """`make image` built on the debootstrap base and imported into the node's runtime."""
+    require_tools()
+    tools = ContainerTools.create()
+    base, image = f"localhost/hangwatch-node-base:{IMAGE.rsplit(':', 1)[1]}", IMAGE
+    try:
+        tools.import_rootfs(bookworm_python_rootfs(), base)
+        env = {**tools.env, "HANGWATCH_IMAGE_TOOL": "buildah"}
+        run(["make", "-C", str(ROOT), "image", f"IMAGE={image}", f"BASE_IMAGE={base}"], env=env)
+        with tempfile.TemporaryDirectory(prefix="hangwatch-image-") as tmp:
+            archive = Path(tmp) / "hangwatch.tar"
+            run(["buildah", "push", "--quiet", image, f"docker-archive:{archive}:{image}"], env=env)
+            node.import_image(archive)
+        yield image
+    finally:
+        tools.close()  # the imported copy goes with the node's containerd root
+
+
+@pytest.fixture(scope="session")
+def release(node: NodeCluster) -> HelmRelease:
+    """The chart itself (no copy: this release meets its kubeVersion floor), installed
+    with Helm 4's server-side apply and the README's `helm install` values; the images
+    are the one `hangwatch_image` imports into the node (no registry)."""
+    readme = helm_install()
+    assert (readme.release, readme.namespace, readme.chart) == (
+        RELEASE,
+        NAMESPACE,
+        "charts/hangwatch",
+    )
+    repository, tag = IMAGE.rsplit(":", 1)
+    image = {"repository": repository, "tag": tag}
+    installed = HelmRelease(node, CHART, server_side_apply=True, pod_disruption_budget=True)
+    installed.install(deep_merge(readme.values, {"image": image, "sidecar": {"image": image}}))
+    return installed

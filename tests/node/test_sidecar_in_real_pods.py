@@ -1,0 +1,309 @@
+"""The sidecar in real pods: injected by the real admission chain, run by the kubelet.
+
+The chart is installed with real Helm as the README says (server-side apply, the
+release's own kubeVersion floor); the operator runs as the installed Deployment
+describes (tests/kube/release.py), reached by the API server through the chart's
+Service and caBundle. Executor pods are created as Spark's driver creates them (owned
+by the real driver pod); their executor container runs a Python process in the
+hangwatch image (no Spark image is built here). Covered:
+
+- `auto` on this release injects the **native** sidecar: an init container with
+  `restartPolicy: Always`, the executor the only regular container;
+- the kubelet starts the sidecar before the executor (the sidecar is running when the
+  executor container is created; the executor reaches it on the pod's loopback) and,
+  once the executor has finished, stops it after: the pod ends Succeeded, the sidecar
+  terminated after the executor, with exit code 0;
+- the sidecar serves `/status` on the pod IP, naming that pod, and its socket view
+  lists that pod's own connection to the broker address (the connection the executor
+  opened, as the peer address the listener on the node saw);
+- the operator's delete (its own call, uid precondition, its ServiceAccount's token)
+  is refused for another uid; with the pod's uid the kubelet stops the executor
+  (SIGTERM: exit 143, as without hangwatch), then the sidecar, which exits 0;
+- a policy asking for `legacy` gets the legacy sidecar (a regular container,
+  shareProcessNamespace); it exits by itself, with 0, when the executor's process is
+  gone, and the pod ends Succeeded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hangwatch_operator.injection import MODE_ANNOTATION, SIDECAR_CONTAINER
+from hangwatch_operator.kube_api import KubeApi, KubeApiError
+from hangwatch_testing.emulated_cluster import OperatorRun
+from tests.kube.release import HelmRelease, operator_kubeconfig, running_operator
+from tests.node.cluster import NodeCluster
+from tests.node.workloads import (
+    NAMESPACE,
+    create_pod,
+    ensure_namespace,
+    executor_for,
+    policy,
+    read_pod,
+    submit_driver,
+)
+
+pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(1200)]
+
+LEGACY_APP = "legacy-app"
+
+
+class SilentBroker:
+    """A TCP listener on the node IP that accepts and never answers (an unanswering
+    broker); it records the peer address of every connection it accepted."""
+
+    def __init__(self, host: str) -> None:
+        self.server = socket.create_server((host, 0))
+        self.address = f"{host}:{self.server.getsockname()[1]}"
+        self.peers: list[str] = []
+        self._held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, peer = self.server.accept()
+            except OSError:
+                return
+            self._held.append(conn)
+            self.peers.append(f"{peer[0]}:{peer[1]}")
+
+    def close(self) -> None:
+        self.server.close()
+        for conn in self._held:
+            conn.close()
+
+
+@pytest.fixture(scope="module")
+def broker(node: NodeCluster) -> Iterator[SilentBroker]:
+    listener = SilentBroker(node.node_ip)
+    yield listener
+    listener.close()
+
+
+@pytest.fixture(scope="module")
+def operator(
+    node: NodeCluster,
+    release: HelmRelease,
+    broker: SilentBroker,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[OperatorRun]:
+    ensure_namespace(node)
+    base = f"/apis/hangwatch.dev/v1alpha1/namespaces/{NAMESPACE}/producerhealthpolicies"
+    node.create(base, policy("node-native", broker.address))
+    node.create(base, policy("node-legacy", broker.address, mode="legacy", app=LEGACY_APP))
+    with running_operator(node, tmp_path_factory.mktemp("operator")) as (run, _):
+
+        def ready() -> bool:
+            try:
+                with socket.create_connection(("127.0.0.1", release.webhook_port), timeout=0.5):
+                    pass
+            except OSError:
+                return False
+            return all(
+                node.get(f"{base}/{name}").get("status") for name in ("node-native", "node-legacy")
+            )
+
+        run.wait_for("the webhook and both policies' status", ready)
+        yield run
+
+
+def _executor_script(sidecar_port: int, broker: str, seconds: float) -> str:
+    """The executor's process: reach the sidecar on the pod's loopback (retrying while
+    it starts), open a connection to the broker and send a request, hold it for
+    `seconds`, then report through the termination message and exit 0. SIGTERM ends it
+    with 143, as it ends Spark's executor JVM (PID 1 would otherwise ignore it)."""
+    host, port = broker.rsplit(":", 1)
+    return f"""
+import os, signal, socket, time, urllib.request
+signal.signal(signal.SIGTERM, lambda *_: os._exit(143))  # as a JVM under tini ends
+tries = 0
+while True:
+    tries += 1
+    try:
+        urllib.request.urlopen("http://127.0.0.1:{sidecar_port}/healthz", timeout=2).read()
+        break
+    except OSError:
+        time.sleep(0.2)
+conn = socket.create_connection(("{host}", {port}))
+conn.sendall(b"\\x00\\x00\\x00\\x10" + b"\\x00" * 16)
+time.sleep({seconds})
+open("/dev/termination-log", "w").write("sidecar answered after %d tries" % tries)
+"""
+
+
+def _wait_pod(node: NodeCluster, name: str, what: str, check: Any, timeout: float = 300) -> Any:
+    deadline = time.monotonic() + timeout
+    pod: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        pod = read_pod(node, name)
+        found = check(pod)
+        if found:
+            return found
+        time.sleep(0.5)
+    pytest.fail(f"pod {name}: {what} not reached; status {json.dumps(pod.get('status'))[:2000]}")
+
+
+def _phase(phase: str) -> Any:
+    return lambda pod: pod if pod["status"].get("phase") == phase else None
+
+
+def _terminated(status: dict[str, Any]) -> dict[str, Any]:
+    state: dict[str, Any] = status["state"]["terminated"]
+    return state
+
+
+def _time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def test_native_sidecar_starts_before_the_executor_and_stops_after(
+    node: NodeCluster,
+    release: HelmRelease,
+    hangwatch_image: str,
+    operator: OperatorRun,
+    broker: SilentBroker,
+) -> None:
+    driver = submit_driver(node, "-native")
+    script = _executor_script(release.sidecar_port, broker.address, seconds=20)
+    body = executor_for(node, driver, 1, hangwatch_image, script, suffix="-native")
+    stored = create_pod(node, body)
+    name = stored["metadata"]["name"]
+    spec = stored["spec"]
+    assert stored["metadata"]["annotations"][MODE_ANNOTATION] == "native"
+    assert [c["name"] for c in spec["initContainers"]] == [SIDECAR_CONTAINER]
+    assert spec["initContainers"][0]["restartPolicy"] == "Always"
+    assert [c["name"] for c in spec["containers"]] == ["spark-kubernetes-executor"]
+
+    running = _wait_pod(node, name, "Running", _phase("Running"))
+    pod_ip = running["status"]["podIP"]
+    status = _wait_for_connection_in_status(pod_ip, release.sidecar_port, broker)
+    assert name in status["identity"].values(), status["identity"]
+
+    done = _wait_pod(node, name, "Succeeded", _phase("Succeeded"))
+    sidecar = _terminated(done["status"]["initContainerStatuses"][0])
+    executor = _terminated(done["status"]["containerStatuses"][0])
+    assert executor["exitCode"] == 0, executor
+    assert executor["message"].startswith("sidecar answered after"), executor
+    assert sidecar["exitCode"] == 0, sidecar
+    assert _time(sidecar["startedAt"]) <= _time(executor["startedAt"])
+    assert _time(sidecar["finishedAt"]) >= _time(executor["finishedAt"])
+
+
+def _wait_for_connection_in_status(pod_ip: str, port: int, broker: SilentBroker) -> Any:
+    """The sidecar's /status on the pod IP, once its socket view lists the executor's
+    connection to the broker (the peer the broker's listener saw from this pod)."""
+    deadline = time.monotonic() + 120
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://{pod_ip}:{port}/status", timeout=3) as answer:
+                last = json.loads(answer.read())
+        except OSError as exc:
+            last = str(exc)
+        if isinstance(last, dict):
+            sockets = last.get("sockets") or {}
+            listed = {c["connection"] for c in sockets.get("connections", ())}
+            ours = {f"{peer}->{broker.address}" for peer in broker.peers if peer.startswith(pod_ip)}
+            if listed & ours:
+                return last
+        time.sleep(1)
+    pytest.fail(f"the sidecar's /status on {pod_ip} never listed the executor's connection: {last}")
+
+
+def test_legacy_sidecar_when_the_policy_asks_exits_zero_after_the_executor(
+    node: NodeCluster,
+    release: HelmRelease,
+    hangwatch_image: str,
+    operator: OperatorRun,
+    broker: SilentBroker,
+) -> None:
+    driver = submit_driver(node, "-legacy")
+    script = _executor_script(release.sidecar_port, broker.address, seconds=10)
+    body = executor_for(
+        node,
+        driver,
+        2,
+        hangwatch_image,
+        script,
+        suffix="-legacy",
+        labels={"spark-app-name": LEGACY_APP},
+    )
+    stored = create_pod(node, body)
+    name = stored["metadata"]["name"]
+    assert stored["metadata"]["annotations"][MODE_ANNOTATION] == "legacy"
+    assert [c["name"] for c in stored["spec"]["containers"]] == [
+        "spark-kubernetes-executor",
+        SIDECAR_CONTAINER,
+    ]
+    assert stored["spec"]["shareProcessNamespace"] is True
+    done = _wait_pod(node, name, "Succeeded", _phase("Succeeded"))
+    statuses = {s["name"]: _terminated(s) for s in done["status"]["containerStatuses"]}
+    assert statuses["spark-kubernetes-executor"]["exitCode"] == 0
+    assert statuses[SIDECAR_CONTAINER]["exitCode"] == 0, statuses[SIDECAR_CONTAINER]
+    assert _time(statuses[SIDECAR_CONTAINER]["finishedAt"]) >= _time(
+        statuses["spark-kubernetes-executor"]["finishedAt"]
+    )
+
+
+def test_deleting_the_executor_as_the_operator_does_stops_it_then_the_sidecar(
+    node: NodeCluster,
+    release: HelmRelease,
+    hangwatch_image: str,
+    operator: OperatorRun,
+    broker: SilentBroker,
+    tmp_path: Path,
+) -> None:
+    """Remediation's delete, on a real pod: the operator's own call (`KubeApi.delete_pod`,
+    with the pod's uid as precondition, as the chart's ServiceAccount) is refused for
+    another uid and leaves the pod running; with its uid the kubelet stops the executor
+    (SIGTERM, as without hangwatch), then the sidecar, which exits 0, and the pod goes."""
+    driver = submit_driver(node, "-deleted")
+    script = _executor_script(release.sidecar_port, broker.address, seconds=600)
+    body = executor_for(node, driver, 3, hangwatch_image, script, suffix="-deleted")
+    name = create_pod(node, body)["metadata"]["name"]
+    running = _wait_pod(node, name, "Running", _phase("Running"))
+    uid, version = running["metadata"]["uid"], running["metadata"]["resourceVersion"]
+    kubeconfig = operator_kubeconfig(node, tmp_path)
+
+    async def delete(with_uid: str) -> None:
+        api = await KubeApi.connect(str(kubeconfig))
+        try:
+            await api.delete_pod(NAMESPACE, name, with_uid, None)
+        finally:
+            await api.close()
+
+    with pytest.raises(KubeApiError) as refused:
+        asyncio.run(delete("00000000-0000-0000-0000-000000000000"))
+    assert refused.value.status == 409, refused.value
+    assert read_pod(node, name)["status"]["phase"] == "Running"
+
+    events: list[dict[str, Any]] = []
+    path = (
+        f"/api/v1/namespaces/{NAMESPACE}/pods?watch=true&resourceVersion={version}"
+        f"&fieldSelector=metadata.name%3D{name}"
+    )
+    watcher = threading.Thread(
+        target=lambda: events.extend(node.watch(path, lambda e: e["type"] == "DELETED"))
+    )
+    watcher.start()
+    asyncio.run(delete(uid))
+    watcher.join(300)
+    assert events and events[-1]["type"] == "DELETED", [e["type"] for e in events]
+    final = events[-1]["object"]["status"]
+    sidecar = _terminated(final["initContainerStatuses"][0])
+    executor = _terminated(final["containerStatuses"][0])
+    assert executor["exitCode"] == 143, executor  # SIGTERM from the kubelet, as without us
+    assert sidecar["exitCode"] == 0, sidecar
+    assert _time(sidecar["finishedAt"]) >= _time(executor["finishedAt"])
