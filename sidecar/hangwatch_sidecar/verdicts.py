@@ -328,7 +328,14 @@ def evaluate(
     if spark_task_running is None and spark is not None:
         spark_task_running = spark.task_running  # None while the view is unavailable
     socket_findings, spark_findings, stack_findings, silence, weighed = _findings(
-        producers, thresholds, cluster_healthy, sockets, spark, spark_task_running, stacks
+        frozenset(b.address for b in cluster.failing),
+        producers,
+        thresholds,
+        cluster_healthy,
+        sockets,
+        spark,
+        spark_task_running,
+        stacks,
     )
     also = [f"spark view: {f.reason}" for f in spark_findings if f.verdict is None]
     also += [f.reason for f in stack_findings if f.verdict is None and not f.clears_silence]
@@ -389,6 +396,7 @@ _Findings = tuple[
 
 
 def _findings(
+    failing_brokers: frozenset[str],
     producers: Sequence[ProducerObservation],
     thresholds: Thresholds,
     cluster_healthy: bool,
@@ -404,6 +412,7 @@ def _findings(
         stall_seconds=thresholds.stall_seconds,
         cluster_healthy=cluster_healthy,
         spark_task_running=spark_task_running,
+        failing_brokers=failing_brokers,
     )
     spark_findings = judge_spark(
         spark,

@@ -96,6 +96,31 @@ def test_every_broker_unreachable_is_cluster_unreachable_with_corroboration() ->
     assert len(result.pod.reasons) == 2 and "blackholed" in result.pod.reasons[1]
 
 
+def test_unanswered_on_a_removed_broker_that_fails_the_probes_is_the_brokers_fault() -> None:
+    # kafka-go v0.4.8 after a shrink: its request waits on the removed broker (frozen,
+    # still in the bootstrap list, gone from the metadata) while the members answer; the
+    # client moves on by itself 12-14 s later. Evidence against that broker, not a restart.
+    removed = replace(
+        cluster().brokers[0],
+        address="10.0.0.7:9092",
+        reachability=R.UNRESPONSIVE,
+        node_id=4,
+        advertised=False,
+    )
+    shrunk = replace(cluster(), brokers=(*cluster().brokers, removed))
+    waiting = replace(
+        UNANSWERED, connection="10.0.0.9:40007->10.0.0.7:9092", broker="10.0.0.7:9092"
+    )
+    result = evaluate(shrunk, [], thresholds=T, now=100, sockets=view(waiting))
+    assert result.pod.verdict is V.BROKER_DEGRADED
+    assert any("evidence against the broker, not the producer" in r for r in result.pod.reasons)
+    # the same wait on a member that answers the probes is the producer's
+    member = replace(UNANSWERED)
+    assert evaluate(shrunk, [], thresholds=T, now=100, sockets=view(member)).pod.verdict is (
+        V.PRODUCER_HUNG
+    )
+
+
 def test_refused_entries_with_failed_connects_are_corroborated() -> None:
     dead = replace(cluster(), brokers=(*cluster().brokers,))
     dead = replace(

@@ -7,8 +7,11 @@ view of this executor (True: a task of this executor runs now; False: none; None
 not known). Each finding names the connection, broker or task it rests on.
 
 - a request `unanswered` on a live connection past the stall threshold while the
-  cluster is healthy -> `producer_hung` (S2); while some broker fails -> it is
-  `broker_degraded`'s business, never a producer fault;
+  cluster is healthy -> `producer_hung` (S2); while some broker fails, or when the
+  connection's own broker fails the sidecar's probes (a removed broker, frozen, left in
+  the bootstrap list: evidence against that broker, not the producer, which kafka-go
+  v0.4.8 showed by moving on by itself) -> it is `broker_degraded`'s business, never a
+  producer fault;
 - the pod's own connections to a broker `blackholed` or their connects unanswered ->
   `broker_degraded` naming the broker (S0, S3; `cluster_unreachable` comes from the
   probes, these corroborate);
@@ -49,7 +52,10 @@ def _names(connections: tuple[ConnectionEvidence, ...]) -> str:
 
 
 def _unanswered(
-    view: SocketObservation, stall_seconds: float, cluster_healthy: bool
+    view: SocketObservation,
+    stall_seconds: float,
+    cluster_healthy: bool,
+    failing_brokers: frozenset[str] = frozenset(),
 ) -> list[SocketFinding]:
     found = []
     by_broker: dict[str, list[ConnectionEvidence]] = defaultdict(list)
@@ -62,7 +68,13 @@ def _unanswered(
             f"{longest:.0f} s (threshold {stall_seconds:.0f} s), acknowledged by the broker's "
             "TCP, no Kafka answer"
         )
-        if cluster_healthy:
+        if broker in failing_brokers:
+            reason = (
+                f"{what}, and the sidecar's probes find that broker failing: evidence "
+                "against the broker, not the producer"
+            )
+            verdict = Verdict.BROKER_DEGRADED
+        elif cluster_healthy:
             reason = f"{what}, while every broker answers the sidecar's probes"
             verdict = Verdict.PRODUCER_HUNG
         else:
@@ -131,11 +143,13 @@ def judge_sockets(
     stall_seconds: float,
     cluster_healthy: bool,
     spark_task_running: bool | None = None,
+    failing_brokers: frozenset[str] = frozenset(),
 ) -> tuple[SocketFinding, ...]:
-    """Findings from the socket view, most severe first (none when it is unavailable)."""
+    """Findings from the socket view, most severe first (none when it is unavailable).
+    `failing_brokers`: the addresses the sidecar's probes found failing this round."""
     if view is None or not view.available:
         return ()
-    findings = _unanswered(view, stall_seconds, cluster_healthy)
+    findings = _unanswered(view, stall_seconds, cluster_healthy, failing_brokers)
     findings += _silence(view, stall_seconds, cluster_healthy, spark_task_running)
     findings += _blackholed(view)
     order = {Verdict.PRODUCER_HUNG: 0, Verdict.PRODUCER_SILENT: 1, Verdict.BROKER_DEGRADED: 2}
