@@ -166,6 +166,7 @@ class _TaskRunning:
     driver in test_spark_view_on_a_real_driver.py."""
 
     stats = ReadStats()
+    budget = None  # no failure budget read
 
     def poll(self) -> SparkView:
         counts = ExecutorCounts(active_tasks=1, failed_tasks=0, completed_tasks=0)

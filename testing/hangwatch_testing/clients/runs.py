@@ -38,9 +38,16 @@ def on_each_broker(fault: Callable[[Lab, int], None]) -> Callable[[Lab], None]:
 
     def apply(lab: Lab) -> None:
         for broker in lab.brokers:
-            fault(lab, broker)
+            _bound(lab, fault)(broker)
 
     return apply
+
+
+def _bound(lab: Lab, fault: Callable[[Lab, int], None]) -> Callable[[int], None]:
+    """`fault` as the lab's engine implements it: `Lab.stall_produce` names the base
+    class's (which only says which engine makes the fault), the engine's own overrides it."""
+    method: Callable[[int], None] = getattr(lab, fault.__name__)
+    return method
 
 
 def on_the_leader(
@@ -54,7 +61,7 @@ def on_the_leader(
         broker = int(metadata.topics[TOPIC].partitions[0].leader)
         if named is not None:
             named.append(lab.brokers[broker].address)
-        fault(lab, broker)
+        _bound(lab, fault)(broker)
 
     return apply
 
