@@ -3,7 +3,8 @@
 # iptables (kernel faults in the lab), kcat (an independent Kafka client for tests),
 # the real-API-server tier's etcd and the toolchain that builds kube-apiserver v1.20.2
 # once (golang-go, dpkg-dev; cached in ~/.cache/hangwatch), Debian's sarama and kafka-go
-# sources (real clients the tests build in GOPATH mode), the image test's container
+# sources (real clients the tests build in GOPATH mode), the incidents' own clients at their
+# own versions (scripts/build-clients.sh, with maven), the image test's container
 # tools (buildah, podman, runc, debootstrap), and the project itself with its
 # development extras. Java's JDK (javac) compiles one Spark-view test's classes. Safe
 # to run again. `--kube` (what `make test` passes) also builds the API server when it
@@ -26,6 +27,7 @@ command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)  # resolves the incidents' Java clients
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)  # sarama's zstd dependency uses cgo
 [ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || need_apt+=(golang-github-shopify-sarama-dev)
 [ -d /usr/share/gocode/src/github.com/segmentio/kafka-go ] || need_apt+=(golang-github-segmentio-kafka-go-dev)
@@ -52,6 +54,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 echo "setup: installing hangwatch with its dev extras (pip)" >&2
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[dev]'
+# The incidents' own clients at their own versions (Go module proxy, Maven Central), built
+# into ~/.cache/hangwatch/incident-clients; a no-op when cached.
+bash scripts/build-clients.sh >/dev/null
 # The real API server of tests/kube: built once from Debian's source package (about 8
 # minutes on 2 cores), a no-op when cached.
 [ -z "$build_kube" ] || bash scripts/build-kube-apiserver.sh
