@@ -6,9 +6,11 @@
 # sources (real clients the tests build in GOPATH mode), the incidents' own clients at their
 # own versions (scripts/build-clients.sh, with maven), the image test's container
 # tools (buildah, podman, runc, debootstrap), and the project itself with its
-# development extras. Java's JDK (javac) compiles one Spark-view test's classes. Safe
-# to run again. `--kube` (what `make test` passes) also builds the API server when it
-# is not cached; `make demo` does not need it.
+# development extras. Java's JDK (javac) compiles one Spark-view test's classes; Maven
+# resolves Apache Kafka's jars for the lab's real engine from Maven Central once per
+# version (lab/kafka/pom.xml, cached in ~/.cache/hangwatch/kafka). Safe to run again.
+# `--kube` (what `make test` passes) also builds the API server when it is not cached;
+# `make demo` does not need it.
 set -euo pipefail
 build_kube=""
 case "${1:-}" in
@@ -24,6 +26,8 @@ command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 # javac compiles the Spark view test's constructed JVM classes (tests/sidecar/constructed_jvm)
 command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)  # the Kafka lab's brokers die with it
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
@@ -54,6 +58,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 echo "setup: installing hangwatch with its dev extras (pip)" >&2
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[dev]'
+# Apache Kafka's broker and tools jars for `hangwatch lab up --engine kafka` (a no-op when
+# cached; about 20 s from an empty Maven repository).
+python3 -m hangwatch_lab.kafkajars >/dev/null
 # The incidents' own clients at their own versions (Go module proxy, Maven Central), built
 # into ~/.cache/hangwatch/incident-clients; a no-op when cached.
 bash scripts/build-clients.sh >/dev/null

@@ -27,6 +27,14 @@ class LabError(HangwatchError):
     exit_code = 1
 
 
+class LabSetupError(LabError):
+    """The lab cannot start or act because of its environment: Java or Maven missing, jars
+    not resolvable, a port taken, a broker that never became ready. Exit 3, like a usage
+    error: the message names the step and what to do."""
+
+    exit_code = 3
+
+
 def one_line(text: str) -> str:
     """`text` with every control or line-breaking character escaped (`\\r`, `\\x1b`,
     `\\u2028`), so a message quoting user input stays one line on a terminal."""

@@ -1,12 +1,13 @@
-"""The local fault lab: a real Kafka-protocol cluster that tests and the demo break on purpose.
+"""The local fault lab: a Kafka cluster that tests and the demo break on purpose.
 
-The cluster is librdkafka's mock cluster (shipped in the confluent-kafka wheel),
-running in a child process so a crash in it cannot take the caller down. Faults are
-injected through the mock's C API (broker down, RTT, request errors, leader moves)
-and through real kernel packet filtering (blackholed brokers). Use `Lab` as a
-context manager from Python, or `hangwatch lab` from a shell.
+Two engines behind one `Lab` interface: `mock` (default), librdkafka's mock cluster
+(shipped in the confluent-kafka wheel) in a child process, whose faults are injected
+through its C API; and `kafka`, a real 3-node Apache Kafka 3.9 cluster (KRaft) whose
+faults have real causes (processes stopped or frozen, controller elections,
+reassignments). Both blackhole brokers with real kernel packet filtering. Use
+`Lab(..., engine=...)` as a context manager from Python, or `hangwatch lab` from a shell.
 """
 
-from hangwatch_lab.lab import BrokerState, Lab, LabStatus
+from hangwatch_lab.lab import DEFAULT_ENGINE, ENGINES, BrokerState, Lab, LabStatus
 
-__all__ = ["BrokerState", "Lab", "LabStatus"]
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "BrokerState", "Lab", "LabStatus"]

@@ -1,8 +1,10 @@
 """`hangwatch lab`: start, drive, inspect and stop the fault lab from a shell.
 
-`lab up` runs in the foreground (prints the bootstrap string first, then where its
-state is), serves the control endpoint and stops on Ctrl-C, SIGTERM or `lab down`,
-removing every kernel rule on the way out. The other sub-commands talk to it
+`lab up [--engine mock|kafka]` runs in the foreground (prints the bootstrap string
+first, then where its state is), serves the control endpoint and stops on Ctrl-C,
+SIGTERM or `lab down`, removing every kernel rule (and, on the kafka engine, every
+broker JVM and data directory) on the way out; a signal while a Kafka cluster is still
+starting stops it too. The other sub-commands talk to it
 through the state file (see `hangwatch_lab.control`).
 """
 
@@ -29,7 +31,7 @@ from hangwatch_lab.control import (
     remove_state,
     write_state,
 )
-from hangwatch_lab.lab import Lab
+from hangwatch_lab.lab import DEFAULT_ENGINE, ENGINES, Lab
 
 
 def parse_topics(text: str) -> dict[str, int]:
@@ -59,6 +61,20 @@ def register(parser: argparse.ArgumentParser) -> None:
     up = sub.add_parser("up", parents=[after], help="start a cluster and stay up until stopped")
     up.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
     up.add_argument("--topics", default="", help="topics to create, e.g. events:6,audit:3")
+    up.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=DEFAULT_ENGINE,
+        help="mock: librdkafka's protocol emulation (default, instant); "
+        "kafka: a real Apache Kafka 3.9 cluster (KRaft, needs Java; jars resolved once)",
+    )
+    up.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        default=None,
+        help="kafka engine: broker.session.timeout.ms, how long a frozen leader goes "
+        "unnoticed before an election (default 1500)",
+    )
     sub.add_parser("down", parents=[after], help="stop the running lab (removes every kernel rule)")
     status = sub.add_parser(
         "status", parents=[after], help="show brokers, their faults and elections"
@@ -75,12 +91,23 @@ def register(parser: argparse.ArgumentParser) -> None:
     fault.add_argument("--api", default="produce", help="request-errors: request type")
     fault.add_argument("--error", default="NOT_LEADER_FOR_PARTITION", help="Kafka error name")
     fault.add_argument("--count", type=int, default=1, help="request-errors: how many requests")
+    fault.add_argument("--to", type=int, help="shrink: how many brokers remain")
+    fault.add_argument(
+        "--dead",
+        default="blackhole",
+        help="shrink: how removed brokers look to clients: blackhole (default), refused, frozen",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     state_path: Path = args.state or default_state_path()
     if args.lab_command == "up":
-        return _up(args.brokers, parse_topics(args.topics), state_path)
+        options = {}
+        if args.session_timeout_ms is not None:
+            if args.engine != "kafka":
+                raise UsageError("--session-timeout-ms applies to --engine kafka only")
+            options["session_timeout_ms"] = args.session_timeout_ms
+        return _up(args.brokers, parse_topics(args.topics), state_path, args.engine, options)
     client = ControlClient(state_path)
     if args.lab_command == "status":
         _print_status(client.status(), as_json=args.json)
@@ -97,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
                 "api",
                 "error",
                 "count",
+                "to",
+                "dead",
             )
         }
         _print_status(client.fault(args.kind, params)["status"], as_json=False)
@@ -129,42 +158,66 @@ def _print_status(status: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps(status, indent=2))
         return
+    engine = status.get("engine", DEFAULT_ENGINE)
+    process = f"mock pid {status['mock_pid']}" if engine == "mock" else "one JVM per broker"
     print(
-        f"bootstrap {status['bootstrap']}  mock pid {status['mock_pid']}  "
+        f"bootstrap {status['bootstrap']}  engine {engine}  {process}  "
         f"{'running' if status['alive'] else 'DEAD'}"
     )
     for broker in status["brokers"]:
+        pid = f"  pid {broker['pid']}" if broker.get("pid") else ""
         print(
-            f"  broker {broker['id']}  {broker['host']}:{broker['port']:<6} {broker['condition']}"
+            f"  broker {broker['id']}  {broker['host']}:{broker['port']:<6} "
+            f"{broker['condition']}{pid}"
         )
     topics = ", ".join(f"{name}:{parts}" for name, parts in status["topics"].items())
     print(f"  topics: {topics or '(auto-created on first use)'}")
     if status["elections"]:
         print(f"  elections under way: {', '.join(status['elections'])}")
+    for result in status.get("election_results", []):
+        print(
+            f"  election on {result['topic']}: broker {result['frozen_broker']} frozen "
+            f"{result['frozen_seconds']} s, partitions without a serving leader for "
+            f"{result['leaderless_seconds']} s, new leaders {result['new_leaders']}"
+        )
 
 
-def _up(brokers: int, topics: dict[str, int], state_path: Path) -> int:
+def _up(
+    brokers: int, topics: dict[str, int], state_path: Path, engine: str, options: dict[str, Any]
+) -> int:
     logs.configure("lab")
-    stop = {"signal": 0}
+    stop = {"signal": 0, "up": 0}
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop["signal"] = signum
+        if not stop["up"]:  # still starting: interrupt it (start() stops what it started)
+            raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    with Lab(brokers=brokers, topics=topics) as lab:
+    with Lab(brokers=brokers, topics=topics, engine=engine, **options) as lab:
+        stop["up"] = 1
         server = ControlServer(lab)
         server.start()
         try:
             write_state(state_path, lab, server.url)
             print(lab.bootstrap, flush=True)
+            process = (
+                f"mock pid {lab.mock_pid}"
+                if lab.engine == "mock"
+                else ("broker pids " + ",".join(str(p) for p in lab.broker_pids().values()))
+            )
             print(
-                f"# state {state_path}  control {server.url}  mock pid {lab.mock_pid}", flush=True
+                f"# engine {lab.engine}  state {state_path}  control {server.url}  {process}",
+                flush=True,
             )
             print("# stop with Ctrl-C or 'hangwatch lab down'", flush=True)
             while not stop["signal"] and not server.stop_requested.is_set():
                 if not lab.alive():
-                    raise LabError("the mock cluster process died; kernel rules removed")
+                    raise LabError(
+                        f"the {lab.engine} cluster lost a process; everything it started "
+                        "was stopped and its kernel rules removed"
+                    )
                 time.sleep(0.2)
         finally:
             server.close()

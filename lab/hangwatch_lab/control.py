@@ -31,9 +31,13 @@ FAULTS = (
     "election",
     "request-errors",
     "leader",
+    "shrink",
     "restore",
 )
 """Fault names accepted by `hangwatch lab fault` and the control endpoint."""
+
+REQUEST_TIMEOUT_SECONDS = 300.0
+"""A fault on the kafka engine can wait for a restarted broker or a reassignment."""
 
 
 def default_state_path() -> Path:
@@ -70,6 +74,8 @@ def apply_fault(lab: Lab, kind: str, params: dict[str, Any]) -> None:
             int(_need(params, "partition", kind)),
             int(_need(params, "broker", kind)),
         )
+    elif kind == "shrink":
+        lab.shrink(int(_need(params, "to", kind)), str(params.get("dead") or "blackhole"))
     elif kind == "restore":
         if params.get("all"):
             lab.restore(None)
@@ -145,7 +151,9 @@ def write_state(path: Path, lab: Lab, control_url: str) -> None:
     state = {
         "bootstrap": lab.bootstrap,
         "pid": os.getpid(),
+        "engine": lab.engine,
         "mock_pid": lab.mock_pid,
+        "broker_pids": {str(b): pid for b, pid in lab.broker_pids().items()},
         "control_url": control_url,
         "brokers": {str(b.id): b.address for b in lab.brokers.values()},
         "topics": lab.topics,
@@ -184,7 +192,7 @@ class ControlClient:
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
+            with urllib.request.urlopen(req, timeout=REQUEST_TIMEOUT_SECONDS) as resp:
                 return json.loads(resp.read())
         except urllib.error.HTTPError as exc:
             message = json.loads(exc.read() or b"{}").get("error", str(exc))

@@ -1,46 +1,41 @@
-"""The `Lab`: a mock Kafka cluster in a child process plus the faults injected into it.
+"""The `Lab`: a local Kafka cluster that tests, benchmarks and the demo break on purpose.
 
-Callers (tests, benchmarks, the demo, `hangwatch lab up`) use `Lab` as a context
-manager. It starts `hangwatch_lab.mockserver` as a child process, talks to it over
-pipes, keeps the kernel blackhole rules in this process (so they are removed even
-when the mock crashes), and remembers every fault so `status()` and `restore()` can
-report and undo them.
+Two engines sit behind the one interface. `mock` (the default, `hangwatch_lab.mocklab`)
+is librdkafka's in-process emulation of the Kafka protocol: it starts in a fraction of
+a second and can make faults only a protocol emulation can (one Produce never
+answered, errors pushed onto requests, response delays). `kafka`
+(`hangwatch_lab.kafka`) is a real Apache Kafka 3.9 cluster whose faults have real
+causes (processes stopped or frozen, elections by the controller, reassignments).
+
+`Lab(brokers, topics, engine=...)` returns the engine's class; callers use it as a
+context manager. This module holds what both share: broker states, the status record,
+kernel blackholes (iptables rules kept in this process, so they go even when a broker
+or the mock crashes) and the faults an engine cannot make.
 """
 
 from __future__ import annotations
 
-import atexit
-import json
 import logging
-import subprocess
-import sys
 import threading
-import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 
-from hangwatch.errors import LabError, UsageError
+from hangwatch.errors import UsageError
 from hangwatch_lab import netfilter
-from hangwatch_lab.mock import API_KEYS
 
 log = logging.getLogger(__name__)
 
+ENGINES = ("mock", "kafka")
+"""Lab engines: `mock` (librdkafka's protocol emulation, the default) and `kafka` (Apache Kafka)."""
+
+DEFAULT_ENGINE = "mock"
+"""The mock stays the default: it starts in well under a second and needs neither Java nor
+the jars, and most tests exercise hangwatch's own logic, not a broker's behaviour."""
+
 UNRESPONSIVE_RTT_MS = 3_600_000
-"""An hour of RTT: the broker accepts TCP and reads requests but never answers in time."""
-
-ELECTION_ERROR_BUDGET = 100_000
-"""Produce requests failed with NOT_LEADER_FOR_PARTITION while an election lasts."""
-
-START_TIMEOUT_SECONDS = 30.0
-
-STALL_REQUESTS = 1
-"""Produce requests a stalled broker swallows. One is enough: responses on a connection are
-ordered, so every later request on that connection waits behind it forever."""
-
-DRAIN_TOPIC = "__hangwatch_lab_drain"
+"""An hour of RTT: the mock broker accepts TCP and reads requests but never answers in time."""
 
 
 @dataclass
@@ -54,15 +49,23 @@ class BrokerState:
     blackholed: bool = False
     rtt_ms: int = 0
     produce_stalled: bool = False
+    frozen: bool = False
+    """kafka engine: the JVM is stopped with SIGSTOP."""
+    removed: bool = False
+    """kafka engine: decommissioned by `shrink`, never comes back."""
+    pid: int = 0
+    """kafka engine: the broker's JVM (0 while it is stopped)."""
 
     @property
     def condition(self) -> str:
-        """`up`, `down`, `blackhole`, `unresponsive` or `rtt=<ms>ms`."""
+        """`up`, `down`, `blackhole`, `unresponsive`, `removed`, `rtt=<ms>ms` or `stall-produce`."""
+        if self.removed:
+            return "removed"
         if self.blackholed:
             return "blackhole"
         if self.down:
             return "down"
-        if self.rtt_ms >= UNRESPONSIVE_RTT_MS:
+        if self.frozen or self.rtt_ms >= UNRESPONSIVE_RTT_MS:
             return "unresponsive"
         if self.rtt_ms:
             return f"rtt={self.rtt_ms}ms"
@@ -86,22 +89,48 @@ class LabStatus:
     topics: dict[str, int]
     elections: list[str] = field(default_factory=list)
     chain: str | None = None
+    engine: str = DEFAULT_ENGINE
+    election_results: list[dict[str, Any]] = field(default_factory=list)
+    """kafka engine: each finished election, with how long its partitions lacked a leader."""
 
 
-def error_code(name: str) -> int:
-    """Kafka error code for a name such as `NOT_LEADER_FOR_PARTITION`."""
-    code = getattr(KafkaError, name.upper(), None)
-    if not isinstance(code, int):
-        raise UsageError(f"unknown Kafka error name {name!r} (e.g. NOT_LEADER_FOR_PARTITION)")
-    return code
+def engine_class(engine: str) -> type[Lab]:
+    """The `Lab` subclass of an engine name."""
+    if engine == "mock":
+        from hangwatch_lab.mocklab import MockLab  # noqa: PLC0415 - it imports this module
+
+        return MockLab
+    if engine == "kafka":
+        from hangwatch_lab.kafka import KafkaLab  # noqa: PLC0415 - it imports this module
+
+        return KafkaLab
+    raise UsageError(f"unknown lab engine {engine!r} (choose from {', '.join(ENGINES)})")
 
 
 class Lab:
-    """A running mock cluster with `brokers` brokers and the given topics (name -> partitions)."""
+    """A running lab cluster: `Lab(brokers, topics, engine="mock"|"kafka")` builds the
+    engine's subclass; use it as a context manager."""
 
-    def __init__(self, brokers: int = 3, topics: dict[str, int] | None = None) -> None:
-        if not 1 <= brokers <= 32:
-            raise UsageError(f"--brokers must be between 1 and 32, got {brokers}")
+    engine = DEFAULT_ENGINE
+
+    def __new__(
+        cls,
+        brokers: int = 3,
+        topics: dict[str, int] | None = None,
+        engine: str = DEFAULT_ENGINE,
+        **options: Any,
+    ) -> Lab:
+        chosen = engine_class(engine) if cls is Lab else cls
+        instance: Lab = object.__new__(chosen)
+        return instance
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        topics: dict[str, int] | None = None,
+        engine: str = DEFAULT_ENGINE,
+        **options: Any,
+    ) -> None:
         self.broker_count = brokers
         self.topics = dict(topics or {})
         for name, parts in self.topics.items():
@@ -109,55 +138,19 @@ class Lab:
                 raise UsageError(f"invalid topic {name!r}:{parts} (need name:partitions >= 1)")
         self.brokers: dict[int, BrokerState] = {}
         self.bootstrap = ""
-        self._proc: subprocess.Popen[str] | None = None
         self._lock = threading.RLock()
         self._blackholes = netfilter.Blackholes()
-        self._elections: dict[str, threading.Timer] = {}
-        self._leader_shift = 0
+        self.election_results: list[dict[str, Any]] = []
 
-    # -- lifecycle ---------------------------------------------------------------------------
+    # -- lifecycle (each engine) -------------------------------------------------------------
     def start(self) -> Lab:
-        """Start the mock cluster child and create the topics; returns self."""
-        netfilter.remove_stale_chains()
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "hangwatch_lab.mockserver", str(self.broker_count)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-        )
-        atexit.register(self.close)
-        hello = self._read_line(START_TIMEOUT_SECONDS)
-        self.bootstrap = hello["bootstrap"]
-        for i, addr in enumerate(self.bootstrap.split(","), start=1):
-            host, port = addr.rsplit(":", 1)
-            self.brokers[i] = BrokerState(id=i, host=host, port=int(port))
-        replication = min(3, self.broker_count)
-        for name, parts in self.topics.items():
-            self._call("create_topic", topic=name, partitions=parts, replication=replication)
-        log.info("lab up", extra={"bootstrap": self.bootstrap, "mock_pid": self._proc.pid})
-        return self
+        raise NotImplementedError
 
     def close(self) -> None:
-        """Undo every kernel rule, stop timers and the mock; safe to call more than once."""
-        with self._lock:
-            for timer in self._elections.values():
-                timer.cancel()
-            self._elections.clear()
-            self._blackholes.close()
-            proc, self._proc = self._proc, None
-        if proc is not None:
-            atexit.unregister(self.close)
-            if proc.stdin:
-                proc.stdin.close()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            if proc.stdout:
-                proc.stdout.close()
-            log.info("lab down", extra={"bootstrap": self.bootstrap})
+        raise NotImplementedError
+
+    def alive(self) -> bool:
+        raise NotImplementedError
 
     def __enter__(self) -> Lab:
         return self.start()
@@ -167,59 +160,19 @@ class Lab:
 
     @property
     def mock_pid(self) -> int:
-        return self._proc.pid if self._proc else 0
+        """The mock cluster's process (0 on the kafka engine: see `broker_pids`)."""
+        return 0
 
-    def alive(self) -> bool:
-        """True while the mock cluster process runs."""
-        return self._proc is not None and self._proc.poll() is None
-
-    # -- child protocol ----------------------------------------------------------------------
-    def _read_line(self, timeout: float) -> dict[str, Any]:
-        proc = self._proc
-        if proc is None or proc.stdout is None:
-            raise LabError("the lab is not running")
-        result: list[str] = []
-        reader = threading.Thread(target=lambda: result.append(proc.stdout.readline()))  # type: ignore[union-attr]
-        reader.daemon = True
-        reader.start()
-        reader.join(timeout)
-        if not result or not result[0]:
-            code = proc.poll()
-            if code is None:
-                raise LabError(f"the mock cluster did not answer within {timeout:.0f} s")
-            raise LabError(f"the mock cluster process exited (code {code})")
-        reply: dict[str, Any] = json.loads(result[0])
-        return reply
-
-    def _call(self, op: str, **params: Any) -> dict[str, Any]:
-        with self._lock:
-            proc = self._proc
-            if proc is None or proc.stdin is None or proc.poll() is not None:
-                code = proc.poll() if proc else None
-                raise LabError(f"the mock cluster is not running (exit code {code})")
-            try:
-                proc.stdin.write(json.dumps({"op": op, **params}) + "\n")
-                proc.stdin.flush()
-            except BrokenPipeError as exc:
-                raise LabError(f"the mock cluster process exited (code {proc.poll()})") from exc
-            reply = self._read_line(10.0)
-        if not reply.get("ok"):
-            raise LabError(str(reply.get("error", "mock command failed")))
-        return reply
+    def broker_pids(self) -> dict[int, int]:
+        """Broker id -> its process id, where each broker is a process of its own."""
+        return {}
 
     def _broker(self, broker: int) -> BrokerState:
         if broker not in self.brokers:
             raise UsageError(f"no broker {broker} (brokers are 1..{self.broker_count})")
         return self.brokers[broker]
 
-    # -- faults ------------------------------------------------------------------------------
-    def down(self, broker: int) -> None:
-        """Close the broker's connections and refuse new ones (a stopped process, port closed)."""
-        state = self._broker(broker)
-        self._call("set_down", broker=broker)
-        state.down = True
-        log.info("fault down", extra={"broker": broker})
-
+    # -- faults both engines make the same way ------------------------------------------------
     def blackhole(self, broker: int) -> None:
         """Drop every packet to and from the broker in the kernel (a dead host, S0/S3)."""
         state = self._broker(broker)
@@ -228,153 +181,45 @@ class Lab:
         state.blackholed = True
         log.info("fault blackhole", extra={"broker": broker, "port": state.port})
 
+    # -- faults each engine makes its own way -------------------------------------------------
+    def down(self, broker: int) -> None:
+        raise NotImplementedError
+
     def unresponsive(self, broker: int) -> None:
-        """Accept TCP but never answer Kafka requests (a wedged broker)."""
-        self.rtt(broker, UNRESPONSIVE_RTT_MS)
-
-    def rtt(self, broker: int, rtt_ms: int) -> None:
-        """Delay every response of the broker by `rtt_ms` milliseconds."""
-        if rtt_ms < 0:
-            raise UsageError(f"RTT must be >= 0 ms, got {rtt_ms}")
-        state = self._broker(broker)
-        self._call("set_rtt", broker=broker, rtt_ms=rtt_ms)
-        state.rtt_ms = rtt_ms
-        log.info("fault rtt", extra={"broker": broker, "rtt_ms": rtt_ms})
-
-    def stall_produce(self, broker: int) -> None:
-        """The broker's next Produce request is never answered; everything else works.
-
-        Responses on a connection are ordered, so the producer connection that carried
-        that request stays wedged forever, while the cluster looks healthy from outside
-        (ApiVersions, Metadata and new connections are answered) and a restarted client
-        delivers at once: the S2 situation, a client that lost a batch after an election.
-        `restore` drains the stall if no request consumed it yet.
-        """
-        state = self._broker(broker)
-        self._call(
-            "push_broker_delays",
-            broker=broker,
-            api_key=API_KEYS["produce"],
-            count=STALL_REQUESTS,
-            rtt_ms=UNRESPONSIVE_RTT_MS,
-        )
-        state.produce_stalled = True
-        log.info("fault stall-produce", extra={"broker": broker})
-
-    def _drain_produce_stall(self, state: BrokerState) -> None:
-        """Consume the broker's pushed Produce delays with throwaway requests."""
-        self._call("set_leader", topic=DRAIN_TOPIC, partition=0, broker=state.id)
-        drain = Producer(
-            {
-                "bootstrap.servers": state.address,
-                "linger.ms": 0,
-                "batch.num.messages": 1,
-                "max.in.flight.requests.per.connection": 1_000_000,
-                "acks": 1,
-                "log_level": 0,
-                "enable.idempotence": False,
-                "message.timeout.ms": 60_000,
-            }
-        )
-        deadline = time.monotonic() + 30
-        try:
-            while time.monotonic() < deadline:
-                left = int(
-                    self._call("broker_stack_count", broker=state.id, api_key=API_KEYS["produce"])[
-                        "count"
-                    ]
-                )
-                if left == 0:
-                    break
-                for _ in range(min(left, 500)):
-                    drain.produce(DRAIN_TOPIC, b"drain", partition=0)
-                drain.poll(0.05)
-            else:
-                raise LabError(f"could not drain the produce stall of broker {state.id}")
-        finally:
-            drain.purge()
-            drain.flush(0)
-        state.produce_stalled = False
-
-    def request_errors(self, api: str, error: str, count: int) -> None:
-        """Fail the next `count` requests of type `api` (e.g. produce) with Kafka error `error`."""
-        if api not in API_KEYS:
-            raise UsageError(f"unknown request type {api!r} (choose from {', '.join(API_KEYS)})")
-        if count < 1:
-            raise UsageError(f"--count must be >= 1, got {count}")
-        self._call("push_request_errors", api_key=API_KEYS[api], errors=[error_code(error)] * count)
-        log.info("fault request errors", extra={"api": api, "error": error, "count": count})
-
-    def move_leader(self, topic: str, partition: int, broker: int) -> None:
-        """Make `broker` the leader of `topic`/`partition`."""
-        self._broker(broker)
-        self._call("set_leader", topic=topic, partition=partition, broker=broker)
+        raise NotImplementedError
 
     def election(self, topic: str, seconds: float) -> None:
-        """Leaderless partitions of `topic` for `seconds`, then leaders move (an election, S2).
+        raise NotImplementedError
 
-        While it lasts, metadata reports LEADER_NOT_AVAILABLE for the topic and produce
-        requests fail with NOT_LEADER_FOR_PARTITION; when it ends every partition's
-        leader moves to another broker. (A real leaderless partition crashes the mock.)
-        """
-        if topic not in self.topics:
-            raise UsageError(f"unknown topic {topic!r} (lab topics: {', '.join(self.topics)})")
-        if not 0 < seconds <= 3600:
-            raise UsageError(f"election seconds must be in (0, 3600], got {seconds}")
-        with self._lock:
-            if topic in self._elections:
-                raise LabError(f"an election on {topic} is already under way")
-            self._call("set_topic_error", topic=topic, error=KafkaError.LEADER_NOT_AVAILABLE)
-            self._call(
-                "push_request_errors",
-                api_key=API_KEYS["produce"],
-                errors=[KafkaError.NOT_LEADER_FOR_PARTITION] * ELECTION_ERROR_BUDGET,
-            )
-            timer = threading.Timer(seconds, self._end_election, args=(topic,))
-            timer.daemon = True
-            self._elections[topic] = timer
-            timer.start()
-        log.info("fault election", extra={"topic": topic, "seconds": seconds})
-
-    def _end_election(self, topic: str) -> None:
-        with self._lock:
-            if topic not in self._elections or not self.alive():
-                self._elections.pop(topic, None)
-                return
-            self._call("clear_request_errors", api_key=API_KEYS["produce"])
-            self._call("set_topic_error", topic=topic, error=0)
-            self._leader_shift += 1
-            for partition in range(self.topics[topic]):
-                leader = (partition + self._leader_shift) % self.broker_count + 1
-                self._call("set_leader", topic=topic, partition=partition, broker=leader)
-            # Over only once the leaders have moved: `status().elections` empties after that.
-            self._elections.pop(topic, None)
-        log.info("election over: leaders moved", extra={"topic": topic})
+    def move_leader(self, topic: str, partition: int, broker: int) -> None:
+        raise NotImplementedError
 
     def restore(self, broker: int | None = None) -> None:
-        """Undo every fault on `broker`, or on all brokers and topics when None."""
-        targets = [self._broker(broker)] if broker is not None else list(self.brokers.values())
-        for state in targets:
-            with self._lock:
-                self._blackholes.remove(state.port)
-            state.blackholed = False
-            if state.down:
-                self._call("set_up", broker=state.id)
-                state.down = False
-            if state.rtt_ms:
-                self._call("set_rtt", broker=state.id, rtt_ms=0)
-                state.rtt_ms = 0
-            if state.produce_stalled:
-                self._drain_produce_stall(state)
-        if broker is None:
-            with self._lock:
-                pending = list(self._elections)
-                for topic in pending:
-                    self._elections.pop(topic).cancel()
-                    self._call("set_topic_error", topic=topic, error=0)
-                for api_key in API_KEYS.values():
-                    self._call("clear_request_errors", api_key=api_key)
-        log.info("restore", extra={"broker": broker if broker is not None else "all"})
+        raise NotImplementedError
+
+    def elections_under_way(self) -> list[str]:
+        """Topics whose election has not ended yet."""
+        return []
+
+    # -- faults only one engine can make -------------------------------------------------------
+    def _needs(self, fault: str, engine: str, why: str) -> UsageError:
+        return UsageError(f"fault {fault} needs --engine {engine} ({why})")
+
+    def rtt(self, broker: int, rtt_ms: int) -> None:
+        raise self._needs("rtt", "mock", "a real broker cannot be told to delay its answers")
+
+    def stall_produce(self, broker: int) -> None:
+        raise self._needs(
+            "stall-produce", "mock", "a real broker cannot be told to leave one Produce unanswered"
+        )
+
+    def request_errors(self, api: str, error: str, count: int) -> None:
+        raise self._needs(
+            "request-errors", "mock", "a real broker cannot be told to fail requests on demand"
+        )
+
+    def shrink(self, to: int, dead: str = "blackhole") -> None:
+        raise self._needs("shrink", "kafka", "the mock cannot reassign partitions")
 
     # -- observation -------------------------------------------------------------------------
     def status(self) -> LabStatus:
@@ -385,8 +230,10 @@ class Lab:
             alive=self.alive(),
             brokers=[{**asdict(b), "condition": b.condition} for b in self.brokers.values()],
             topics=dict(self.topics),
-            elections=sorted(self._elections),
+            elections=self.elections_under_way(),
             chain=self._blackholes.chain if self._blackholes.ports else None,
+            engine=self.engine,
+            election_results=list(self.election_results),
         )
 
     def admin(self, **conf: Any) -> AdminClient:

@@ -1,0 +1,931 @@
+"""The lab's real engine: a 3-node Apache Kafka cluster (KRaft, combined broker+controller).
+
+`KafkaLab` starts one JVM per node from the jars `hangwatch_lab.kafkajars` resolved
+(Kafka 3.9, the last line that still serves the incidents' 0.8.2/0.11 clients), on
+loopback ports the kernel picked, each with its own formatted storage under one
+temporary directory. Readiness is observed, never slept for: the lab is up when a
+metadata request lists every broker (which needs a controller quorum and every broker
+registered and unfenced) and every topic partition has a leader.
+
+Faults have real causes: a `down` broker is a process stopped with SIGTERM (Kafka's
+own controlled shutdown) and `restore` starts it again on the same ports and data;
+`unresponsive` freezes the JVM (SIGSTOP: the kernel still accepts and acknowledges,
+nothing answers); `blackhole` drops its packets (iptables, as on the mock); an
+`election` freezes the broker that leads every partition of a topic (not the active
+controller) until the controller fences it and elects new leaders; `leader` is a real
+reassignment plus preferred election with Kafka's own tools; `shrink` reassigns every
+partition away from the removed brokers and stops them for good. Protocol-only faults
+(`stall-produce`, `request-errors`, `rtt`) belong to the mock engine.
+
+Every JVM is started from one long-lived thread with PR_SET_PDEATHSIG=SIGKILL, so
+the brokers die with the lab process even when it is SIGKILLed; `close` kills them
+and removes the data directory on every other exit path.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import json
+import logging
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._metadata import ClusterMetadata
+from confluent_kafka.cimpl import NewTopic
+
+from hangwatch.errors import LabError, LabSetupError, UsageError
+from hangwatch_lab import kafkajars, netfilter
+from hangwatch_lab.lab import BrokerState, Lab
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+
+BROKER_HEAP = "256m"
+"""Maximum heap per broker JVM: a test cluster's few small topics need far less than the
+1 GB Kafka's scripts default to."""
+
+JVM_OPTIONS = (
+    "-Xms32m",
+    f"-Xmx{BROKER_HEAP}",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:MaxMetaspaceSize=160m",
+    "-Djava.awt.headless=true",
+)
+"""Small heap, one GC thread and the quick JIT tier: three brokers share two cores with
+the tests that drive them."""
+
+TOOL_OPTIONS = ("-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+SESSION_TIMEOUT_MS = 1500
+"""`broker.session.timeout.ms`: how long the controller waits for a broker's heartbeat
+before fencing it and electing new leaders for its partitions, hence how long an
+election caused by a frozen leader lasts (managed Kafka services elect in 1-2 s; Kafka's
+default is 9 s)."""
+
+HEARTBEAT_INTERVAL_MS = 250
+"""`broker.heartbeat.interval.ms`, well below the session timeout."""
+
+READY_TIMEOUT_SECONDS = 180.0
+"""How long a cluster (or one restarted broker) may take to become ready."""
+
+TOOL_TIMEOUT_SECONDS = 120.0
+STOP_TIMEOUT_SECONDS = 30.0
+POLL_SECONDS = 0.05
+
+DEAD_MODES = ("blackhole", "refused", "frozen")
+"""How a broker removed by `shrink` looks to a client that still dials it: a host gone
+from the network (SYNs dropped), a closed port, or a frozen process (TCP accepted, never
+answered)."""
+
+DATA_PREFIX = "hangwatch-kafka-"
+
+DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL")
+"""Prefix of every broker command: util-linux's setpriv sets PR_SET_PDEATHSIG=SIGKILL and
+execs the JVM, so the broker is killed when the thread that started it goes away."""
+
+
+class _Spawner:
+    """Starts broker JVMs from one thread that lives as long as the lab.
+
+    PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, so brokers
+    restarted from a control-endpoint request thread would die with that request;
+    starting every broker here ties them to the lab's lifetime instead.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue[tuple[Callable[[], Any], list[Any], threading.Event] | None] = (
+            queue.Queue()
+        )
+        self._thread = threading.Thread(target=self._run, name="kafka-lab-spawner", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, box, done = job
+            try:
+                box.append(fn())
+            except (OSError, ValueError, subprocess.SubprocessError) as exc:
+                box.append(exc)  # raised in the caller's thread
+            done.set()
+
+    def popen(self, args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        box: list[Any] = []
+        done = threading.Event()
+        self._jobs.put((lambda: subprocess.Popen([*DIE_WITH_PARENT, *args], **kwargs), box, done))
+        done.wait()
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        proc: subprocess.Popen[bytes] = box[0]
+        return proc
+
+    def close(self) -> None:
+        self._jobs.put(None)
+
+
+@dataclass
+class _Node:
+    """One KRaft node's files and process."""
+
+    id: int
+    port: int
+    controller_port: int
+    dir: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def config(self) -> Path:
+        return self.dir / "server.properties"
+
+    @property
+    def log_file(self) -> Path:
+        return self.dir / "server.log"
+
+
+def _java() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise LabSetupError(
+            "starting the Kafka engine: java not found; install a Java 17+ runtime "
+            "(apt-get install openjdk-17-jre-headless) or use --engine mock"
+        )
+    return java
+
+
+def _free_ports(count: int) -> list[int]:
+    """`count` distinct loopback ports the kernel picked (held open together, then freed)."""
+    socks = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind((HOST, 0))
+            socks.append(sock)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def _port_in_use(port: int) -> bool:
+    """True when something listens on 127.0.0.1:port (a broker could not bind it)."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return True
+    return False
+
+
+def _cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _cause(log_file: Path) -> str:
+    """The most telling line of a broker's log: the first ERROR/FATAL or exception."""
+    try:
+        lines = log_file.read_text(errors="replace").splitlines()
+    except OSError:
+        return "no log"
+    for line in lines:
+        if "Address already in use" in line:
+            return "Address already in use"
+    for line in lines:
+        if re.search(r"\b(ERROR|FATAL)\b|Exception|Error:", line):
+            return line.strip()[:300]
+    return lines[-1].strip()[:300] if lines else "empty log"
+
+
+def remove_stale_data_dirs() -> list[Path]:
+    """Remove data directories of Kafka labs whose process is gone (a SIGKILLed lab)."""
+    removed = []
+    for path in Path(tempfile.gettempdir()).glob(f"{DATA_PREFIX}*"):
+        match = re.match(rf"{DATA_PREFIX}(\d+)-", path.name)
+        if match and not netfilter.pid_alive(int(match.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+LOG4J = """\
+log4j.rootLogger=INFO, out
+log4j.appender.out=org.apache.log4j.ConsoleAppender
+log4j.appender.out.layout=org.apache.log4j.PatternLayout
+log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.state.change.logger=WARN
+log4j.logger.kafka.log.LogCleaner=WARN
+log4j.logger.org.apache.kafka.storage=WARN
+log4j.logger.kafka.log=WARN
+"""
+
+TOOLS_LOG4J = """\
+log4j.rootLogger=WARN, err
+log4j.appender.err=org.apache.log4j.ConsoleAppender
+log4j.appender.err.Target=System.err
+log4j.appender.err.layout=org.apache.log4j.PatternLayout
+log4j.appender.err.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+
+
+class KafkaLab(Lab):
+    """A running Apache Kafka cluster of `brokers` combined KRaft nodes with the given topics."""
+
+    engine = "kafka"
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        topics: dict[str, int] | None = None,
+        engine: str = "kafka",
+        *,
+        ports: list[int] | None = None,
+        session_timeout_ms: int = SESSION_TIMEOUT_MS,
+        ready_timeout_seconds: float = READY_TIMEOUT_SECONDS,
+    ) -> None:
+        super().__init__(brokers, topics)
+        if not 1 <= brokers <= 9:
+            raise UsageError(
+                f"--brokers must be between 1 and 9 on the kafka engine, got {brokers}"
+            )
+        if ports is not None and len(ports) != brokers:
+            raise UsageError(f"need one client port per broker ({brokers}), got {len(ports)}")
+        if session_timeout_ms < 4 * HEARTBEAT_INTERVAL_MS:
+            raise UsageError(
+                f"the session timeout must be at least {4 * HEARTBEAT_INTERVAL_MS} ms "
+                f"(4 heartbeats), got {session_timeout_ms}"
+            )
+        self.session_timeout_ms = session_timeout_ms
+        self.ready_timeout_seconds = ready_timeout_seconds
+        self.kafka_version = ""
+        self.start_seconds = 0.0
+        self.election_results: list[dict[str, Any]] = []
+        self._fixed_ports = ports
+        self._nodes: dict[int, _Node] = {}
+        self._dir: Path | None = None
+        self._java = ""
+        self._lib: Path | None = None
+        self._spawner: _Spawner | None = None
+        self._closed = threading.Event()
+        self._election_threads: dict[str, threading.Thread] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> KafkaLab:
+        """Resolve the jars if needed, format and start every node, wait until ready."""
+        started = time.monotonic()
+        netfilter.remove_stale_chains()
+        remove_stale_data_dirs()
+        self._java = _java()
+        self.kafka_version = kafkajars.kafka_version()
+        self._lib = kafkajars.ensure_jars()
+        atexit.register(self.close)
+        try:
+            self._start_nodes()
+            self._create_topics()
+        except BaseException:
+            self.close()
+            raise
+        self.start_seconds = time.monotonic() - started
+        log.info(
+            "lab up",
+            extra={
+                "engine": "kafka",
+                "version": self.kafka_version,
+                "bootstrap": self.bootstrap,
+                "seconds": round(self.start_seconds, 1),
+            },
+        )
+        return self
+
+    def _start_nodes(self) -> None:
+        n = self.broker_count
+        self._dir = Path(tempfile.mkdtemp(prefix=f"{DATA_PREFIX}{os.getpid()}-"))
+        (self._dir / "tools-log4j.properties").write_text(TOOLS_LOG4J)
+        (self._dir / "log4j.properties").write_text(LOG4J)
+        client_ports = self._fixed_ports or []
+        picked = _free_ports(2 * n - len(client_ports))
+        client_ports = client_ports or picked[:n]
+        controller_ports = picked[-n:]
+        for i in range(1, n + 1):
+            port = client_ports[i - 1]
+            if _port_in_use(port):
+                raise LabSetupError(
+                    f"starting broker {i}: port {HOST}:{port} is in use; stop what listens "
+                    "there or let the kernel pick the ports"
+                )
+            node = _Node(i, port, controller_ports[i - 1], self._dir / f"node{i}")
+            node.dir.mkdir()
+            self._nodes[i] = node
+            self.brokers[i] = BrokerState(id=i, host=HOST, port=port)
+        self.bootstrap = ",".join(b.address for b in self.brokers.values())
+        voters = ",".join(f"{i}@{HOST}:{node.controller_port}" for i, node in self._nodes.items())
+        for node in self._nodes.values():
+            node.config.write_text(self._properties(node, voters))
+        self._format_storage()
+        self._spawner = _Spawner()
+        for node in self._nodes.values():
+            self._spawn(node)
+        self._wait_ready(set(self._nodes), "starting the cluster")
+
+    def _properties(self, node: _Node, voters: str) -> str:
+        replication = min(3, self.broker_count)
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": node.id,
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": node.dir / "data",
+            "broker.session.timeout.ms": self.session_timeout_ms,
+            "broker.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
+            "auto.leader.rebalance.enable": "false",
+            "auto.create.topics.enable": "true",
+            "num.partitions": 3,
+            "default.replication.factor": replication,
+            "min.insync.replicas": 1,
+            "offsets.topic.replication.factor": replication,
+            "offsets.topic.num.partitions": 3,
+            "transaction.state.log.replication.factor": replication,
+            "transaction.state.log.min.isr": 1,
+            "transaction.state.log.num.partitions": 3,
+            "group.initial.rebalance.delay.ms": 0,
+            "num.network.threads": 2,
+            "num.io.threads": 2,
+            "num.replica.fetchers": 1,
+            "num.recovery.threads.per.data.dir": 1,
+            "background.threads": 2,
+            "log.cleaner.enable": "false",
+            "unclean.leader.election.enable": "false",
+        }
+        return "".join(f"{key}={value}\n" for key, value in props.items())
+
+    def _java_command(
+        self, options: tuple[str, ...], main: str, *args: str, tools: bool
+    ) -> list[str]:
+        assert self._dir is not None and self._lib is not None
+        log4j = self._dir / ("tools-log4j.properties" if tools else "log4j.properties")
+        return [
+            self._java,
+            *options,
+            f"-Dlog4j.configuration=file:{log4j}",
+            "-cp",
+            f"{self._lib}/*",
+            main,
+            *args,
+        ]
+
+    def _format_storage(self) -> None:
+        cluster_id = _cluster_id()
+        procs = {
+            i: subprocess.Popen(
+                self._java_command(
+                    TOOL_OPTIONS,
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "-t",
+                    cluster_id,
+                    "-c",
+                    str(node.config),
+                    tools=True,
+                ),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+            for i, node in self._nodes.items()
+        }
+        failures = []
+        for i, proc in procs.items():
+            try:
+                out, _ = proc.communicate(timeout=TOOL_TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, _ = proc.communicate()
+            if proc.returncode != 0:
+                lines = out.decode(errors="replace").strip().splitlines() or ["no output"]
+                failures.append(f"broker {i}: {lines[-1][:200]}")
+        if failures:
+            raise LabSetupError(
+                f"formatting Kafka storage failed ({'; '.join(failures)}); "
+                "check the Java version (17+) and the jars (python3 -m hangwatch_lab.kafkajars)"
+            )
+
+    def _spawn(self, node: _Node) -> None:
+        assert self._spawner is not None
+        with node.log_file.open("ab") as out:
+            node.proc = self._spawner.popen(
+                self._java_command(JVM_OPTIONS, "kafka.Kafka", str(node.config), tools=False),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        self.brokers[node.id].pid = node.proc.pid
+        log.info("broker started", extra={"broker": node.id, "pid": node.proc.pid})
+
+    def _metadata(self, bootstrap: str | None = None, timeout: float = 2.0) -> ClusterMetadata:
+        admin = AdminClient(
+            {
+                "bootstrap.servers": bootstrap or self._healthy_bootstrap(),
+                "log_level": 0,
+                "socket.connection.setup.timeout.ms": int(timeout * 1000),
+            }
+        )
+        return admin.list_topics(timeout=timeout)
+
+    def _healthy_bootstrap(self) -> str:
+        """Addresses of brokers that should answer (not down, frozen, blackholed or removed)."""
+        healthy = [b.address for b in self.brokers.values() if b.condition == "up"]
+        if not healthy:
+            raise LabError("no broker of the lab is up; restore one first")
+        return ",".join(healthy)
+
+    def _wait_ready(self, ids: set[int], step: str) -> None:
+        """Until metadata lists every broker in `ids`, each answering on its own port."""
+        deadline = time.monotonic() + self.ready_timeout_seconds
+        last = "no answer yet"
+        while True:
+            for i in ids:
+                self._check_running(i, step)
+            try:
+                listed = set(self._metadata(timeout=1.0).brokers)
+                if ids <= listed:
+                    for i in ids:  # each answers itself, not only through the others
+                        self._metadata(self.brokers[i].address, timeout=1.0)
+                    return
+                last = f"metadata lists brokers {sorted(listed)}"
+            except KafkaException as exc:  # while the cluster forms
+                last = str(exc)[:200]
+            if time.monotonic() > deadline:
+                raise LabSetupError(
+                    f"{step}: brokers {sorted(ids)} not ready within "
+                    f"{self.ready_timeout_seconds:.0f} s ({last}); the machine may be "
+                    "overloaded: retry, or raise the timeout"
+                )
+            time.sleep(0.2)
+
+    def _check_running(self, broker: int, step: str) -> None:
+        node = self._nodes[broker]
+        if node.proc is not None and node.proc.poll() is not None:
+            cause = _cause(node.log_file)
+            hint = (
+                f"port {HOST}:{node.port} or {node.controller_port} was taken; retry"
+                if "Address already in use" in cause
+                else "see the cause above"
+            )
+            raise LabSetupError(
+                f"{step}: broker {broker} exited (code {node.proc.returncode}): {cause}; {hint}"
+            )
+
+    def _create_topics(self) -> None:
+        if not self.topics:
+            return
+        replication = min(3, self.broker_count)
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        futures = admin.create_topics(
+            [NewTopic(name, parts, replication) for name, parts in self.topics.items()],
+            operation_timeout=30,
+        )
+        for name, future in futures.items():
+            try:
+                future.result(timeout=60)
+            except KafkaException as exc:
+                raise LabError(f"creating topic {name} failed: {exc}") from None
+        self._wait_leaders(set(self.topics), "creating topics")
+
+    def _wait_leaders(
+        self,
+        topics: set[str],
+        step: str,
+        accept: Callable[[str, int, Any], bool] | None = None,
+        timeout: float = 60.0,
+    ) -> ClusterMetadata:
+        """Until every partition of `topics` has a leader (and satisfies `accept`)."""
+        deadline = time.monotonic() + timeout
+        last = "no metadata yet"
+        while True:
+            try:
+                md = self._metadata(timeout=2.0)
+                pending = [
+                    f"{t}/{p}"
+                    for t in topics
+                    for p, part in (md.topics[t].partitions.items() if t in md.topics else [])
+                    if part.leader < 0 or (accept is not None and not accept(t, p, part))
+                ]
+                missing = [t for t in topics if t not in md.topics or md.topics[t].error]
+                if not pending and not missing:
+                    return md
+                last = f"waiting on {', '.join((missing + pending)[:5])}"
+            except KafkaException as exc:
+                last = str(exc)[:200]
+            if time.monotonic() > deadline:
+                raise LabError(f"{step}: not done within {timeout:.0f} s ({last})")
+            time.sleep(POLL_SECONDS * 4)
+
+    def close(self) -> None:
+        """Kill every broker JVM, remove kernel rules and the data directory; idempotent."""
+        with self._lock:
+            if self._closed.is_set():
+                return
+            self._closed.set()
+            self._blackholes.close()
+            nodes = list(self._nodes.values())
+        for thread in list(self._election_threads.values()):
+            thread.join(timeout=5)
+        for node in nodes:
+            if node.proc is not None and node.proc.poll() is None:
+                node.proc.send_signal(signal.SIGCONT)
+                node.proc.kill()
+        for node in nodes:
+            if node.proc is not None:
+                node.proc.wait()
+        if self._spawner is not None:
+            self._spawner.close()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+        atexit.unregister(self.close)
+        if nodes:
+            log.info("lab down", extra={"engine": "kafka", "bootstrap": self.bootstrap})
+
+    def alive(self) -> bool:
+        """True while every broker that should run (not down, not removed) runs."""
+        if self._closed.is_set() or not self._nodes:
+            return False
+        return all(
+            node.proc is not None and node.proc.poll() is None
+            for node in self._nodes.values()
+            if not self.brokers[node.id].down and not self.brokers[node.id].removed
+        )
+
+    def broker_pids(self) -> dict[int, int]:
+        """Broker id -> JVM pid, for brokers whose process exists."""
+        return {
+            i: node.proc.pid
+            for i, node in self._nodes.items()
+            if node.proc is not None and node.proc.poll() is None
+        }
+
+    # -- tools -------------------------------------------------------------------------------
+    def _tool(self, main: str, *args: str) -> str:
+        """Run one of Kafka's own admin tools against the healthy brokers; its stdout."""
+        command = self._java_command(TOOL_OPTIONS, main, *args, tools=True)
+        try:
+            proc = subprocess.run(
+                command, capture_output=True, text=True, timeout=TOOL_TIMEOUT_SECONDS, check=False
+            )
+        except subprocess.TimeoutExpired:
+            raise LabError(
+                f"{main.rsplit('.', 1)[-1]} did not finish within {TOOL_TIMEOUT_SECONDS:.0f} s"
+            ) from None
+        if proc.returncode != 0:
+            lines = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()
+            raise LabError(
+                f"{main.rsplit('.', 1)[-1]} failed (exit {proc.returncode}): {lines[-1][:300]}"
+            )
+        return proc.stdout
+
+    def active_controller(self) -> int:
+        """The node id of the KRaft quorum's leader (the active controller)."""
+        out = self._tool(
+            "org.apache.kafka.tools.MetadataQuorumCommand",
+            "--bootstrap-server",
+            self._healthy_bootstrap(),
+            "describe",
+            "--status",
+        )
+        found = re.search(r"LeaderId:\s*(\d+)", out)
+        if not found:
+            raise LabError(f"could not read the active controller from: {out.strip()[:200]}")
+        return int(found.group(1))
+
+    def _reassign(self, assignment: dict[tuple[str, int], list[int]]) -> None:
+        """Move partitions to the given replica lists (ReassignPartitionsCommand) and wait."""
+        assert self._dir is not None
+        plan = {
+            "version": 1,
+            "partitions": [
+                {"topic": t, "partition": p, "replicas": replicas}
+                for (t, p), replicas in sorted(assignment.items())
+            ],
+        }
+        path = self._dir / f"reassign-{time.monotonic_ns()}.json"
+        path.write_text(json.dumps(plan))
+        self._tool(
+            "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+            "--bootstrap-server",
+            self._healthy_bootstrap(),
+            "--reassignment-json-file",
+            str(path),
+            "--execute",
+        )
+        topics = {t for t, _ in assignment}
+        self._wait_leaders(
+            topics,
+            "reassigning partitions",
+            accept=lambda t, p, part: (
+                (t, p) not in assignment
+                or (
+                    list(part.replicas) == assignment[(t, p)]
+                    and set(part.isrs) <= set(part.replicas)
+                )
+            ),
+            timeout=120,
+        )
+
+    def _preferred_election(self, partitions: list[tuple[str, int]]) -> None:
+        """Make each partition's first replica its leader (LeaderElectionCommand, preferred)."""
+        assert self._dir is not None
+        path = self._dir / f"elect-{time.monotonic_ns()}.json"
+        path.write_text(
+            json.dumps({"partitions": [{"topic": t, "partition": p} for t, p in partitions]})
+        )
+        try:
+            self._tool(
+                "org.apache.kafka.tools.LeaderElectionCommand",
+                "--bootstrap-server",
+                self._healthy_bootstrap(),
+                "--election-type",
+                "preferred",
+                "--path-to-json-file",
+                str(path),
+            )
+        except LabError as exc:
+            # A partition already led by its preferred replica is reported as an error.
+            if "already elected" not in str(exc).lower() and "ELECTION_NOT_NEEDED" not in str(exc):
+                raise
+
+    def _lead_from(self, topic: str, partitions: list[int], broker: int) -> None:
+        """Make `broker` the leader of the partitions: it goes first in their replica
+        lists (a real reassignment), then a preferred election."""
+        md = self._metadata()
+        if topic not in md.topics:
+            raise UsageError(f"unknown topic {topic!r}")
+        assignment = {}
+        for p in partitions:
+            part = md.topics[topic].partitions.get(p)
+            if part is None:
+                raise UsageError(f"topic {topic} has no partition {p}")
+            replicas = [r for r in part.replicas if r != broker]
+            if broker not in part.replicas and replicas:
+                replicas.pop()  # keep the replication factor
+            assignment[(topic, p)] = [broker, *replicas]
+        self._reassign(assignment)
+        self._preferred_election(list(assignment))
+        self._wait_leaders(
+            {topic},
+            f"electing broker {broker} leader of {topic}",
+            accept=lambda t, p, part: p not in partitions or part.leader == broker,
+        )
+
+    # -- faults ------------------------------------------------------------------------------
+    def _live(self, broker: int, fault: str) -> tuple[BrokerState, _Node]:
+        state = self._broker(broker)
+        if state.removed:
+            raise LabError(f"broker {broker} was removed by shrink; {fault} does not apply")
+        return state, self._nodes[broker]
+
+    def down(self, broker: int) -> None:
+        """Stop the broker's process (SIGTERM: Kafka's controlled shutdown); port closed."""
+        state, node = self._live(broker, "down")
+        if state.down:
+            return
+        self._stop(node)
+        state.down = True
+        state.pid = 0
+        log.info("fault down", extra={"broker": broker})
+
+    def _stop(self, node: _Node) -> None:
+        proc = node.proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGCONT)
+        self.brokers[node.id].frozen = False
+        proc.terminate()
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def unresponsive(self, broker: int) -> None:
+        """Freeze the broker's JVM (SIGSTOP): TCP still accepted and acknowledged, no answer."""
+        state, node = self._live(broker, "unresponsive")
+        if state.down or node.proc is None:
+            raise LabError(f"broker {broker} is down; restore it before freezing it")
+        node.proc.send_signal(signal.SIGSTOP)
+        state.frozen = True
+        log.info("fault unresponsive", extra={"broker": broker, "pid": node.proc.pid})
+
+    def _continue(self, broker: int) -> None:
+        state, node = self.brokers[broker], self._nodes[broker]
+        if state.frozen and node.proc is not None:
+            node.proc.send_signal(signal.SIGCONT)
+        state.frozen = False
+
+    def restore(self, broker: int | None = None) -> None:
+        """Undo every fault on `broker` (or all): rules removed, frozen JVMs continued,
+        stopped brokers started again on their ports and data, and waited for.
+        Brokers removed by `shrink` stay removed."""
+        if broker is not None and self._broker(broker).removed:
+            raise LabError(f"broker {broker} was removed by shrink; it does not come back")
+        targets = [self._broker(broker)] if broker is not None else list(self.brokers.values())
+        targets = [s for s in targets if not s.removed]
+        if broker is None:
+            for thread in list(self._election_threads.values()):
+                thread.join(timeout=60)
+        restarted = set()
+        for state in targets:
+            with self._lock:
+                self._blackholes.remove(state.port)
+            state.blackholed = False
+            self._continue(state.id)
+            if state.down:
+                self._spawn(self._nodes[state.id])
+                state.down = False
+                restarted.add(state.id)
+        if restarted:
+            self._wait_ready(restarted, f"restarting broker(s) {sorted(restarted)}")
+        log.info("restore", extra={"broker": broker if broker is not None else "all"})
+
+    def move_leader(self, topic: str, partition: int, broker: int) -> None:
+        """A real leader move: `broker` first in the replica list, then a preferred election."""
+        self._live(broker, "leader")
+        self._lead_from(topic, [partition], broker)
+        log.info("fault leader", extra={"topic": topic, "partition": partition, "broker": broker})
+
+    def election(self, topic: str, seconds: float) -> None:
+        """A real election on every partition of `topic`.
+
+        The topic's leaders are first gathered on one broker that is not the active
+        controller (reassignment + preferred election), then that broker is frozen
+        (SIGSTOP). The controller fences it after the session timeout and elects new
+        leaders from the in-sync replicas; the broker is continued when `seconds` have
+        passed and the election is over, and rejoins as a follower (leaders stay where
+        the election put them: automatic rebalancing is off). The measured time the
+        partitions' leader was unavailable is in `election_results`.
+        """
+        if topic not in self.topics:
+            raise UsageError(f"unknown topic {topic!r} (lab topics: {', '.join(self.topics)})")
+        minimum = self.session_timeout_ms / 1000
+        if not minimum <= seconds <= 3600:
+            raise UsageError(
+                f"election seconds must be in [{minimum:g}, 3600] on the kafka engine (a frozen "
+                f"leader is fenced after the {minimum:g} s session timeout), got {seconds}"
+            )
+        if self.broker_count < 2:
+            raise UsageError("an election needs at least 2 brokers")
+        with self._lock:
+            if topic in self._election_threads:
+                raise LabError(f"an election on {topic} is already under way")
+            self._election_threads[topic] = threading.current_thread()  # reserved
+        try:
+            controller = self.active_controller()
+            candidates = [
+                b.id for b in self.brokers.values() if b.condition == "up" and b.id != controller
+            ]
+            if not candidates:
+                raise LabError("no healthy broker besides the active controller to freeze")
+            victim = candidates[0]
+            partitions = list(range(self.topics[topic]))
+            self._lead_from(topic, partitions, victim)
+            node = self._nodes[victim]
+            assert node.proc is not None
+            frozen_at = time.monotonic()
+            node.proc.send_signal(signal.SIGSTOP)
+            self.brokers[victim].frozen = True
+        except BaseException:
+            with self._lock:
+                self._election_threads.pop(topic, None)
+            raise
+        thread = threading.Thread(
+            target=self._run_election,
+            args=(topic, victim, controller, seconds, frozen_at),
+            name=f"election-{topic}",
+            daemon=True,
+        )
+        with self._lock:
+            self._election_threads[topic] = thread
+        thread.start()
+        log.info(
+            "fault election",
+            extra={"topic": topic, "seconds": seconds, "frozen": victim, "controller": controller},
+        )
+
+    def _run_election(
+        self, topic: str, victim: int, controller: int, seconds: float, frozen_at: float
+    ) -> None:
+        others = ",".join(b.address for b in self.brokers.values() if b.condition == "up")
+        elected_at: float | None = None
+        leaders: dict[int, int] = {}
+        try:
+            while not self._closed.is_set():
+                now = time.monotonic()
+                if elected_at is None:
+                    try:
+                        md = self._metadata(others, timeout=1.0)
+                        parts = md.topics[topic].partitions
+                        if parts and all(p.leader not in (-1, victim) for p in parts.values()):
+                            elected_at = time.monotonic()
+                            leaders = {p: part.leader for p, part in parts.items()}
+                    except KafkaException:  # a metadata request during the election
+                        pass
+                if elected_at is not None and now - frozen_at >= seconds:
+                    break
+                self._closed.wait(POLL_SECONDS)
+        finally:
+            if not self._closed.is_set():
+                self._continue(victim)
+            result = {
+                "topic": topic,
+                "frozen_broker": victim,
+                "active_controller": controller,
+                "frozen_seconds": round(time.monotonic() - frozen_at, 3),
+                "leaderless_seconds": round(elected_at - frozen_at, 3) if elected_at else None,
+                "new_leaders": leaders,
+            }
+            with self._lock:
+                self.election_results.append(result)
+                self._election_threads.pop(topic, None)
+            log.info("election over", extra=result)
+
+    def elections_under_way(self) -> list[str]:
+        return sorted(self._election_threads)
+
+    def shrink(self, to: int, dead: str = "blackhole") -> None:
+        """Decommission brokers to+1..N the way operators do: every partition reassigned
+        away from them, then each stopped for good. Their addresses stay in the bootstrap
+        string, dead: `blackhole` (packets dropped: a host gone), `refused` (port closed)
+        or `frozen` (process frozen instead of stopped: TCP accepted, never answered)."""
+        if dead not in DEAD_MODES:
+            raise UsageError(f"--dead must be one of {', '.join(DEAD_MODES)}, got {dead!r}")
+        live = [b.id for b in self.brokers.values() if not b.removed]
+        if not 1 <= to < len(live):
+            raise UsageError(f"--to must be between 1 and {len(live) - 1}, got {to}")
+        if to <= self.broker_count // 2:
+            raise UsageError(
+                f"--to {to} would leave the {self.broker_count} KRaft voters without a majority "
+                f"(every node is also a controller): keep at least {self.broker_count // 2 + 1}"
+            )
+        keep = sorted(live)[:to]
+        removed = sorted(live)[to:]
+        for b in keep:
+            if self.brokers[b].condition != "up":
+                raise LabError(
+                    f"broker {b} stays but is {self.brokers[b].condition}; restore it first"
+                )
+        md = self._metadata()
+        assignment: dict[tuple[str, int], list[int]] = {}
+        for name, topic in md.topics.items():
+            for p, part in topic.partitions.items():
+                if not set(part.replicas) & set(removed):
+                    continue
+                replicas = [r for r in part.replicas if r in keep]
+                spare = [b for b in keep if b not in replicas]
+                while len(replicas) < min(len(part.replicas), to) and spare:
+                    replicas.append(spare.pop(0))
+                assignment[(name, p)] = replicas
+        if assignment:
+            self._reassign(assignment)
+        for b in removed:
+            state = self.brokers[b]
+            if dead == "frozen":
+                self.unresponsive(b)
+            else:
+                self._stop(self._nodes[b])
+                state.pid = 0
+                if dead == "blackhole":
+                    self.blackhole(b)
+            state.removed = True
+        self._wait_shrunk(set(keep))
+        log.info("fault shrink", extra={"to": to, "removed": removed, "dead": dead})
+
+    def _wait_shrunk(self, keep: set[int]) -> None:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if set(self._metadata(timeout=1.0).brokers) == keep:
+                    return
+            except KafkaException:
+                pass
+            if time.monotonic() > deadline:
+                raise LabError(f"shrink: metadata still lists brokers beyond {sorted(keep)}")
+            time.sleep(0.2)
