@@ -31,7 +31,6 @@ command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)  # the Kafka lab's 
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
-command -v mvn >/dev/null 2>&1 || need_apt+=(maven)  # resolves the incidents' Java clients
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)  # sarama's zstd dependency uses cgo
 [ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || need_apt+=(golang-github-shopify-sarama-dev)
 [ -d /usr/share/gocode/src/github.com/segmentio/kafka-go ] || need_apt+=(golang-github-segmentio-kafka-go-dev)
