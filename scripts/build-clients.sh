@@ -7,7 +7,8 @@
 #   Go (sarama, kafka-go): `go build -modfile=<the version's .mod>` -> <dir>/bin; modules
 #     come from the Go module proxy into Go's module cache, checked against go.sum.
 #   Java (kafka_2.11, kafka-clients): `mvn dependency:copy-dependencies` on the client's
-#     pom -> <dir>/lib (Maven's ~/.m2 caches the downloads), `javac` -> <dir>/classes.
+#     pom -> <dir>/lib (Maven's ~/.m2 caches the downloads), `javac` -> <dir>/classes
+#     (kafka-clients-3.9.2, Spark's client, has no program: only its lib/).
 # Prints one line per client: `<client> <dir>`. Progress goes to stderr.
 #   usage: scripts/build-clients.sh [client ...]   (no client: all of them)
 # Exit 3 (one line naming the step) when a toolchain is missing or a resolve/build fails.
@@ -15,7 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=testing/clients/incidents
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/hangwatch/incident-clients"
-ALL=(sarama-v1.37.2 sarama-v1.38.0 kafka-go-v0.4.8 kafka_2.11-0.8.2.2 kafka-clients-0.11.0.3)
+ALL=(sarama-v1.37.2 sarama-v1.38.0 kafka-go-v0.4.8 kafka_2.11-0.8.2.2 kafka-clients-0.11.0.3
+     kafka-clients-3.9.2)
 
 fail() { echo "build-clients: $1" >&2; exit 3; }
 
@@ -27,6 +29,7 @@ layout() {
     kafka-go-v0.4.8) echo "go $SRC/kafka-go go.mod" ;;
     kafka_2.11-0.8.2.2) echo "java $SRC/java/kafka_2.11-0.8.2.2 pom.xml" ;;
     kafka-clients-0.11.0.3) echo "java $SRC/java/kafka-clients-0.11.0.3 pom.xml" ;;
+    kafka-clients-3.9.2) echo "java $SRC/java/kafka-clients-3.9.2 pom.xml" ;;  # Spark's (no program)
     *) fail "unknown client '$1' (one of: ${ALL[*]})" ;;
   esac
 }
@@ -64,8 +67,10 @@ build() {
       mvn -q -B -f "$dir/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
           -DoutputDirectory="$tmp/lib" >"$log" 2>&1 \
         || { why=$(grep -m1 'ERROR' "$log" | cut -c1-200); rm -rf "$tmp"; fail "mvn could not resolve $client (Maven Central reachable?): $why"; }
-      javac -nowarn -d "$tmp/classes" -cp "$tmp/lib/*" "$dir"/*.java >"$log" 2>&1 \
-        || { why=$(head -1 "$log"); rm -rf "$tmp"; fail "javac of $client failed: $why"; }
+      if compgen -G "$dir/*.java" >/dev/null; then
+        javac -nowarn -d "$tmp/classes" -cp "$tmp/lib/*" "$dir"/*.java >"$log" 2>&1 \
+          || { why=$(head -1 "$log"); rm -rf "$tmp"; fail "javac of $client failed: $why"; }
+      fi
     fi
     touch "$tmp/.done"
     rm -rf "$out"

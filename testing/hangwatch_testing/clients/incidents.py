@@ -94,11 +94,18 @@ def _all_blackholed(lab: Lab, _: Path) -> None:
 
 
 def _shrunk(lab: Lab, _: Path) -> None:
-    lab.shrink(2, dead="blackhole")  # type: ignore[call-arg]
+    lab.shrink(2, dead="blackhole")
 
 
 def _election(lab: Lab, _: Path) -> None:
     lab.election(TOPIC, 2.0)
+
+
+def _leader_stopped(lab: Lab, _: Path) -> None:
+    """The broker leading partition 0 stops (Kafka's controlled shutdown, as in one step of
+    a rolling restart): its partitions' leaders move to the other replicas."""
+    metadata = lab.admin().list_topics(TOPIC, timeout=10)
+    lab.down(int(metadata.topics[TOPIC].partitions[0].leader))
 
 
 def _host_crashed(lab: Lab, _: Path) -> None:
@@ -148,6 +155,25 @@ INCIDENTS: tuple[Incident, ...] = (
         "a real 2 s leader election (leader frozen, fenced)",
         _go("sarama-v1.38.0", "-mode", "idempotent", "-rate", "5", "-batch", "10"),
         _election,
+        watch_seconds=60,
+        control=True,
+    ),
+    Incident(
+        "S2-stop",
+        "sarama-v1.37.2",
+        "sarama v1.37.2 idempotent AsyncProducer (batches of 10)",
+        "the leader stopped (controlled shutdown: a rolling restart's step)",
+        _go("sarama-v1.37.2", "-mode", "idempotent", "-rate", "5", "-batch", "10"),
+        _leader_stopped,
+        watch_seconds=60,
+    ),
+    Incident(
+        "S2-stop-control",
+        "sarama-v1.38.0",
+        "sarama v1.38.0 idempotent AsyncProducer (the fix)",
+        "the leader stopped (controlled shutdown: a rolling restart's step)",
+        _go("sarama-v1.38.0", "-mode", "idempotent", "-rate", "5", "-batch", "10"),
+        _leader_stopped,
         watch_seconds=60,
         control=True,
     ),
@@ -273,11 +299,16 @@ def _wait_baseline(sidecar: SidecarProcess, client: ClientProcess, started: floa
 
 
 def replay(
-    incident: Incident, timing: SidecarTiming | None = None, *, stop_early: bool = True
+    incident: Incident,
+    timing: SidecarTiming | None = None,
+    *,
+    stop_early: bool = True,
+    watch_seconds: float | None = None,
 ) -> Replay:
     """One replay of `incident` on a fresh 3-broker Apache Kafka lab (see the module doc).
     `stop_early`: end the watch once the sidecar has left healthy and the client has
-    errored or acknowledged again (the rest of the watch would add nothing)."""
+    errored or acknowledged again (the rest of the watch would add nothing);
+    `watch_seconds`: instead of the incident's own watch."""
     with (
         Lab(brokers=3, topics={TOPIC: PARTITIONS}, engine="kafka") as lab,
         tempfile.TemporaryDirectory(prefix="hangwatch-incident-") as tmp,
@@ -300,7 +331,8 @@ def replay(
             if client.acks:
                 result.last_ack_before_fault = round(fault_at - client.acks[-1], 2)
             incident.inject(lab, scratch)
-            _watch(result, sidecar, client, fault_at, incident.watch_seconds, stop_early)
+            watch = incident.watch_seconds if watch_seconds is None else watch_seconds
+            _watch(result, sidecar, client, fault_at, watch, stop_early)
             results = getattr(lab, "election_results", [])
             if results:
                 result.election = dict(results[-1])

@@ -141,7 +141,18 @@ func runIdempotent(addrs []string, topic string, rate float64, batch int, stop c
 	cfg.Producer.Return.Errors = true
 	cfg.Producer.Flush.Messages = batch
 	cfg.Producer.Flush.Frequency = 10 * time.Millisecond
-	producer, err := sarama.NewAsyncProducer(addrs, cfg)
+	// A fresh cluster may still be loading its transaction coordinator: creating an
+	// idempotent producer (InitProducerId) fails until it is ready, so try for 60 s, as a
+	// service's restart loop would.
+	var producer sarama.AsyncProducer
+	var err error
+	for attempt := 0; attempt < 60; attempt++ {
+		if producer, err = sarama.NewAsyncProducer(addrs, cfg); err == nil {
+			break
+		}
+		emit("init_retry", map[string]any{"error": err.Error()})
+		time.Sleep(time.Second)
+	}
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,7 @@
  *   java -cp <classes>:<kafka-clients jars> S4Producer BOOTSTRAP TOPIC RATE TRIGGER_FILE
  *
  * Sends RATE messages per second of 1 KiB (max.block.ms=10000 as in the write-up,
- * buffer.memory=262144 so that a stalled producer fills it in seconds instead of the
+ * buffer.memory=1048576 so that a stalled producer fills it in seconds instead of the
  * default 32 MiB's minutes). Its delivery callback reports each acknowledgement; once
  * TRIGGER_FILE exists, the callback also sends an audit record and waits for it with
  * send(...).get(), no timeout: the write-up's code. Callbacks run on the producer's one
@@ -48,7 +48,7 @@ public final class S4Producer {
         props.put("bootstrap.servers", bootstrap);
         props.put("acks", "all");
         props.put("max.block.ms", "10000");
-        props.put("buffer.memory", "262144");
+        props.put("buffer.memory", "1048576");
         props.put("key.serializer", "org.apache.kafka.common.serialization.StringSerializer");
         props.put("value.serializer", "org.apache.kafka.common.serialization.StringSerializer");
         final KafkaProducer<String, String> producer = new KafkaProducer<>(props);
