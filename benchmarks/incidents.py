@@ -36,15 +36,15 @@ def first_alarm(result: Replay) -> tuple[float, str, list[str]] | None:
 
 def reproduced(incident: Incident, result: Replay) -> str:
     """What the client did after the fault, in the table's words."""
-    silent = result.silent_seconds()
     error = result.first_error_after
     said = f"first error at {error:.0f} s" if error is not None else "no error"
-    if incident.control:
-        verdict = "no hang (control)" if result.first_ack_after is not None else "HUNG"
-        return f"{verdict}: acked again at {silent:.1f} s, {said}"
+    counts = f"{result.acks_after} acks, {result.errors_after} errors"
     if result.first_ack_after is None:
-        return f"yes: silent {silent:.0f} s (whole watch), {said}"
-    return f"silent {silent:.1f} s, then acked again; {said}"
+        return f"silent {result.silent_seconds():.0f} s (whole watch), {said}"
+    return (
+        f"longest pause {result.longest_pause:.1f} s; {said}; {counts} in "
+        f"{result.watched_seconds:.0f} s"
+    )
 
 
 def action(verdict: str) -> str:
@@ -67,6 +67,8 @@ def row(incident: Incident, results: list[Replay]) -> str:
     shown = ", ".join(verdicts) or "healthy throughout"
     actions = ", ".join(action(v) for v in verdicts) or "none"
     outcomes = " / ".join(reproduced(incident, r) for r in results)
+    if incident.control:
+        outcomes = "control: " + outcomes
     return (
         f"| {incident.id} | {incident.label} | {incident.fault} | {outcomes} | {shown} | "
         f"{timing} | {actions} | {evidence} |"

@@ -19,6 +19,7 @@ JVMs, rules and data directory).
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import tempfile
@@ -234,6 +235,14 @@ class ClientProcess:
     def acked_since(self, moment: float) -> int:
         return sum(1 for at in list(self.acks) if at >= moment)
 
+    def errors_since(self, moment: float) -> int:
+        return sum(1 for at, _ in list(self.errors) if at >= moment)
+
+    def longest_pause(self, start: float, end: float) -> float:
+        """The longest time without an acknowledgement between `start` and `end`."""
+        marks = [start, *(at for at in list(self.acks) if start <= at <= end), end]
+        return max(b - a for a, b in itertools.pairwise(marks))
+
     def first_error_after(self, moment: float) -> tuple[float, str] | None:
         return next(((at, e) for at, e in list(self.errors) if at >= moment), None)
 
@@ -259,6 +268,9 @@ class Replay:
     first_error_after: float | None = None
     first_error: str = ""
     acks_after: int = 0
+    errors_after: int = 0
+    longest_pause: float = 0.0
+    """The longest time without an acknowledgement during the watch (S3's latency spikes)."""
     watched_seconds: float = 0.0
     election: dict[str, Any] = field(default_factory=dict)
 
@@ -279,7 +291,8 @@ class Replay:
         return (
             f"{self.incident}: baseline {self.baseline}, changes {shown}, first ack after "
             f"{self.first_ack_after}, first error after {self.first_error_after} "
-            f"({self.first_error[:120]}), acks after {self.acks_after}"
+            f"({self.first_error[:120]}), acks/errors after {self.acks_after}/"
+            f"{self.errors_after}, longest pause {self.longest_pause} s"
         )
 
 
@@ -302,12 +315,9 @@ def replay(
     incident: Incident,
     timing: SidecarTiming | None = None,
     *,
-    stop_early: bool = True,
     watch_seconds: float | None = None,
 ) -> Replay:
-    """One replay of `incident` on a fresh 3-broker Apache Kafka lab (see the module doc).
-    `stop_early`: end the watch once the sidecar has left healthy and the client has
-    errored or acknowledged again (the rest of the watch would add nothing);
+    """One replay of `incident` on a fresh 3-broker Apache Kafka lab (see the module doc);
     `watch_seconds`: instead of the incident's own watch."""
     with (
         Lab(brokers=3, topics={TOPIC: PARTITIONS}, engine="kafka") as lab,
@@ -332,7 +342,7 @@ def replay(
                 result.last_ack_before_fault = round(fault_at - client.acks[-1], 2)
             incident.inject(lab, scratch)
             watch = incident.watch_seconds if watch_seconds is None else watch_seconds
-            _watch(result, sidecar, client, fault_at, watch, stop_early)
+            _watch(result, sidecar, client, fault_at, watch)
             results = getattr(lab, "election_results", [])
             if results:
                 result.election = dict(results[-1])
@@ -350,7 +360,6 @@ def _watch(
     client: ClientProcess,
     fault_at: float,
     seconds: float,
-    stop_early: bool,
 ) -> None:
     last = result.baseline
     while (elapsed := time.monotonic() - fault_at) < seconds:
@@ -364,10 +373,11 @@ def _watch(
         acks = [at for at in list(client.acks) if at >= fault_at]
         if acks and result.first_ack_after is None:
             result.first_ack_after = round(acks[0] - fault_at, 2)
-        if stop_early and result.changes and (error is not None or acks) and elapsed > 20:
-            break
         if client.proc.poll() is not None:
             break
         time.sleep(0.25)
-    result.watched_seconds = round(time.monotonic() - fault_at, 2)
+    end = time.monotonic()
+    result.watched_seconds = round(end - fault_at, 2)
     result.acks_after = client.acked_since(fault_at)
+    result.errors_after = client.errors_since(fault_at)
+    result.longest_pause = round(client.longest_pause(fault_at, end), 2)
