@@ -15,6 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=testing/clients/incidents
+COMMON=$SRC/java/common  # compiled with every Java program (their progress lines)
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/hangwatch/incident-clients"
 ALL=(sarama-v1.37.2 sarama-v1.38.0 kafka-go-v0.4.8 kafka_2.11-0.8.2.2 kafka-clients-0.11.0.3
      kafka-clients-3.9.2)
@@ -51,7 +52,7 @@ build() {
   read -r kind dir modfile <<<"$(layout "$client")"
   local tools; tools=$(toolchain "$kind") || exit 3
   key=$( { echo "$tools"; cat "$dir/$modfile"; [ "$kind" = java ] || cat "$dir/${modfile%.mod}.sum";
-           cat "$dir"/*.go "$dir"/*.java 2>/dev/null || true; } | sha256sum | cut -c1-12)
+           cat "$dir"/*.go "$dir"/*.java "$COMMON"/*.java 2>/dev/null || true; } | sha256sum | cut -c1-12)
   out="$CACHE/$client/$key"
   mkdir -p "$CACHE/$client"
   exec 9>"$CACHE/$client/.lock"
@@ -68,7 +69,7 @@ build() {
           -DoutputDirectory="$tmp/lib" >"$log" 2>&1 \
         || { why=$(grep -m1 'ERROR' "$log" | cut -c1-200); rm -rf "$tmp"; fail "mvn could not resolve $client (Maven Central reachable?): $why"; }
       if compgen -G "$dir/*.java" >/dev/null; then
-        javac -nowarn -d "$tmp/classes" -cp "$tmp/lib/*" "$dir"/*.java >"$log" 2>&1 \
+        javac -nowarn -d "$tmp/classes" -cp "$tmp/lib/*" "$dir"/*.java "$COMMON"/*.java >"$log" 2>&1 \
           || { why=$(head -1 "$log"); rm -rf "$tmp"; fail "javac of $client failed: $why"; }
       fi
     fi

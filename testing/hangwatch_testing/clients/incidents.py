@@ -121,6 +121,24 @@ def _callback_waits(_: Lab, scratch: Path) -> None:
     (scratch / "sync-send-in-callback").touch()
 
 
+def _s2(version: str, fault: str, inject: Callable[[Lab, Path], None]) -> Incident:
+    """S2 through `fault` with sarama `version`: v1.37.2 has the bug, v1.38.0 (the fix) is
+    the control. Ids: S2, S2-control (the election), S2-stop, S2-stop-control."""
+    control = version == "v1.38.0"
+    name = "S2" + ("-stop" if inject is _leader_stopped else "") + ("-control" if control else "")
+    return Incident(
+        name,
+        f"sarama-{version}",
+        f"sarama {version} idempotent AsyncProducer, batches of 10"
+        + (" (the fix)" if control else ""),
+        fault,
+        _go(f"sarama-{version}", "-mode", "idempotent", "-rate", "5", "-batch", "10"),
+        inject,
+        watch_seconds=60,
+        control=control,
+    )
+
+
 INCIDENTS: tuple[Incident, ...] = (
     Incident(
         "S0",
@@ -140,43 +158,13 @@ INCIDENTS: tuple[Incident, ...] = (
         _shrunk,
         watch_seconds=60,
     ),
-    Incident(
-        "S2",
-        "sarama-v1.37.2",
-        "sarama v1.37.2 idempotent AsyncProducer (batches of 10)",
-        "a real 2 s leader election (leader frozen, fenced)",
-        _go("sarama-v1.37.2", "-mode", "idempotent", "-rate", "5", "-batch", "10"),
-        _election,
-        watch_seconds=60,
-    ),
-    Incident(
-        "S2-control",
-        "sarama-v1.38.0",
-        "sarama v1.38.0 idempotent AsyncProducer (the fix)",
-        "a real 2 s leader election (leader frozen, fenced)",
-        _go("sarama-v1.38.0", "-mode", "idempotent", "-rate", "5", "-batch", "10"),
-        _election,
-        watch_seconds=60,
-        control=True,
-    ),
-    Incident(
-        "S2-stop",
-        "sarama-v1.37.2",
-        "sarama v1.37.2 idempotent AsyncProducer (batches of 10)",
-        "the leader stopped (controlled shutdown: a rolling restart's step)",
-        _go("sarama-v1.37.2", "-mode", "idempotent", "-rate", "5", "-batch", "10"),
-        _leader_stopped,
-        watch_seconds=60,
-    ),
-    Incident(
-        "S2-stop-control",
-        "sarama-v1.38.0",
-        "sarama v1.38.0 idempotent AsyncProducer (the fix)",
-        "the leader stopped (controlled shutdown: a rolling restart's step)",
-        _go("sarama-v1.38.0", "-mode", "idempotent", "-rate", "5", "-batch", "10"),
-        _leader_stopped,
-        watch_seconds=60,
-        control=True,
+    *(
+        _s2(version, fault, inject)
+        for fault, inject in (
+            ("a real 2 s leader election (leader frozen, fenced)", _election),
+            ("the leader stopped (controlled shutdown: a rolling restart's step)", _leader_stopped),
+        )
+        for version in ("v1.37.2", "v1.38.0")
     ),
     Incident(
         "S3",

@@ -24,22 +24,6 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 public final class S4Producer {
     private static final AtomicLong ACKED = new AtomicLong();
 
-    static synchronized void emit(String event, String field, String value) {
-        StringBuilder line = new StringBuilder();
-        line.append("{\"ts\": ").append(String.format("%.3f", System.currentTimeMillis() / 1000.0));
-        line.append(", \"event\": \"").append(event).append('"');
-        if (field != null) {
-            line.append(", \"").append(field).append("\": ").append(value);
-        }
-        System.out.println(line.append('}'));
-        System.out.flush();
-    }
-
-    static String quoted(Object text) {
-        String s = String.valueOf(text).replace("\\", "\\\\").replace("\"", "\\\"");
-        return '"' + s.replace("\n", " ") + '"';
-    }
-
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], topic = args[1];
         double rate = Double.parseDouble(args[2]);
@@ -58,21 +42,21 @@ public final class S4Producer {
             @Override
             public void onCompletion(RecordMetadata metadata, Exception exception) {
                 if (exception != null) {
-                    emit("error", "error", quoted(exception));
+                    Progress.emit("error", "error", Progress.quoted(exception));
                     return;
                 }
-                emit("ack", "n", Long.toString(ACKED.incrementAndGet()));
+                Progress.emit("ack", "n", Long.toString(ACKED.incrementAndGet()));
                 if (trigger.exists()) {
-                    emit("sync_send", null, null);
+                    Progress.emit("sync_send");
                     try {
                         producer.send(new ProducerRecord<>(topic, "audit", "audit")).get();
                     } catch (Exception e) {
-                        emit("error", "error", quoted(e));
+                        Progress.emit("error", "error", Progress.quoted(e));
                     }
                 }
             }
         };
-        emit("start", "client", quoted("kafka-clients 0.11.0.3"));
+        Progress.emit("start", "client", Progress.quoted("kafka-clients 0.11.0.3"));
         long periodNanos = (long) (1e9 / rate);
         long next = System.nanoTime();
         for (long i = 0; ; i++) {
@@ -84,7 +68,7 @@ public final class S4Producer {
             try {
                 producer.send(new ProducerRecord<>(topic, "k" + i, value), callback);
             } catch (Exception e) {
-                emit("error", "error", quoted(e));
+                Progress.emit("error", "error", Progress.quoted(e));
             }
         }
     }

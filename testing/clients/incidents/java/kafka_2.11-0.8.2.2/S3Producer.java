@@ -19,17 +19,6 @@ import kafka.producer.KeyedMessage;
 import kafka.producer.ProducerConfig;
 
 public final class S3Producer {
-    static synchronized void emit(String event, String fields) {
-        String ts = String.format("%.3f", System.currentTimeMillis() / 1000.0);
-        System.out.println("{\"ts\": " + ts + ", \"event\": \"" + event + "\"" + fields + "}");
-        System.out.flush();
-    }
-
-    static String quoted(Object text) {
-        String s = String.valueOf(text).replace("\\", "\\\\").replace("\"", "\\\"");
-        return '"' + s.replace("\n", " ") + '"';
-    }
-
     public static void main(String[] args) throws Exception {
         String brokers = args[0], topic = args[1];
         double rate = Double.parseDouble(args[2]);
@@ -40,7 +29,7 @@ public final class S3Producer {
         props.put("request.required.acks", "1");
         props.put("topic.metadata.refresh.interval.ms", args[3]);
         Producer<String, String> producer = new Producer<>(new ProducerConfig(props));
-        emit("start", ", \"client\": \"kafka_2.11 0.8.2.2\"");
+        Progress.emit("start", "client", Progress.quoted("kafka_2.11 0.8.2.2"));
         long periodNanos = (long) (1e9 / rate);
         long next = System.nanoTime();
         long acked = 0;
@@ -54,9 +43,9 @@ public final class S3Producer {
             try {
                 producer.send(new KeyedMessage<>(topic, "k" + i, "m" + i));
                 long ms = (System.nanoTime() - started) / 1_000_000;
-                emit("ack", ", \"n\": " + (++acked) + ", \"send_ms\": " + ms);
+                Progress.emit("ack", "n", Long.toString(++acked), "send_ms", Long.toString(ms));
             } catch (Exception e) {
-                emit("error", ", \"error\": " + quoted(e));
+                Progress.emit("error", "error", Progress.quoted(e));
             }
         }
     }
