@@ -52,7 +52,8 @@ build() {
   read -r kind dir modfile <<<"$(layout "$client")"
   local tools; tools=$(toolchain "$kind") || exit 3
   key=$( { echo "$tools"; cat "$dir/$modfile"; [ "$kind" = java ] || cat "$dir/${modfile%.mod}.sum";
-           cat "$dir"/*.go "$dir"/*.java "$COMMON"/*.java 2>/dev/null || true; } | sha256sum | cut -c1-12)
+           cat "$dir"/*.go "$dir"/*.java 2>/dev/null || true
+           [ "$kind" = go ] || cat "$COMMON"/*.java; } | sha256sum | cut -c1-12)
   out="$CACHE/$client/$key"
   mkdir -p "$CACHE/$client"
   exec 9>"$CACHE/$client/.lock"
