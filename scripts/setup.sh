@@ -6,7 +6,7 @@
 # sources (real clients the tests build in GOPATH mode), the incidents' own clients at their
 # own versions (scripts/build-clients.sh, with maven), the image test's container
 # tools (buildah, podman, runc, debootstrap), and the project itself with its
-# development extras. Java's JDK (javac) compiles one Spark-view test's classes; Maven
+# development extras. Java's JDK (javac) compiles the Java clients and a Spark UDF; Maven
 # resolves Apache Kafka's jars for the lab's real engine from Maven Central once per
 # version (lab/kafka/pom.xml, cached in ~/.cache/hangwatch/kafka). Safe to run again.
 # `--kube` (what `make test` passes) also builds the API server when it is not cached;
@@ -24,7 +24,7 @@ command -v iptables >/dev/null 2>&1 || need_apt+=(iptables)
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
-# javac compiles the Spark view test's constructed JVM classes (tests/sidecar/constructed_jvm)
+# javac compiles the incidents' Java clients and the Spark view's producer-states UDF
 command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)  # the Kafka lab's brokers die with it

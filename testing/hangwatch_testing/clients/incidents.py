@@ -94,8 +94,11 @@ def _all_blackholed(lab: Lab, _: Path) -> None:
         lab.blackhole(broker)
 
 
-def _shrunk(lab: Lab, _: Path) -> None:
-    lab.shrink(2, dead="blackhole")
+def _shrunk(dead: str) -> Callable[[Lab, Path], None]:
+    """The cluster shrunk 3 -> 2 the way operators do (partitions moved away, the broker
+    stopped for good), its address left `dead` (blackhole: SYNs dropped; frozen: TCP
+    accepted, never answered) in the client's bootstrap list."""
+    return lambda lab, _: lab.shrink(2, dead=dead)
 
 
 def _election(lab: Lab, _: Path) -> None:
@@ -155,7 +158,16 @@ INCIDENTS: tuple[Incident, ...] = (
         "kafka-go v0.4.8 Writer (full bootstrap list)",
         "cluster shrunk 3 -> 2, the removed broker's address blackholed",
         _go("kafka-go-v0.4.8", "-rate", "5", "-batch", "5"),
-        _shrunk,
+        _shrunk("blackhole"),
+        watch_seconds=60,
+    ),
+    Incident(
+        "S1-frozen",
+        "kafka-go-v0.4.8",
+        "kafka-go v0.4.8 Writer (full bootstrap list)",
+        "cluster shrunk 3 -> 2, the removed broker frozen (accepts, never answers)",
+        _go("kafka-go-v0.4.8", "-rate", "5", "-batch", "5"),
+        _shrunk("frozen"),
         watch_seconds=60,
     ),
     *(
