@@ -38,7 +38,10 @@ def reproduced(incident: Incident, result: Replay) -> str:
     """What the client did after the fault, in the table's words."""
     error = result.first_error_after
     said = f"first error at {error:.0f} s" if error is not None else "no error"
-    counts = f"{result.acks_after} acks, {result.errors_after} errors"
+    counts = (
+        f"{result.acks_after} acks ({result.acks_per_second_after:g}/s; before the fault "
+        f"{result.acks_per_second_before:g}/s), {result.errors_after} errors"
+    )
     if result.first_ack_after is None:
         return f"silent {result.silent_seconds():.0f} s (whole watch), {said}"
     return (

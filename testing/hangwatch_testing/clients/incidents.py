@@ -43,6 +43,11 @@ makes several periodic refreshes happen within one watch (the refresh itself is 
 client's, unchanged)."""
 
 
+BASELINE_SECONDS = 5.0
+"""The healthy stretch before the fault whose acknowledgement rate is the baseline: the
+fault comes only once the client has been acknowledged for this long."""
+
+
 class ClientBuildError(RuntimeError):
     """scripts/build-clients.sh could not build an incident's client."""
 
@@ -269,6 +274,10 @@ class Replay:
     first_error: str = ""
     acks_after: int = 0
     errors_after: int = 0
+    acks_per_second_before: float = 0.0
+    """Acknowledgements per second over the BASELINE_SECONDS before the fault."""
+    acks_per_second_after: float = 0.0
+    """Acknowledgements per second over the watch."""
     longest_pause: float = 0.0
     """The longest time without an acknowledgement during the watch (S3's latency spikes)."""
     watched_seconds: float = 0.0
@@ -292,7 +301,8 @@ class Replay:
             f"{self.incident}: baseline {self.baseline}, changes {shown}, first ack after "
             f"{self.first_ack_after}, first error after {self.first_error_after} "
             f"({self.first_error[:120]}), acks/errors after {self.acks_after}/"
-            f"{self.errors_after}, longest pause {self.longest_pause} s"
+            f"{self.errors_after}, longest pause {self.longest_pause} s, acks/s before/after "
+            f"{self.acks_per_second_before}/{self.acks_per_second_after}"
         )
 
 
@@ -305,7 +315,8 @@ def _wait_baseline(sidecar: SidecarProcess, client: ClientProcess, started: floa
         doc = sidecar.status()
         verdict = str(doc["verdict"])
         connected = (doc.get("sockets") or {}).get("connections_total", 0) > 0
-        if verdict == "healthy" and connected and client.acked_since(started) >= 3:
+        acking = client.acks and time.monotonic() - client.acks[0] >= BASELINE_SECONDS
+        if verdict == "healthy" and connected and acking and client.acked_since(started) >= 3:
             return verdict
         time.sleep(0.25)
     raise RuntimeError(f"no healthy baseline in 90 s (verdict {verdict!r}, {client.errors[-2:]})")
@@ -340,6 +351,8 @@ def replay(
             fault_at = time.monotonic()
             if client.acks:
                 result.last_ack_before_fault = round(fault_at - client.acks[-1], 2)
+            baseline = client.acked_since(fault_at - BASELINE_SECONDS)
+            result.acks_per_second_before = round(baseline / BASELINE_SECONDS, 1)
             incident.inject(lab, scratch)
             watch = incident.watch_seconds if watch_seconds is None else watch_seconds
             _watch(result, sidecar, client, fault_at, watch)
@@ -381,3 +394,4 @@ def _watch(
     result.acks_after = client.acked_since(fault_at)
     result.errors_after = client.errors_since(fault_at)
     result.longest_pause = round(client.longest_pause(fault_at, end), 2)
+    result.acks_per_second_after = round(result.acks_after / (end - fault_at), 1)
