@@ -270,6 +270,7 @@ class Replay:
     last_ack_before_fault: float | None = None
     """Seconds before the fault of the client's last acknowledgement."""
     first_ack_after: float | None = None
+    last_ack_after: float | None = None
     first_error_after: float | None = None
     first_error: str = ""
     acks_after: int = 0
@@ -392,6 +393,8 @@ def _watch(
     end = time.monotonic()
     result.watched_seconds = round(end - fault_at, 2)
     result.acks_after = client.acked_since(fault_at)
+    if result.acks_after:
+        result.last_ack_after = round(client.acks[-1] - fault_at, 2)
     result.errors_after = client.errors_since(fault_at)
     result.longest_pause = round(client.longest_pause(fault_at, end), 2)
     result.acks_per_second_after = round(result.acks_after / (end - fault_at), 1)
