@@ -16,6 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=testing/clients/incidents
 COMMON=$SRC/java/common  # compiled with every Java program (their progress lines)
+GO_COMMON=$SRC/progress  # the Go programs' progress lines (a local module they replace in)
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/hangwatch/incident-clients"
 ALL=(sarama-v1.37.2 sarama-v1.38.0 kafka-go-v0.4.8 kafka_2.11-0.8.2.2 kafka-clients-0.11.0.3
      kafka-clients-3.9.2)
@@ -53,7 +54,8 @@ build() {
   local tools; tools=$(toolchain "$kind") || exit 3
   key=$( { echo "$tools"; cat "$dir/$modfile"; [ "$kind" = java ] || cat "$dir/${modfile%.mod}.sum";
            cat "$dir"/*.go "$dir"/*.java 2>/dev/null || true
-           [ "$kind" = go ] || cat "$COMMON"/*.java; } | sha256sum | cut -c1-12)
+           if [ "$kind" = go ]; then cat "$GO_COMMON"/*.go "$GO_COMMON"/go.mod; else cat "$COMMON"/*.java; fi
+         } | sha256sum | cut -c1-12)
   out="$CACHE/$client/$key"
   mkdir -p "$CACHE/$client"
   exec 9>"$CACHE/$client/.lock"

@@ -79,8 +79,14 @@ def test_s4_callback_waits_for_itself_kafka_clients_0_11() -> None:
 
 
 def test_s2_sarama_1_37_never_answers_the_batch_after_an_election() -> None:
-    result = replay(BY_ID["S2"])
-    assert result.election.get("leaderless_seconds"), result.election  # the election happened
+    # Whether sarama's retries run out during the election depends on when its one
+    # in-flight request meets the frozen leader: in 7 of 8 measured runs it did (see
+    # benchmarks/incidents.py). Up to 3 elections, each on a fresh cluster.
+    for _ in range(3):
+        result = replay(BY_ID["S2"])
+        assert result.election.get("leaderless_seconds"), result.election  # it happened
+        if result.first_error_after is not None:
+            break
     error, last_ack = result.first_error_after, result.last_ack_after
     assert error is not None and "not the leader" in result.first_error, result.describe()
     assert last_ack is None or last_ack < error, result.describe()  # nothing answered after it

@@ -4,6 +4,10 @@ go 1.19
 
 require github.com/segmentio/kafka-go v0.4.8
 
+require hangwatch.dev/incidents/progress v0.0.0
+
+replace hangwatch.dev/incidents/progress => ../progress
+
 require (
 	github.com/golang/snappy v0.0.1 // indirect
 	github.com/klauspost/compress v1.9.8 // indirect

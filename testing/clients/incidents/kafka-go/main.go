@@ -11,34 +11,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"hangwatch.dev/incidents/progress"
 )
-
-var out = struct {
-	sync.Mutex
-	enc *json.Encoder
-}{enc: json.NewEncoder(os.Stdout)}
-
-func emit(event string, fields map[string]any) {
-	if fields == nil {
-		fields = map[string]any{}
-	}
-	fields["ts"] = float64(time.Now().UnixNano()) / 1e9
-	fields["event"] = event
-	out.Lock()
-	defer out.Unlock()
-	_ = out.enc.Encode(fields)
-}
 
 func main() {
 	brokers := flag.String("brokers", "", "bootstrap list host:port,... (every broker, dead ones included)")
@@ -58,7 +41,7 @@ func main() {
 		RequiredAcks: kafka.RequireAll,
 	}
 	defer w.Close()
-	emit("start", map[string]any{"client": "kafka-go"})
+	progress.Emit("start", map[string]any{"client": "kafka-go"})
 	acked := 0
 	tick := time.NewTicker(time.Duration(float64(time.Second) / *rate))
 	defer tick.Stop()
@@ -73,34 +56,18 @@ func main() {
 			msgs[i] = kafka.Message{Value: []byte(fmt.Sprintf("b%d-m%d", b, i))}
 		}
 		done := make(chan struct{})
-		go waiting(done, *batch)
+		go progress.Waiting(done, *batch)
 		err := w.WriteMessages(ctx, msgs...)
 		close(done)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			emit("error", map[string]any{"error": err.Error()})
+			progress.Emit("error", map[string]any{"error": err.Error()})
 			continue
 		}
 		acked += len(msgs)
-		emit("ack", map[string]any{"n": acked})
+		progress.Emit("ack", map[string]any{"n": acked})
 	}
 }
 
-// waiting reports every 5 s that `pending` messages are still unanswered, until done.
-func waiting(done chan struct{}, pending int) {
-	started := time.Now()
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-			emit("waiting", map[string]any{
-				"pending": pending, "since_send_s": time.Since(started).Seconds(),
-			})
-		}
-	}
-}

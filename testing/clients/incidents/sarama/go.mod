@@ -4,6 +4,10 @@ go 1.19
 
 require github.com/Shopify/sarama v1.37.2
 
+require hangwatch.dev/incidents/progress v0.0.0
+
+replace hangwatch.dev/incidents/progress => ../progress
+
 require (
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/eapache/go-resiliency v1.3.0 // indirect

@@ -15,34 +15,17 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/Shopify/sarama"
+	"hangwatch.dev/incidents/progress"
 )
-
-var out = struct {
-	sync.Mutex
-	enc *json.Encoder
-}{enc: json.NewEncoder(os.Stdout)}
-
-func emit(event string, fields map[string]any) {
-	if fields == nil {
-		fields = map[string]any{}
-	}
-	fields["ts"] = float64(time.Now().UnixNano()) / 1e9
-	fields["event"] = event
-	out.Lock()
-	defer out.Unlock()
-	_ = out.enc.Encode(fields)
-}
 
 func main() {
 	brokers := flag.String("brokers", "", "bootstrap list host:port,...")
@@ -68,7 +51,7 @@ func main() {
 		err = fmt.Errorf("unknown -mode %q", *mode)
 	}
 	if err != nil {
-		emit("fatal", map[string]any{"error": err.Error()})
+		progress.Emit("fatal", map[string]any{"error": err.Error()})
 		os.Exit(1)
 	}
 }
@@ -88,7 +71,7 @@ func runSync(addrs []string, topic string, rate float64, stop chan os.Signal) er
 	if err != nil {
 		return err
 	}
-	emit("start", map[string]any{"mode": "sync", "client": "sarama"})
+	progress.Emit("start", map[string]any{"mode": "sync", "client": "sarama"})
 	acked := 0
 	tick := time.NewTicker(interval(rate))
 	defer tick.Stop()
@@ -99,34 +82,17 @@ func runSync(addrs []string, topic string, rate float64, stop chan os.Signal) er
 		case <-tick.C:
 		}
 		done := make(chan struct{})
-		go waiting(done, 1)
+		go progress.Waiting(done, 1)
 		_, _, err := producer.SendMessage(&sarama.ProducerMessage{
 			Topic: topic, Value: sarama.StringEncoder(fmt.Sprintf("m%d", i)),
 		})
 		close(done)
 		if err != nil {
-			emit("error", map[string]any{"error": err.Error()})
+			progress.Emit("error", map[string]any{"error": err.Error()})
 			continue
 		}
 		acked++
-		emit("ack", map[string]any{"n": acked})
-	}
-}
-
-// waiting reports every 5 s that `pending` messages are still unanswered, until done.
-func waiting(done chan struct{}, pending int) {
-	started := time.Now()
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-			emit("waiting", map[string]any{
-				"pending": pending, "since_send_s": time.Since(started).Seconds(),
-			})
-		}
+		progress.Emit("ack", map[string]any{"n": acked})
 	}
 }
 
@@ -150,13 +116,13 @@ func runIdempotent(addrs []string, topic string, rate float64, batch int, stop c
 		if producer, err = sarama.NewAsyncProducer(addrs, cfg); err == nil {
 			break
 		}
-		emit("init_retry", map[string]any{"error": err.Error()})
+		progress.Emit("init_retry", map[string]any{"error": err.Error()})
 		time.Sleep(time.Second)
 	}
 	if err != nil {
 		return err
 	}
-	emit("start", map[string]any{"mode": "idempotent", "client": "sarama"})
+	progress.Emit("start", map[string]any{"mode": "idempotent", "client": "sarama"})
 	acked := 0
 	tick := time.NewTicker(interval(rate))
 	defer tick.Stop()
@@ -175,7 +141,7 @@ func runIdempotent(addrs []string, topic string, rate float64, batch int, stop c
 		}
 		done := make(chan struct{})
 		answered := 0
-		go waiting(done, batch)
+		go progress.Waiting(done, batch)
 		for answered < batch {
 			select {
 			case <-stop:
@@ -184,9 +150,9 @@ func runIdempotent(addrs []string, topic string, rate float64, batch int, stop c
 				return nil
 			case <-producer.Successes():
 				acked++
-				emit("ack", map[string]any{"n": acked})
+				progress.Emit("ack", map[string]any{"n": acked})
 			case perr := <-producer.Errors():
-				emit("error", map[string]any{"error": perr.Err.Error()})
+				progress.Emit("error", map[string]any{"error": perr.Err.Error()})
 			}
 			answered++
 		}
