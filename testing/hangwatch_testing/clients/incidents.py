@@ -118,11 +118,12 @@ def _leader_stopped(lab: Lab, _: Path) -> None:
 
 
 def _host_crashed(lab: Lab, _: Path) -> None:
-    """The last broker's host crashes: its process stops (the controller moves its
-    leaders) and its address stops answering (SYNs dropped, as for a dead IP)."""
+    """The last broker's host crashes: its address stops answering (SYNs dropped, as for
+    a dead IP), then its process stops (the controller moves its leaders). In this order
+    a client never sees the port refuse, as it would not after a real crash."""
     broker = max(lab.brokers)
-    lab.down(broker)
     lab.blackhole(broker)
+    lab.down(broker)
 
 
 def _callback_waits(_: Lab, scratch: Path) -> None:
