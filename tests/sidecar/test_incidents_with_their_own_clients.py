@@ -80,7 +80,7 @@ def test_s4_callback_waits_for_itself_kafka_clients_0_11() -> None:
 
 def test_s2_sarama_1_37_never_answers_the_batch_after_an_election() -> None:
     # Whether sarama's retries run out during the election depends on when its one
-    # in-flight request meets the frozen leader: in 7 of 8 measured runs it did (see
+    # in-flight request meets the frozen leader: in 3 of 4 measured runs it did (see
     # benchmarks/incidents.py). Up to 3 elections, each on a fresh cluster.
     for _ in range(3):
         result = replay(BY_ID["S2"])
