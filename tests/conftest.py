@@ -9,7 +9,9 @@ tests of one `xdist_group` run one after the other on one worker. A test without
 group of its own joins its module's, so a module-scoped fixture (an operator process,
 a SparkSession, a lab) is built once, on one worker; `GROUPS` puts whole folders
 together where their tests must not overlap (see there). The lab's iptables chains,
-ports and state files are per process, so labs of different workers never meet.
+ports and state files are per process, so labs of different workers never meet. The
+real Apache Kafka lab's tests (`lab/test_kafka_engine_*.py`) name their own group,
+`kafka-engine`: their clusters start one at a time, on one worker.
 """
 
 from __future__ import annotations

@@ -75,6 +75,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="kafka engine: broker.session.timeout.ms, how long a frozen leader goes "
         "unnoticed before an election (default 1500)",
     )
+    up.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=None,
+        help="kafka engine: seconds the cluster may take to become ready (default 180)",
+    )
     sub.add_parser("down", parents=[after], help="stop the running lab (removes every kernel rule)")
     status = sub.add_parser(
         "status", parents=[after], help="show brokers, their faults and elections"
@@ -91,6 +97,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     fault.add_argument("--api", default="produce", help="request-errors: request type")
     fault.add_argument("--error", default="NOT_LEADER_FOR_PARTITION", help="Kafka error name")
     fault.add_argument("--count", type=int, default=1, help="request-errors: how many requests")
+    fault.add_argument(
+        "--how",
+        default=None,
+        help="election on the kafka engine: freeze (SIGSTOP the leader, default) or kill (SIGKILL)",
+    )
     fault.add_argument("--to", type=int, help="shrink: how many brokers remain")
     fault.add_argument(
         "--dead",
@@ -107,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
             if args.engine != "kafka":
                 raise UsageError("--session-timeout-ms applies to --engine kafka only")
             options["session_timeout_ms"] = args.session_timeout_ms
+        if args.ready_timeout is not None:
+            if args.engine != "kafka":
+                raise UsageError("--ready-timeout applies to --engine kafka only")
+            options["ready_timeout_seconds"] = args.ready_timeout
         return _up(args.brokers, parse_topics(args.topics), state_path, args.engine, options)
     client = ControlClient(state_path)
     if args.lab_command == "status":
@@ -126,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
                 "count",
                 "to",
                 "dead",
+                "how",
             )
         }
         _print_status(client.fault(args.kind, params)["status"], as_json=False)
@@ -176,8 +192,8 @@ def _print_status(status: dict[str, Any], as_json: bool) -> None:
         print(f"  elections under way: {', '.join(status['elections'])}")
     for result in status.get("election_results", []):
         print(
-            f"  election on {result['topic']}: broker {result['frozen_broker']} frozen "
-            f"{result['frozen_seconds']} s, partitions without a serving leader for "
+            f"  election on {result['topic']}: broker {result['broker']} {result['how']} "
+            f"{result['fault_seconds']} s, partitions without a serving leader for "
             f"{result['leaderless_seconds']} s, new leaders {result['new_leaders']}"
         )
 

@@ -61,7 +61,11 @@ def apply_fault(lab: Lab, kind: str, params: dict[str, Any]) -> None:
     elif kind == "rtt":
         lab.rtt(int(_need(params, "broker", kind)), int(_need(params, "ms", kind)))
     elif kind == "election":
-        lab.election(str(_need(params, "topic", kind)), float(_need(params, "seconds", kind)))
+        lab.election(
+            str(_need(params, "topic", kind)),
+            float(_need(params, "seconds", kind)),
+            params.get("how"),
+        )
     elif kind == "request-errors":
         lab.request_errors(
             str(params.get("api") or "produce"),

@@ -87,8 +87,15 @@ READY_TIMEOUT_SECONDS = 180.0
 """How long a cluster (or one restarted broker) may take to become ready."""
 
 TOOL_TIMEOUT_SECONDS = 120.0
+ELECTION_GRACE_SECONDS = 60.0
+"""How long past its planned end an election may go without new leaders before the frozen
+broker is continued anyway (its result then says `leaderless_seconds: None`)."""
 STOP_TIMEOUT_SECONDS = 30.0
 POLL_SECONDS = 0.05
+
+ELECTION_CAUSES = ("freeze", "kill")
+"""How `election` takes the leader away: SIGSTOP (a pause; connections hang) or SIGKILL
+(a crash; connections reset)."""
 
 DEAD_MODES = ("blackhole", "refused", "frozen")
 """How a broker removed by `shrink` looks to a client that still dials it: a host gone
@@ -160,13 +167,23 @@ class _Node:
 
 
 def _java() -> str:
-    java = shutil.which("java")
-    if java is None:
+    """`$JAVA_HOME/bin/java` when JAVA_HOME is set (as Kafka's own scripts do), else `java`."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = Path(home) / "bin" / "java"
+        if not os.access(java, os.X_OK):
+            raise LabSetupError(
+                f"starting the Kafka engine: JAVA_HOME={home} has no bin/java; point JAVA_HOME "
+                "at a Java 17+ runtime or unset it"
+            )
+        return str(java)
+    found = shutil.which("java")
+    if found is None:
         raise LabSetupError(
             "starting the Kafka engine: java not found; install a Java 17+ runtime "
             "(apt-get install openjdk-17-jre-headless) or use --engine mock"
         )
-    return java
+    return found
 
 
 def _free_ports(count: int) -> list[int]:
@@ -192,6 +209,14 @@ def _port_in_use(port: int) -> bool:
         except OSError:
             return True
     return False
+
+
+def run_state(pid: int) -> str:
+    """The kernel's run state of `pid` (R, S, D, T for stopped, ...), `gone` once it is."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
 
 
 def _cluster_id() -> str:
@@ -273,6 +298,8 @@ class KafkaLab(Lab):
                 f"the session timeout must be at least {4 * HEARTBEAT_INTERVAL_MS} ms "
                 f"(4 heartbeats), got {session_timeout_ms}"
             )
+        if ready_timeout_seconds <= 0:
+            raise UsageError(f"the ready timeout must be > 0 s, got {ready_timeout_seconds}")
         self.session_timeout_ms = session_timeout_ms
         self.ready_timeout_seconds = ready_timeout_seconds
         self.kafka_version = ""
@@ -280,7 +307,9 @@ class KafkaLab(Lab):
         self.election_results: list[dict[str, Any]] = []
         self._fixed_ports = ports
         self._nodes: dict[int, _Node] = {}
-        self._dir: Path | None = None
+        self.data_dir: Path | None = None
+        """The cluster's configs, logs and data (`$TMPDIR/hangwatch-kafka-<pid>-*`), removed
+        by `close`."""
         self._java = ""
         self._lib: Path | None = None
         self._spawner: _Spawner | None = None
@@ -317,33 +346,41 @@ class KafkaLab(Lab):
 
     def _start_nodes(self) -> None:
         n = self.broker_count
-        self._dir = Path(tempfile.mkdtemp(prefix=f"{DATA_PREFIX}{os.getpid()}-"))
-        (self._dir / "tools-log4j.properties").write_text(TOOLS_LOG4J)
-        (self._dir / "log4j.properties").write_text(LOG4J)
+        self.data_dir = Path(tempfile.mkdtemp(prefix=f"{DATA_PREFIX}{os.getpid()}-"))
+        (self.data_dir / "tools-log4j.properties").write_text(TOOLS_LOG4J)
+        (self.data_dir / "log4j.properties").write_text(LOG4J)
         client_ports = self._fixed_ports or []
         picked = _free_ports(2 * n - len(client_ports))
         client_ports = client_ports or picked[:n]
         controller_ports = picked[-n:]
         for i in range(1, n + 1):
-            port = client_ports[i - 1]
-            if _port_in_use(port):
-                raise LabSetupError(
-                    f"starting broker {i}: port {HOST}:{port} is in use; stop what listens "
-                    "there or let the kernel pick the ports"
-                )
-            node = _Node(i, port, controller_ports[i - 1], self._dir / f"node{i}")
+            node = _Node(
+                i, client_ports[i - 1], controller_ports[i - 1], self.data_dir / f"node{i}"
+            )
+            self._require_free_ports(node, f"starting broker {i}")
             node.dir.mkdir()
             self._nodes[i] = node
-            self.brokers[i] = BrokerState(id=i, host=HOST, port=port)
+            self.brokers[i] = BrokerState(id=i, host=HOST, port=node.port)
         self.bootstrap = ",".join(b.address for b in self.brokers.values())
         voters = ",".join(f"{i}@{HOST}:{node.controller_port}" for i, node in self._nodes.items())
         for node in self._nodes.values():
             node.config.write_text(self._properties(node, voters))
+        log.info("formatting storage", extra={"brokers": n, "dir": str(self.data_dir)})
         self._format_storage()
         self._spawner = _Spawner()
         for node in self._nodes.values():
             self._spawn(node)
+        log.info("waiting for every broker to be listed by every broker", extra={"brokers": n})
         self._wait_ready(set(self._nodes), "starting the cluster")
+
+    @staticmethod
+    def _require_free_ports(node: _Node, step: str) -> None:
+        for port in (node.port, node.controller_port):
+            if _port_in_use(port):
+                raise LabSetupError(
+                    f"{step}: port {HOST}:{port} is in use; stop what listens there "
+                    "(or let the kernel pick the ports of a new lab)"
+                )
 
     def _properties(self, node: _Node, voters: str) -> str:
         replication = min(3, self.broker_count)
@@ -383,8 +420,8 @@ class KafkaLab(Lab):
     def _java_command(
         self, options: tuple[str, ...], main: str, *args: str, tools: bool
     ) -> list[str]:
-        assert self._dir is not None and self._lib is not None
-        log4j = self._dir / ("tools-log4j.properties" if tools else "log4j.properties")
+        assert self.data_dir is not None and self._lib is not None
+        log4j = self.data_dir / ("tools-log4j.properties" if tools else "log4j.properties")
         return [
             self._java,
             *options,
@@ -397,33 +434,38 @@ class KafkaLab(Lab):
 
     def _format_storage(self) -> None:
         cluster_id = _cluster_id()
-        procs = {
-            i: subprocess.Popen(
-                self._java_command(
-                    TOOL_OPTIONS,
-                    "kafka.tools.StorageTool",
-                    "format",
-                    "-t",
-                    cluster_id,
-                    "-c",
-                    str(node.config),
-                    tools=True,
-                ),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-            )
-            for i, node in self._nodes.items()
-        }
+        procs: dict[int, subprocess.Popen[bytes]] = {}
         failures = []
-        for i, proc in procs.items():
-            try:
-                out, _ = proc.communicate(timeout=TOOL_TIMEOUT_SECONDS)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                out, _ = proc.communicate()
-            if proc.returncode != 0:
-                lines = out.decode(errors="replace").strip().splitlines() or ["no output"]
-                failures.append(f"broker {i}: {lines[-1][:200]}")
+        try:
+            for i, node in self._nodes.items():
+                procs[i] = subprocess.Popen(
+                    self._java_command(
+                        TOOL_OPTIONS,
+                        "kafka.tools.StorageTool",
+                        "format",
+                        "-t",
+                        cluster_id,
+                        "-c",
+                        str(node.config),
+                        tools=True,
+                    ),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                )
+            for i, proc in procs.items():
+                try:
+                    out, _ = proc.communicate(timeout=TOOL_TIMEOUT_SECONDS)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    out, _ = proc.communicate()
+                if proc.returncode != 0:
+                    lines = out.decode(errors="replace").strip().splitlines() or ["no output"]
+                    failures.append(f"broker {i}: {lines[-1][:200]}")
+        finally:  # interrupted (Ctrl-C while starting): no formatter outlives the lab
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
         if failures:
             raise LabSetupError(
                 f"formatting Kafka storage failed ({'; '.join(failures)}); "
@@ -460,26 +502,33 @@ class KafkaLab(Lab):
         return ",".join(healthy)
 
     def _wait_ready(self, ids: set[int], step: str) -> None:
-        """Until metadata lists every broker in `ids`, each answering on its own port."""
+        """Until every reachable broker's own metadata lists every registered broker,
+        `ids` included (each broker learns of the others one by one)."""
         deadline = time.monotonic() + self.ready_timeout_seconds
         last = "no answer yet"
         while True:
             for i in ids:
                 self._check_running(i, step)
+            registered = ids | {
+                b.id for b in self.brokers.values() if not (b.down or b.removed or b.frozen)
+            }
             try:
-                listed = set(self._metadata(timeout=1.0).brokers)
-                if ids <= listed:
-                    for i in ids:  # each answers itself, not only through the others
-                        self._metadata(self.brokers[i].address, timeout=1.0)
+                for b in self.brokers.values():
+                    if b.condition != "up":
+                        continue
+                    listed = set(self._metadata(b.address, timeout=1.0).brokers)
+                    if not registered <= listed:
+                        last = f"broker {b.id} lists brokers {sorted(listed)}"
+                        break
+                else:
                     return
-                last = f"metadata lists brokers {sorted(listed)}"
             except KafkaException as exc:  # while the cluster forms
                 last = str(exc)[:200]
             if time.monotonic() > deadline:
                 raise LabSetupError(
                     f"{step}: brokers {sorted(ids)} not ready within "
-                    f"{self.ready_timeout_seconds:.0f} s ({last}); the machine may be "
-                    "overloaded: retry, or raise the timeout"
+                    f"{self.ready_timeout_seconds:g} s ({last}); the machine may be "
+                    "overloaded: retry, or raise --ready-timeout"
                 )
             time.sleep(0.2)
 
@@ -518,28 +567,43 @@ class KafkaLab(Lab):
         step: str,
         accept: Callable[[str, int, Any], bool] | None = None,
         timeout: float = 60.0,
-    ) -> ClusterMetadata:
-        """Until every partition of `topics` has a leader (and satisfies `accept`)."""
+    ) -> None:
+        """Until every healthy broker's own metadata shows every partition of `topics` with
+        a leader (and satisfying `accept`): brokers learn metadata changes one by one, so
+        asking one of them is not enough."""
         deadline = time.monotonic() + timeout
         last = "no metadata yet"
         while True:
             try:
-                md = self._metadata(timeout=2.0)
-                pending = [
-                    f"{t}/{p}"
-                    for t in topics
-                    for p, part in (md.topics[t].partitions.items() if t in md.topics else [])
-                    if part.leader < 0 or (accept is not None and not accept(t, p, part))
+                lagging = [
+                    f"broker {b.id}: {waiting}"
+                    for b in self.brokers.values()
+                    if b.condition == "up"
+                    and (waiting := self._unsettled(self._metadata(b.address), topics, accept))
                 ]
-                missing = [t for t in topics if t not in md.topics or md.topics[t].error]
-                if not pending and not missing:
-                    return md
-                last = f"waiting on {', '.join((missing + pending)[:5])}"
+                if not lagging:
+                    return
+                last = lagging[0]
             except KafkaException as exc:
                 last = str(exc)[:200]
             if time.monotonic() > deadline:
                 raise LabError(f"{step}: not done within {timeout:.0f} s ({last})")
             time.sleep(POLL_SECONDS * 4)
+
+    @staticmethod
+    def _unsettled(
+        md: ClusterMetadata, topics: set[str], accept: Callable[[str, int, Any], bool] | None
+    ) -> str:
+        """What in `md` is not there yet: missing topics, leaderless or unaccepted partitions."""
+        missing = [t for t in topics if t not in md.topics or md.topics[t].error]
+        pending = [
+            f"{t}/{p}"
+            for t in topics
+            if t not in missing
+            for p, part in md.topics[t].partitions.items()
+            if part.leader < 0 or (accept is not None and not accept(t, p, part))
+        ]
+        return ", ".join((missing + pending)[:5])
 
     def close(self) -> None:
         """Kill every broker JVM, remove kernel rules and the data directory; idempotent."""
@@ -560,8 +624,8 @@ class KafkaLab(Lab):
                 node.proc.wait()
         if self._spawner is not None:
             self._spawner.close()
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
+        if self.data_dir is not None:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
         atexit.unregister(self.close)
         if nodes:
             log.info("lab down", extra={"engine": "kafka", "bootstrap": self.bootstrap})
@@ -619,7 +683,7 @@ class KafkaLab(Lab):
 
     def _reassign(self, assignment: dict[tuple[str, int], list[int]]) -> None:
         """Move partitions to the given replica lists (ReassignPartitionsCommand) and wait."""
-        assert self._dir is not None
+        assert self.data_dir is not None
         plan = {
             "version": 1,
             "partitions": [
@@ -627,7 +691,7 @@ class KafkaLab(Lab):
                 for (t, p), replicas in sorted(assignment.items())
             ],
         }
-        path = self._dir / f"reassign-{time.monotonic_ns()}.json"
+        path = self.data_dir / f"reassign-{time.monotonic_ns()}.json"
         path.write_text(json.dumps(plan))
         self._tool(
             "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
@@ -653,8 +717,8 @@ class KafkaLab(Lab):
 
     def _preferred_election(self, partitions: list[tuple[str, int]]) -> None:
         """Make each partition's first replica its leader (LeaderElectionCommand, preferred)."""
-        assert self._dir is not None
-        path = self._dir / f"elect-{time.monotonic_ns()}.json"
+        assert self.data_dir is not None
+        path = self.data_dir / f"elect-{time.monotonic_ns()}.json"
         path.write_text(
             json.dumps({"partitions": [{"topic": t, "partition": p} for t, p in partitions]})
         )
@@ -708,8 +772,8 @@ class KafkaLab(Lab):
         state, node = self._live(broker, "down")
         if state.down:
             return
+        state.down = True  # first: `alive()` must not take the stopping broker for a crash
         self._stop(node)
-        state.down = True
         state.pid = 0
         log.info("fault down", extra={"broker": broker})
 
@@ -731,9 +795,20 @@ class KafkaLab(Lab):
         state, node = self._live(broker, "unresponsive")
         if state.down or node.proc is None:
             raise LabError(f"broker {broker} is down; restore it before freezing it")
-        node.proc.send_signal(signal.SIGSTOP)
-        state.frozen = True
+        self._freeze(node)
         log.info("fault unresponsive", extra={"broker": broker, "pid": node.proc.pid})
+
+    def _freeze(self, node: _Node) -> None:
+        """SIGSTOP the broker's JVM and return once the kernel shows it stopped (every
+        thread of a process stops on its own schedule, not when the signal is sent)."""
+        assert node.proc is not None
+        node.proc.send_signal(signal.SIGSTOP)
+        self.brokers[node.id].frozen = True
+        deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
+        while run_state(node.proc.pid) != "T":
+            if time.monotonic() > deadline:
+                raise LabError(f"broker {node.id} (pid {node.proc.pid}) did not stop on SIGSTOP")
+            time.sleep(0.01)
 
     def _continue(self, broker: int) -> None:
         state, node = self.brokers[broker], self._nodes[broker]
@@ -757,13 +832,16 @@ class KafkaLab(Lab):
             with self._lock:
                 self._blackholes.remove(state.port)
             state.blackholed = False
-            self._continue(state.id)
+            if state.frozen:
+                self._continue(state.id)
+                restarted.add(state.id)
             if state.down:
+                self._require_free_ports(self._nodes[state.id], f"restarting broker {state.id}")
                 self._spawn(self._nodes[state.id])
                 state.down = False
                 restarted.add(state.id)
-        if restarted:
-            self._wait_ready(restarted, f"restarting broker(s) {sorted(restarted)}")
+        if restarted:  # started again or continued: back once it serves again
+            self._wait_ready(restarted, f"restoring broker(s) {sorted(restarted)}")
         log.info("restore", extra={"broker": broker if broker is not None else "all"})
 
     def move_leader(self, topic: str, partition: int, broker: int) -> None:
@@ -772,17 +850,23 @@ class KafkaLab(Lab):
         self._lead_from(topic, [partition], broker)
         log.info("fault leader", extra={"topic": topic, "partition": partition, "broker": broker})
 
-    def election(self, topic: str, seconds: float) -> None:
+    def election(self, topic: str, seconds: float, how: str | None = None) -> None:
         """A real election on every partition of `topic`.
 
         The topic's leaders are first gathered on one broker that is not the active
         controller (reassignment + preferred election), then that broker is frozen
-        (SIGSTOP). The controller fences it after the session timeout and elects new
-        leaders from the in-sync replicas; the broker is continued when `seconds` have
-        passed and the election is over, and rejoins as a follower (leaders stay where
-        the election put them: automatic rebalancing is off). The measured time the
-        partitions' leader was unavailable is in `election_results`.
+        (`how="freeze"`, SIGSTOP: a GC pause or hung disk; connections stay open and
+        unanswered) or killed (`how="kill"`, SIGKILL: a crash; connections reset, no
+        controlled shutdown). The controller fences it after the session timeout and
+        elects new leaders from the in-sync replicas; when `seconds` have passed and the
+        election is over, the broker is continued (or started again on its port and
+        data) and rejoins as a follower (leaders stay where the election put them:
+        automatic rebalancing is off). The measured time the partitions' leader was
+        unavailable is in `election_results`.
         """
+        how = how or "freeze"
+        if how not in ELECTION_CAUSES:
+            raise UsageError(f"--how must be one of {', '.join(ELECTION_CAUSES)}, got {how!r}")
         if topic not in self.topics:
             raise UsageError(f"unknown topic {topic!r} (lab topics: {', '.join(self.topics)})")
         minimum = self.session_timeout_ms / 1000
@@ -803,22 +887,27 @@ class KafkaLab(Lab):
                 b.id for b in self.brokers.values() if b.condition == "up" and b.id != controller
             ]
             if not candidates:
-                raise LabError("no healthy broker besides the active controller to freeze")
+                raise LabError("no healthy broker besides the active controller to fence")
             victim = candidates[0]
             partitions = list(range(self.topics[topic]))
             self._lead_from(topic, partitions, victim)
             node = self._nodes[victim]
             assert node.proc is not None
             frozen_at = time.monotonic()
-            node.proc.send_signal(signal.SIGSTOP)
-            self.brokers[victim].frozen = True
+            if how == "freeze":
+                self._freeze(node)
+            else:
+                self.brokers[victim].down = True  # before the kill: not a crash
+                node.proc.kill()
+                node.proc.wait()
+                self.brokers[victim].pid = 0
         except BaseException:
             with self._lock:
                 self._election_threads.pop(topic, None)
             raise
         thread = threading.Thread(
             target=self._run_election,
-            args=(topic, victim, controller, seconds, frozen_at),
+            args=(topic, victim, controller, seconds, frozen_at, how),
             name=f"election-{topic}",
             daemon=True,
         )
@@ -827,18 +916,30 @@ class KafkaLab(Lab):
         thread.start()
         log.info(
             "fault election",
-            extra={"topic": topic, "seconds": seconds, "frozen": victim, "controller": controller},
+            extra={
+                "topic": topic,
+                "seconds": seconds,
+                "how": how,
+                "broker": victim,
+                "controller": controller,
+            },
         )
 
     def _run_election(
-        self, topic: str, victim: int, controller: int, seconds: float, frozen_at: float
+        self, topic: str, victim: int, controller: int, seconds: float, frozen_at: float, how: str
     ) -> None:
         others = ",".join(b.address for b in self.brokers.values() if b.condition == "up")
         elected_at: float | None = None
         leaders: dict[int, int] = {}
+        give_up = frozen_at + seconds + ELECTION_GRACE_SECONDS
         try:
             while not self._closed.is_set():
                 now = time.monotonic()
+                if elected_at is None and now > give_up:
+                    log.warning(
+                        "no election seen; bringing the broker back", extra={"topic": topic}
+                    )
+                    break
                 if elected_at is None:
                     try:
                         md = self._metadata(others, timeout=1.0)
@@ -852,13 +953,15 @@ class KafkaLab(Lab):
                     break
                 self._closed.wait(POLL_SECONDS)
         finally:
+            fault_seconds = time.monotonic() - frozen_at
             if not self._closed.is_set():
-                self._continue(victim)
+                self._bring_back(victim)
             result = {
                 "topic": topic,
-                "frozen_broker": victim,
+                "how": how,
+                "broker": victim,
                 "active_controller": controller,
-                "frozen_seconds": round(time.monotonic() - frozen_at, 3),
+                "fault_seconds": round(fault_seconds, 3),
                 "leaderless_seconds": round(elected_at - frozen_at, 3) if elected_at else None,
                 "new_leaders": leaders,
             }
@@ -866,6 +969,21 @@ class KafkaLab(Lab):
                 self.election_results.append(result)
                 self._election_threads.pop(topic, None)
             log.info("election over", extra=result)
+
+    def _bring_back(self, broker: int) -> None:
+        """After an election: continue the frozen broker, or start the killed one again."""
+        state = self.brokers[broker]
+        if state.frozen:
+            self._continue(broker)
+        elif state.down:
+            try:
+                node = self._nodes[broker]
+                self._require_free_ports(node, f"restarting broker {broker} after the election")
+                self._spawn(node)
+                state.down = False
+                self._wait_ready({broker}, f"restarting broker {broker} after the election")
+            except (LabError, OSError) as exc:
+                log.error("broker not restarted", extra={"broker": broker, "error": str(exc)})
 
     def elections_under_way(self) -> list[str]:
         return sorted(self._election_threads)
@@ -906,15 +1024,15 @@ class KafkaLab(Lab):
         if assignment:
             self._reassign(assignment)
         for b in removed:
-            state = self.brokers[b]
+            state, node = self.brokers[b], self._nodes[b]
+            state.removed = True  # first: `alive()` must not take the stopping broker for a crash
             if dead == "frozen":
-                self.unresponsive(b)
+                self._freeze(node)
             else:
-                self._stop(self._nodes[b])
+                self._stop(node)
                 state.pid = 0
                 if dead == "blackhole":
                     self.blackhole(b)
-            state.removed = True
         self._wait_shrunk(set(keep))
         log.info("fault shrink", extra={"to": to, "removed": removed, "dead": dead})
 

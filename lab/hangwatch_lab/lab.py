@@ -59,8 +59,10 @@ class BrokerState:
     @property
     def condition(self) -> str:
         """`up`, `down`, `blackhole`, `unresponsive`, `removed`, `rtt=<ms>ms` or `stall-produce`."""
-        if self.removed:
-            return "removed"
+        if self.removed:  # how a client dialing it sees it: dropped, frozen or refused
+            return "removed+" + (
+                "blackhole" if self.blackholed else "frozen" if self.frozen else "refused"
+            )
         if self.blackholed:
             return "blackhole"
         if self.down:
@@ -188,7 +190,7 @@ class Lab:
     def unresponsive(self, broker: int) -> None:
         raise NotImplementedError
 
-    def election(self, topic: str, seconds: float) -> None:
+    def election(self, topic: str, seconds: float, how: str | None = None) -> None:
         raise NotImplementedError
 
     def move_leader(self, topic: str, partition: int, broker: int) -> None:

@@ -239,13 +239,15 @@ class MockLab(Lab):
         self._broker(broker)
         self._call("set_leader", topic=topic, partition=partition, broker=broker)
 
-    def election(self, topic: str, seconds: float) -> None:
+    def election(self, topic: str, seconds: float, how: str | None = None) -> None:
         """Leaderless partitions of `topic` for `seconds`, then leaders move (an election, S2).
 
         While it lasts, metadata reports LEADER_NOT_AVAILABLE for the topic and produce
         requests fail with NOT_LEADER_FOR_PARTITION; when it ends every partition's
         leader moves to another broker. (A real leaderless partition crashes the mock.)
         """
+        if how is not None:
+            raise self._needs("election --how", "kafka", "the mock's election takes no broker away")
         if topic not in self.topics:
             raise UsageError(f"unknown topic {topic!r} (lab topics: {', '.join(self.topics)})")
         if not 0 < seconds <= 3600:
