@@ -25,6 +25,7 @@ import time
 from machine import describe
 
 from hangwatch.contracts import Verdict
+from hangwatch.errors import LabError
 from hangwatch_operator.policies import DEFAULT_ACTIONS
 from hangwatch_testing.clients.incidents import BY_ID, INCIDENTS, Incident, Replay, replay
 
@@ -78,6 +79,19 @@ def row(incident: Incident, results: list[Replay]) -> str:
     )
 
 
+def _replay(incident: Incident, attempts: int = 3) -> Replay:
+    """One replay; a lab that fails to start or to apply the fault is started afresh (up to
+    `attempts` times), said on stderr: that is no measurement of the client."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return replay(incident)
+        except LabError as exc:
+            print(f"  lab error ({exc}); attempt {attempt}/{attempts}", file=sys.stderr)
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
@@ -90,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     for incident in chosen:
         results = []
         for n in range(args.runs):
-            result = replay(incident)
+            result = _replay(incident)
             results.append(result)
             print(f"[{time.monotonic() - started:6.0f} s] run {n + 1}: {result.describe()}")
             if result.election:
