@@ -41,8 +41,6 @@ S3_REFRESH_MS = 10_000
 """S3's `topic.metadata.refresh.interval.ms`: the write-up ran the default 10 minutes; 10 s
 makes several periodic refreshes happen within one watch (the refresh itself is the
 client's, unchanged)."""
-
-
 BASELINE_SECONDS = 5.0
 """The healthy stretch before the fault whose acknowledgement rate is the baseline: the
 fault comes only once the client has been acknowledged for this long."""
