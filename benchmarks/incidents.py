@@ -9,8 +9,8 @@ stall, 1 s timeouts, hysteresis 2; `hangwatch_testing.clients.incidents`). Print
 line per replay as it ends, then the README's table: did the client reproduce the
 write-up's symptom (how long it acknowledged nothing after the fault, its own first
 error), the sidecar's first verdict other than healthy, the seconds from the fault to
-it (median and max over the runs), the operator's default action for it, and the
-evidence the verdict named (first run). Needs root (iptables), Java 17, Maven and Go.
+it (median and max over the runs), every other verdict seen, the operator's default
+action for each, and the evidence the first verdict named (first run). Needs root (iptables), Java 17, Maven and Go.
 
     python benchmarks/incidents.py [--runs 3] [--incidents S0,S1,S2,S2-control,S3,S4]
 """
@@ -61,7 +61,7 @@ def action(verdict: str) -> str:
 
 def row(incident: Incident, results: list[Replay]) -> str:
     alarms = [first_alarm(r) for r in results]
-    verdicts = sorted({a[1] for a in alarms if a is not None})
+    verdicts = sorted({v for r in results for _, v, _ in r.changes if v != "healthy"})
     times = [a[0] for a in alarms if a is not None]
     timing = f"{statistics.median(times):.1f} ({max(times):.1f})" if times else "-"
     if len(times) < len(results):
