@@ -10,7 +10,9 @@ line per replay as it ends, then the README's table: did the client reproduce th
 write-up's symptom (how long it acknowledged nothing after the fault, its own first
 error), the sidecar's first verdict other than healthy, the seconds from the fault to
 it (median and max over the runs), every other verdict seen, the operator's default
-action for each, and the evidence the first verdict named (first run). Needs root (iptables), Java 17, Maven and Go.
+action for each, and the evidence the first verdict named (first run). Needs root
+(iptables), Java 17, Maven and Go. Incidents: S0 S1 S1-frozen S2 S2-control S2-stop
+S2-stop-control S3 S4 (`hangwatch_testing.clients.incidents.INCIDENTS`).
 
     python benchmarks/incidents.py [--runs 3] [--incidents S0,S1,S2,S2-control,S3,S4]
 """
