@@ -22,14 +22,17 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hangwatch.errors import LabError
 from hangwatch_demo.harness import stop_process
 from hangwatch_lab import Lab
 from hangwatch_testing.clients.runs import TOPIC, SidecarProcess, SidecarTiming
@@ -322,6 +325,31 @@ def _wait_baseline(sidecar: SidecarProcess, client: ClientProcess, started: floa
     raise RuntimeError(f"no healthy baseline in 90 s (verdict {verdict!r}, {client.errors[-2:]})")
 
 
+LAB_STARTS = 2
+"""Attempts at starting a replay's cluster: a start that fails (seen: the topic's creation
+answered "Broker handle destroyed", about 1 start in 15 on a loaded machine) is no
+measurement of the client, so the cluster is started afresh once, said on stderr."""
+
+
+@contextmanager
+def _started_lab() -> Iterator[Lab]:
+    for attempt in range(1, LAB_STARTS + 1):
+        lab = Lab(brokers=3, topics={TOPIC: PARTITIONS}, engine="kafka")
+        try:
+            lab.start()
+        except LabError as exc:
+            lab.close()
+            print(f"lab start failed ({exc}); attempt {attempt}/{LAB_STARTS}", file=sys.stderr)
+            if attempt == LAB_STARTS:
+                raise
+            continue
+        try:
+            yield lab
+        finally:
+            lab.close()
+        return
+
+
 def replay(
     incident: Incident,
     timing: SidecarTiming | None = None,
@@ -331,7 +359,7 @@ def replay(
     """One replay of `incident` on a fresh 3-broker Apache Kafka lab (see the module doc);
     `watch_seconds`: instead of the incident's own watch."""
     with (
-        Lab(brokers=3, topics={TOPIC: PARTITIONS}, engine="kafka") as lab,
+        _started_lab() as lab,
         tempfile.TemporaryDirectory(prefix="hangwatch-incident-") as tmp,
     ):
         scratch = Path(tmp)
