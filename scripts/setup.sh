@@ -3,13 +3,14 @@
 # iptables (kernel faults in the lab), kcat (an independent Kafka client for tests),
 # the real-API-server tier's etcd and the toolchain that builds kube-apiserver v1.20.2
 # once (golang-go, dpkg-dev; cached in ~/.cache/hangwatch), Debian's sarama and kafka-go
-# sources (real clients the tests build in GOPATH mode), the image test's container
+# sources (real clients the tests build in GOPATH mode), the incidents' own clients at
+# their own versions (scripts/build-clients.sh, with maven), the image test's container
 # tools (buildah, podman, runc, debootstrap), Chromium (a test opens the demo's HTML
 # report headless), the node tier's CNI plugins and static libc, and the project itself
-# with its development extras. Java's JDK (javac) compiles one Spark-view test's classes;
-# Maven resolves from Maven Central, once per version, Apache Kafka's jars for the lab's
-# real engine (lab/kafka/pom.xml, cached in ~/.cache/hangwatch/kafka) and Spark's Kafka
-# connector (hangwatch_pipeline/spark-kafka.pom.xml, ~/.cache/hangwatch/spark-kafka).
+# with its development extras. Java's JDK (javac) compiles the Java clients and a Spark
+# UDF; Maven resolves from Maven Central, once per version, Apache Kafka's jars for the
+# lab's real engine (lab/kafka/pom.xml, cached in ~/.cache/hangwatch/kafka) and Spark's
+# Kafka connector (hangwatch_pipeline/spark-kafka.pom.xml, ~/.cache/hangwatch/spark-kafka).
 # Safe to run again. `--kube` (what `make test` passes) also builds the API servers when
 # they are not cached; `make demo` does not need them.
 set -euo pipefail
@@ -25,7 +26,7 @@ command -v iptables >/dev/null 2>&1 || need_apt+=(iptables)
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
-# javac compiles the Spark view test's constructed JVM classes (tests/sidecar/constructed_jvm)
+# javac compiles the incidents' Java clients and the Spark view's producer-states UDF
 command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)  # the Kafka lab's brokers die with it
@@ -72,6 +73,9 @@ python3 -m hangwatch_lab.kafkajars >/dev/null
 # Spark's Kafka connector and the jars it needs beside pyspark's (a no-op when cached;
 # about 17 s from an empty Maven repository).
 python3 -m hangwatch_pipeline.spark_kafka
+# The incidents' own clients at their own versions (Go module proxy, Maven Central), built
+# into ~/.cache/hangwatch/incident-clients; a no-op when cached.
+bash scripts/build-clients.sh >/dev/null
 # The real API server of tests/kube: built once from Debian's source package (about 8
 # minutes on 2 cores), a no-op when cached. The single-node cluster of tests/node:
 # Kubernetes, etcd and containerd from the Go module proxy (20-40 minutes cold on 2

@@ -220,8 +220,14 @@ def run_state(pid: int) -> str:
 
 
 def _cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding, never starting
+    with "-" (kafka-storage's argument parser would take it for an option: "argument
+    --cluster-id/-t: expected one argument", 1 start in 64; Kafka's own Uuid.randomUuid
+    skips those ids too)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _cause(log_file: Path) -> str:

@@ -44,15 +44,20 @@ class Driver:
 
 @contextmanager
 def local_cluster_driver(
-    work: Path, app_name: str, jars: Sequence[Path] = (), conf: Mapping[str, str] | None = None
+    work: Path,
+    app_name: str,
+    jars: Sequence[Path] = (),
+    conf: Mapping[str, str] | None = None,
+    cores: int = 2,
 ) -> Iterator[Driver]:
-    """The application (see the module docstring); PYSPARK_PYTHON and SPARK_HOME are set
-    for its lifetime and restored after. `conf`: more Spark properties of the application."""
+    """The application (see the module docstring), its executor with `cores` task slots;
+    PYSPARK_PYTHON and SPARK_HOME are set for its lifetime and restored after. `conf`:
+    more Spark properties of the application."""
     saved = {name: os.environ.get(name) for name in ("PYSPARK_PYTHON", "SPARK_HOME")}
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_HOME"] = str(private_spark_home(work))
     builder = (
-        SparkSession.builder.master(MASTER)
+        SparkSession.builder.master(MASTER.replace(",2,", f",{cores},"))
         .appName(app_name)
         .config("spark.executor.memory", "512m")
         .config("spark.ui.port", "0")

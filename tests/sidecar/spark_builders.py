@@ -1,10 +1,8 @@
 """Builders and fixtures of the Spark view tests (no I/O beyond reading fixture files).
 
-The thread dumps in `spark_fixtures/` are labelled inside: `constructed_*` files were
-built by hand in Spark's REST format from the Java Kafka client's public class and
-thread names (the client cannot be obtained here); `recorded_*` files were recorded
-from a real Spark executor's REST API (one of them running the constructed classes of
-`constructed_jvm/`, named like the client's).
+The thread dumps in `spark_fixtures/` were recorded from real Spark executors' REST API
+and say so inside (`recorded`): a PySpark executor, and executors running the real Java
+Kafka client (scripts/record_thread_dumps.py).
 """
 
 from __future__ import annotations
@@ -29,10 +27,9 @@ FIXTURES = Path(__file__).resolve().parent / "spark_fixtures"
 
 
 def dump(name: str) -> list[Any]:
-    """The thread list of fixture `name` (its label checked: constructed or recorded)."""
+    """The thread list of fixture `name` (its label checked: recorded)."""
     doc = json.loads((FIXTURES / name).read_text())
-    label = doc.get("constructed") or doc.get("recorded") or ""
-    assert "CONSTRUCTED" in label or "RECORDED" in label, f"{name} is not labelled"
+    assert "RECORDED" in doc.get("recorded", ""), f"{name} is not labelled as recorded"
     threads = doc["threads"]
     assert isinstance(threads, list)
     return threads

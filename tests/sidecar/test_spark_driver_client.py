@@ -244,12 +244,12 @@ def _json(doc: Any) -> tuple[int, str, bytes]:
 def test_reader_finds_the_application_and_reads_the_thread_dump() -> None:
     routes = {
         "/api/v1/applications": _json([{"id": APP, "name": "x", "attempts": []}]),
-        THREADS: _json(dump("recorded_constructed_jvm_threads.json")),
+        THREADS: _json(dump("recorded_kafka_clients_0.11.0.3_states.json")),
     }
     with http_server(routes) as (port, seen):
         snap = DriverReader(_client(port), "", "0").read()
     assert snap.ok and snap.application_id == APP and snap.requests == 2
-    assert [t.task_id for t in snap.tasks] == [0] and len(snap.threads) == 2
+    assert [t.task_id for t in snap.tasks] == [0, 1, 2, 3] and len(snap.threads) == 6
     assert snap.response_bytes > 30_000 and seen == ["/api/v1/applications", THREADS]
 
 

@@ -1,18 +1,13 @@
 """Thread dumps -> running tasks and Kafka producer thread states, from public names alone.
 
-Covers, on fixtures labelled inside as constructed (built by hand from the Java Kafka
-client's public class and thread names in Spark's REST format) or recorded (from a real
-Spark 4.3 executor's REST API):
+Covers, on thread dumps RECORDED from real Spark executors (the driver's REST API) whose
+tasks ran the REAL Java Kafka client - kafka-clients 0.11.0.3 (S4's) and 3.9.2 (the
+version Spark's Kafka sink pins) - against Apache Kafka (scripts/record_thread_dumps.py):
 - S4: the I/O thread inside a delivery callback that waits for a send's result on itself
-  is `in_callback`, naming the user frame and the Kafka frame that called it; tasks in
-  `BufferPool.allocate` wait for buffer memory; the same on the real executor JVM that
-  ran the constructed classes (recorded), where task 0 waits for metadata;
-- S2: `flush` and a synchronous send's `FutureRecordMetadata.get` on task threads, the
-  I/O thread in its own loop (`sending`); a retried attempt's number;
-- S1/S3: Spark's own Kafka sink waiting in `waitOnMetadata`; the old Scala producer's
-  metadata refresh under a pre-3.1 Spark thread name (TID only);
-- controls: a Java producer at work, an idle pool thread that kept its last task's
-  name, a real PySpark executor (recorded) - no waits, only real running tasks;
+  is `in_callback`, naming the user frame and the Kafka frame that called it;
+- tasks waiting in `BufferPool.allocate` (the buffer that stalled I/O thread never
+  frees), in `flush` and for metadata from a bootstrap that answers nothing;
+- controls: producers at work (`sending`); a real PySpark executor with no producer;
 - frames in every format Spark and jstack print (module and loader prefixes, hidden
   lambda classes, `at `), task thread names of old and new Spark;
 - hostile input (hypothesis): any JSON gives a ThreadDump or a ThreadDumpError, and a
@@ -39,78 +34,66 @@ from hangwatch_sidecar.spark.types import Activity, ThreadRole
 
 from .spark_builders import dump
 
+CALLERS = {
+    "recorded_kafka_clients_0.11.0.3_states.json":
+        "org.apache.kafka.clients.producer.internals.ProducerBatch.completeFutureAndFireCallbacks",
+    "recorded_kafka_clients_3.9.2_states.json":
+        "org.apache.kafka.clients.producer.KafkaProducer$AppendCallbacks.onCompletion",
+}  # fmt: skip
+"""Real executors running the real Java client, S4's version and Spark's (see the labels),
+and the client's frame that calls the user's callback in each (3.x wraps it)."""
+RECORDED_STATES = list(CALLERS)
+
 
 def _by_name(name: str) -> dict[str, Any]:
     result = classify_dump(dump(name))
     return {t.name: t for t in result.threads} | {"_tasks": result.tasks}
 
 
-def test_s4_io_thread_waits_for_itself_inside_its_callback() -> None:
-    threads = _by_name("constructed_s4_callback_waits_for_itself.json")
-    io = threads["kafka-producer-network-thread | orders-writer"]
+def _task_in(threads: dict[str, Any], activity: Activity) -> Any:
+    (found,) = [t for k, t in threads.items() if k != "_tasks" and t.activity is activity]
+    return found
+
+
+@pytest.mark.parametrize("name", RECORDED_STATES)
+def test_s4_io_thread_waits_for_itself_inside_its_callback(name: str) -> None:
+    threads = _by_name(name)
+    io = threads["kafka-producer-network-thread | s4-callback"]
     assert io.role is ThreadRole.NETWORK and io.activity is Activity.IN_CALLBACK
-    assert io.user_frame == "com.example.orders.OrdersWriter$ResendCallback.onCompletion"
-    assert io.frame == (
-        "org.apache.kafka.clients.producer.internals.ProducerBatch.completeFutureAndFireCallbacks"
-    )
+    assert io.user_frame.startswith("dev.hangwatch.recording.ProducerStates$$Lambda")
+    assert io.user_frame.endswith(".onCompletion")
+    assert io.frame == CALLERS[name]
     assert io.state == "WAITING" and "waits for itself" in io.detail
-    assert io.waits_on == "java.util.concurrent.CountDownLatch$Sync@785982e7"
-    buffer = [
-        t for t in threads.values() if getattr(t, "activity", None) is Activity.AWAITING_BUFFER
-    ]
-    assert sorted(t.task_id for t in buffer) == [120, 121]
-    assert all(t.role is ThreadRole.TASK for t in buffer)
-    assert [t.task_id for t in threads["_tasks"]] == [120, 121]  # the idle pool thread is no task
+    assert io.waits_on is not None and "CountDownLatch" in io.waits_on
 
 
-def test_s4_on_a_real_executor_jvm_running_constructed_classes() -> None:
-    threads = _by_name("recorded_constructed_jvm_threads.json")
-    io = threads["kafka-producer-network-thread | constructed-1"]
-    assert io.activity is Activity.IN_CALLBACK
-    assert io.user_frame == "constructed.user.DeliveryCallback.onCompletion"
-    assert "waits for itself" in io.detail
-    waiting = threads["Executor task launch worker for task 0.0 in stage 0.0 (TID 0)"]
-    assert waiting.activity is Activity.AWAITING_METADATA and waiting.task_id == 0
-    assert waiting.frame.endswith("ProducerMetadata.awaitUpdate")
-    (running,) = threads["_tasks"]
-    assert (running.task_id, running.stage, running.index, running.attempt) == (0, (0, 0), 0, 0)
-
-
-def test_s2_flush_and_result_waits_while_the_io_thread_polls() -> None:
-    threads = _by_name("constructed_s2_flush_and_get_wait.json")
-    flush = threads["Executor task launch worker for task 2.0 in stage 9.0 (TID 310)"]
-    get = threads["Executor task launch worker for task 5.1 in stage 9.0 (TID 318)"]
-    assert flush.activity is Activity.FLUSHING
+@pytest.mark.parametrize("name", RECORDED_STATES)
+def test_tasks_wait_for_buffer_memory_flush_and_metadata(name: str) -> None:
+    threads = _by_name(name)
+    buffer = _task_in(threads, Activity.AWAITING_BUFFER)
+    flush = _task_in(threads, Activity.FLUSHING)
+    metadata = _task_in(threads, Activity.AWAITING_METADATA)
+    assert buffer.frame == "org.apache.kafka.clients.producer.internals.BufferPool.allocate"
     assert flush.frame.endswith("RecordAccumulator.awaitFlushCompletion")
-    assert get.activity is Activity.AWAITING_RESULT and get.task_id == 318
-    assert threads["kafka-producer-network-thread | clicks"].activity is Activity.SENDING
-    attempts = {t.task_id: t.attempt for t in threads["_tasks"]}
-    assert attempts == {310: 0, 318: 1}
+    assert metadata.frame.endswith(".awaitUpdate")  # Metadata (0.11) / ProducerMetadata (3.x)
+    for waiting in (buffer, flush, metadata):
+        assert waiting.role is ThreadRole.TASK and waiting.task_id is not None
+    tasks = {t.task_id for t in threads["_tasks"]}
+    assert {buffer.task_id, flush.task_id, metadata.task_id} < tasks and len(tasks) == 4
 
 
-def test_s1_spark_sink_and_s3_old_scala_producer_wait_for_metadata() -> None:
-    threads = _by_name("constructed_s1_s3_metadata_waits.json")
-    sink = threads["Executor task launch worker for task 0.0 in stage 2.0 (TID 14)"]
-    old = threads["Executor task launch worker for task 7"]
-    assert sink.activity is Activity.AWAITING_METADATA
-    assert sink.frame.endswith("ProducerMetadata.awaitUpdate")
-    assert old.activity is Activity.AWAITING_METADATA and old.state == "RUNNABLE"
-    assert old.frame == "kafka.client.ClientUtils$.fetchTopicMetadata"
-    old_task = next(t for t in threads["_tasks"] if t.task_id == 7)
-    assert old_task.stage is None and old_task.label == "task TID 7"
+@pytest.mark.parametrize("name", RECORDED_STATES)
+def test_producers_at_work_are_sending(name: str) -> None:
+    threads = _by_name(name)
+    for client_id in ("healthy", "no-metadata"):
+        io = threads[f"kafka-producer-network-thread | {client_id}"]
+        assert io.activity is Activity.SENDING
+        assert io.frame.startswith("org.apache.kafka.clients.producer.internals.Sender.")
 
 
-@pytest.mark.parametrize(
-    "name", ["constructed_healthy_java_producer.json", "recorded_pyspark_executor_threads.json"]
-)
-def test_controls_show_no_wait(name: str) -> None:
-    result = classify_dump(dump(name))
-    assert all(t.activity is Activity.SENDING for t in result.threads)
-    assert result.skipped == 0
-    if name.startswith("constructed"):
-        assert [t.task_id for t in result.tasks] == [21]  # TID 20's thread is idle
-    else:
-        assert len(result.tasks) == 1 and result.threads == ()
+def test_a_pyspark_executor_shows_no_producer() -> None:
+    result = classify_dump(dump("recorded_pyspark_executor_threads.json"))
+    assert result.skipped == 0 and result.threads == () and len(result.tasks) == 1
 
 
 @pytest.mark.parametrize(
@@ -186,6 +169,8 @@ def test_any_json_is_a_dump_or_one_error(doc: Any) -> None:
 
 
 def test_a_huge_dump_is_read_only_up_to_the_bound() -> None:
-    entry = dump("constructed_s4_callback_waits_for_itself.json")[0]
+    entry = next(  # the wedged I/O thread
+        e for e in dump(RECORDED_STATES[0]) if e["threadName"].endswith("| s4-callback")
+    )
     result = classify_dump([entry] * (MAX_THREADS + 500))
     assert result.skipped == 500 and len(result.threads) == MAX_THREADS

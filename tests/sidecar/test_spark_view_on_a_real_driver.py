@@ -7,67 +7,54 @@ executor is a separate JVM, as on Kubernetes), its UI on a free port. Covers:
   the stage's counts and its finished tasks' median from the real driver, and the
   tracker calls it a straggler once past the stall threshold - corroborating evidence
   only, no verdict; the cost of a read (requests, bytes, milliseconds) is measured;
-- an executor JVM running the CONSTRUCTED classes of `constructed_jvm/` (named like the
-  Java Kafka client's, compiled here with javac; the client itself cannot be obtained):
-  the real dump shows the I/O thread `kafka-producer-network-thread | constructed-1`
-  inside its delivery callback waiting for itself and a task thread waiting for
-  metadata, and the classifier says so;
-- a real `hangwatch sidecar` process next to that executor, probing a healthy lab with
-  no telemetry at all: `producer_hung` naming the I/O thread, with the Spark metrics.
+- an executor JVM running the REAL Java Kafka client Spark's sink pins (kafka-clients
+  3.9.2, resolved by scripts/build-clients.sh) against a 3-broker Apache Kafka lab (the
+  `kafka` engine), put by testing/clients/spark-producer-states into its states: the
+  real dump shows the I/O thread `kafka-producer-network-thread | s4-callback` inside
+  its delivery callback waiting for itself, tasks waiting for buffer memory, in flush
+  and for metadata, and the classifier says so;
+- a real `hangwatch sidecar` process next to that executor, probing the same healthy
+  cluster with no telemetry at all: `producer_hung` naming the I/O thread, with the
+  Spark metrics.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pyspark
 import pytest
 
 from hangwatch_lab import Lab
 from hangwatch_sidecar.spark.client import DriverClient, DriverReader
 from hangwatch_sidecar.spark.judge import judge_spark
 from hangwatch_sidecar.spark.tracking import SparkTracker
-from hangwatch_sidecar.spark.types import Activity, SparkView, ThreadRole
+from hangwatch_sidecar.spark.types import Activity, ProducerThread, SparkView, ThreadRole
 from hangwatch_sidecar.spark.watch import SparkWatch
+from hangwatch_testing.clients.producer_states import SPARK_KAFKA_CLIENTS, states_frame, udf_jars
 from hangwatch_testing.spark_driver import Driver, local_cluster_driver
 from hangwatch_testing.waiting import wait_for
 
 from .sidecar_process import sidecar_process
 
-SOURCES = Path(__file__).resolve().parent / "constructed_jvm" / "src"
 STALL = 5.0
+TOPIC = "events"
 
 
-def _constructed_jar(work: Path) -> Path:
-    """The constructed classes compiled against pyspark's jars (javac must be installed)."""
-    javac = shutil.which("javac")
-    assert javac, "javac (openjdk-17-jdk-headless) is needed: scripts/setup.sh installs it"
-    jars = Path(pyspark.__file__).resolve().parent / "jars"
-    classes = work / "classes"
-    sources = [str(p) for p in sorted(SOURCES.rglob("*.java"))]
-    subprocess.run(
-        [javac, "-nowarn", "-d", str(classes), "-cp", f"{jars}/*", *sources],
-        check=True, capture_output=True, timeout=240,
-    )  # fmt: skip
-    jar = work / "constructed-kafka-names.jar"
-    subprocess.run(
-        ["jar", "cf", str(jar), "-C", str(classes), "."],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    return jar
+@pytest.fixture(scope="module")
+def lab() -> Iterator[Lab]:
+    """A healthy 3-broker Apache Kafka cluster for the module's real producers."""
+    with Lab(brokers=3, topics={TOPIC: 3}, engine="kafka") as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
     work = tmp_path_factory.mktemp("spark-view")
-    with local_cluster_driver(work, "hangwatch-spark-view-test", [_constructed_jar(work)]) as live:
+    jars = udf_jars(SPARK_KAFKA_CLIENTS, work)
+    with local_cluster_driver(work, "hangwatch-spark-view-test", jars, cores=4) as live:
         yield live
 
 
@@ -148,55 +135,51 @@ def test_running_task_stage_peers_and_straggler_from_the_real_driver(driver: Dri
     )
 
 
-def _constructed_job(driver: Driver) -> Background:
-    spark = driver.spark
-    spark.udf.registerJavaFunction("hw_constructed", "constructed.user.WedgeUdf", "bigint")
-    frame = spark.range(0, 4, 1, 4).selectExpr(
-        "hw_constructed(CAST(CASE WHEN id = 0 THEN 150 ELSE 0 END AS BIGINT))"
-    )
-    return Background(driver, "constructed", frame.collect)
+def _states_job(driver: Driver, lab: Lab) -> Background:
+    frame = states_frame(driver.spark, lab.bootstrap, TOPIC)
+    return Background(driver, "states", frame.collect)
 
 
-def test_constructed_kafka_threads_in_a_real_executor_dump(driver: Driver) -> None:
-    job = _constructed_job(driver)
+def test_real_kafka_client_threads_in_a_real_executor_dump(driver: Driver, lab: Lab) -> None:
+    job = _states_job(driver, lab)
     reader = DriverReader(DriverClient(driver.ui, 20.0), driver.application_id, driver.executor_id)
+    wanted = (
+        Activity.IN_CALLBACK, Activity.AWAITING_BUFFER, Activity.FLUSHING,
+        Activity.AWAITING_METADATA,
+    )  # fmt: skip
     try:
 
-        def both() -> dict[Activity, object] | None:
+        def every_state() -> dict[Activity, ProducerThread] | None:
             snapshot = reader.read()
             found = {t.activity: t for t in snapshot.threads}
-            wanted = (Activity.IN_CALLBACK, Activity.AWAITING_METADATA)
             return found if all(a in found for a in wanted) else None
 
         found = wait_for(
-            both, 120, "the constructed producer threads in the dump",
+            every_state, 180, "the real producer's states in the dump",
             give_up=job.failed, context=lambda: job.error,
         )  # fmt: skip
     finally:
         job.stop()
     io = found[Activity.IN_CALLBACK]
-    assert io.name == "kafka-producer-network-thread | constructed-1"  # type: ignore[attr-defined]
-    assert io.role is ThreadRole.NETWORK and io.state == "WAITING"  # type: ignore[attr-defined]
-    assert io.user_frame == "constructed.user.DeliveryCallback.onCompletion"  # type: ignore[attr-defined]
-    assert "waits for itself" in io.detail  # type: ignore[attr-defined]
-    waiting = found[Activity.AWAITING_METADATA]
-    assert waiting.role is ThreadRole.TASK and waiting.task_id is not None  # type: ignore[attr-defined]
+    assert io.name == "kafka-producer-network-thread | s4-callback"
+    assert io.role is ThreadRole.NETWORK and io.state == "WAITING"
+    assert io.user_frame is not None and io.user_frame.endswith(".onCompletion")
+    assert "waits for itself" in io.detail
+    for activity in wanted[1:]:
+        assert found[activity].role is ThreadRole.TASK and found[activity].task_id is not None
 
 
 def test_real_sidecar_calls_the_hung_jvm_producer_producer_hung(
-    driver: Driver, tmp_path: Path
+    driver: Driver, lab: Lab, tmp_path: Path
 ) -> None:
-    job = _constructed_job(driver)
+    job = _states_job(driver, lab)
     spark_args = (
         "--spark-ui-url", driver.ui.url, "--application-id", driver.application_id,
         "--executor-id", driver.executor_id, "--spark-interval-seconds", "1",
         "--spark-timeout-ms", "20000",
     )  # fmt: skip
     try:
-        with (
-            Lab(brokers=3, topics={"events": 3}) as lab,
-            sidecar_process(tmp_path, lab.bootstrap, *spark_args) as sidecar,
-        ):
+        with sidecar_process(tmp_path, lab.bootstrap, *spark_args) as sidecar:
 
             def hung() -> dict[str, object] | None:
                 status = sidecar.status()
@@ -211,8 +194,8 @@ def test_real_sidecar_calls_the_hung_jvm_producer_producer_hung(
     finally:
         job.stop()
     reasons = " ".join(status["reasons"])  # type: ignore[arg-type]
-    assert "kafka-producer-network-thread | constructed-1" in reasons
-    assert "constructed.user.DeliveryCallback.onCompletion" in reasons
+    assert "kafka-producer-network-thread | s4-callback" in reasons
+    assert "dev.hangwatch.recording.ProducerStates" in reasons
     assert "waits for itself" in reasons
     assert status["latest"]["evidence"]["producers"] == []  # type: ignore[index]  # no telemetry
     assert status["spark"]["available"] is True  # type: ignore[index]

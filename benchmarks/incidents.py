@@ -1,0 +1,126 @@
+"""The incidents replayed with their own clients at their own versions, on Apache Kafka.
+
+For each incident (S0 sarama v1.37.2 SyncProducer, S1 kafka-go v0.4.8, S2 sarama v1.37.2
+idempotent with v1.38.0 as the control, S3 Kafka 0.8.2.2's Scala producer, S4
+kafka-clients 0.11.0.3), `--runs` replays (default 3), each on a fresh 3-broker Apache
+Kafka 3.9 lab (the `kafka` engine) next to a real `hangwatch sidecar` with an empty
+telemetry directory, its socket view narrowed to the client's process (1 s probes, 5 s
+stall, 1 s timeouts, hysteresis 2; `hangwatch_testing.clients.incidents`). Prints one
+line per replay as it ends, then the README's table: did the client reproduce the
+write-up's symptom (how long it acknowledged nothing after the fault, its own first
+error), the sidecar's first verdict other than healthy, the seconds from the fault to
+it (median and max over the runs), every other verdict seen, the operator's default
+action for each, and the evidence the first verdict named (first run). Needs root
+(iptables), Java 17, Maven and Go. Incidents: S0 S1 S1-frozen S2 S2-control S2-stop
+S2-stop-control S3 S4 (`hangwatch_testing.clients.incidents.INCIDENTS`).
+
+    python benchmarks/incidents.py [--runs 3] [--incidents S0,S1,S2,S2-control,S3,S4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+from machine import describe
+
+from hangwatch.contracts import Verdict
+from hangwatch.errors import LabError
+from hangwatch_operator.policies import DEFAULT_ACTIONS
+from hangwatch_testing.clients.incidents import BY_ID, INCIDENTS, Incident, Replay, replay
+
+
+def first_alarm(result: Replay) -> tuple[float, str, list[str]] | None:
+    """The first verdict change away from healthy: (seconds from the fault, verdict, reasons)."""
+    return next((c for c in result.changes if c[1] != "healthy"), None)
+
+
+def reproduced(incident: Incident, result: Replay) -> str:
+    """What the client did after the fault, in the table's words."""
+    error = result.first_error_after
+    said = f"first error at {error:.0f} s" if error is not None else "no error"
+    counts = (
+        f"{result.acks_after} acks ({result.acks_per_second_after:g}/s; before the fault "
+        f"{result.acks_per_second_before:g}/s), {result.errors_after} errors"
+    )
+    if result.first_ack_after is None:
+        return f"silent {result.silent_seconds():.0f} s (whole watch), {said}"
+    return (
+        f"longest pause {result.longest_pause:.1f} s; {said}; {counts} in "
+        f"{result.watched_seconds:.0f} s"
+    )
+
+
+def action(verdict: str) -> str:
+    try:
+        operations = DEFAULT_ACTIONS.get(Verdict(verdict), ())
+    except ValueError:
+        return "?"
+    return ", ".join(op.value for op in operations) or "none"
+
+
+def row(incident: Incident, results: list[Replay]) -> str:
+    alarms = [first_alarm(r) for r in results]
+    verdicts = sorted({v for r in results for _, v, _ in r.changes if v != "healthy"})
+    times = [a[0] for a in alarms if a is not None]
+    timing = f"{statistics.median(times):.1f} ({max(times):.1f})" if times else "-"
+    if len(times) < len(results):
+        timing += f", {len(results) - len(times)}/{len(results)} runs healthy throughout"
+    first = next((a for a in alarms if a is not None), None)
+    evidence = "; ".join(first[2][:2])[:160] if first else "-"
+    shown = ", ".join(verdicts) or "healthy throughout"
+    actions = ", ".join(action(v) for v in verdicts) or "none"
+    outcomes = " / ".join(reproduced(incident, r) for r in results)
+    if incident.control:
+        outcomes = "control: " + outcomes
+    return (
+        f"| {incident.id} | {incident.label} | {incident.fault} | {outcomes} | {shown} | "
+        f"{timing} | {actions} | {evidence} |"
+    )
+
+
+def _replay(incident: Incident, attempts: int = 3) -> Replay:
+    """One replay; a lab that fails to start or to apply the fault is started afresh (up to
+    `attempts` times), said on stderr: that is no measurement of the client."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return replay(incident)
+        except LabError as exc:
+            print(f"  lab error ({exc}); attempt {attempt}/{attempts}", file=sys.stderr)
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--incidents", default=",".join(i.id for i in INCIDENTS))
+    args = parser.parse_args(argv)
+    chosen = [BY_ID[name] for name in args.incidents.split(",")]
+    print(describe(), flush=True)
+    table: list[str] = []
+    started = time.monotonic()
+    for incident in chosen:
+        results = []
+        for n in range(args.runs):
+            result = _replay(incident)
+            results.append(result)
+            print(f"[{time.monotonic() - started:6.0f} s] run {n + 1}: {result.describe()}")
+            if result.election:
+                print(f"          election: {result.election}", flush=True)
+        table.append(row(incident, results))
+    print(
+        "\n| incident | client, version | fault (Apache Kafka 3.9, 3 KRaft nodes) | "
+        "reproduced? (per run) | verdict | fault to verdict, s: median (max) | action | "
+        "evidence named |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    print("\n".join(table), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

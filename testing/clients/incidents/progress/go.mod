@@ -1,0 +1,3 @@
+module hangwatch.dev/incidents/progress
+
+go 1.19

@@ -1,0 +1,427 @@
+"""The incidents replayed with their own clients, at their own versions, on Apache Kafka.
+
+Each `Incident` names a program of `testing/clients/incidents` (built by
+`scripts/build-clients.sh`), how it is started and the incident's fault on the lab's
+`kafka` engine. `replay` starts a 3-broker Apache Kafka lab, the client, and a real
+`hangwatch sidecar` process with an EMPTY telemetry directory whose socket view is
+narrowed to the client's process (`--socket-process <pid>`: the brokers' own connections
+on the same loopback stay out); it waits for the client's first acknowledgements and the
+sidecar's healthy verdict, injects the fault and records, until the watch ends:
+
+- every verdict change of the sidecar's /status with its reasons (the evidence named),
+  timed from the fault;
+- the client's own view from its JSON lines: its last acknowledgement before the fault,
+  its first acknowledgement and first error after it (so how long it stayed silent).
+
+Everything stops on the way out, on every path: the client, the sidecar, the lab (its
+JVMs, rules and data directory).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hangwatch.errors import LabError
+from hangwatch_demo.harness import stop_process
+from hangwatch_lab import Lab
+from hangwatch_testing.clients.runs import TOPIC, SidecarProcess, SidecarTiming
+
+REPO = Path(__file__).resolve().parents[3]
+BUILD_SCRIPT = REPO / "scripts" / "build-clients.sh"
+PARTITIONS = 3
+S3_REFRESH_MS = 10_000
+"""S3's `topic.metadata.refresh.interval.ms`: the write-up ran the default 10 minutes; 10 s
+makes several periodic refreshes happen within one watch (the refresh itself is the
+client's, unchanged)."""
+BASELINE_SECONDS = 5.0
+"""The healthy stretch before the fault whose acknowledgement rate is the baseline: the
+fault comes only once the client has been acknowledged for this long."""
+
+
+class ClientBuildError(RuntimeError):
+    """scripts/build-clients.sh could not build an incident's client."""
+
+
+def client_dir(client: str) -> Path:
+    """The cache directory of `client`'s build (`bin`, or `lib/` + `classes/`), built first
+    when missing; the script's progress goes to this process's stderr."""
+    done = subprocess.run(
+        ["bash", str(BUILD_SCRIPT), client], stdout=subprocess.PIPE, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise ClientBuildError(f"scripts/build-clients.sh {client} failed (see above)")
+    name, path = done.stdout.split()[-2:]
+    assert name == client, done.stdout
+    return Path(path)
+
+
+def java_command(client: str, main: str, *args: str) -> list[str]:
+    build = client_dir(client)
+    return ["java", "-Xmx128m", "-cp", f"{build}/classes:{build}/lib/*", main, *args]
+
+
+@dataclass(frozen=True)
+class Incident:
+    """One incident as replayed here: its client, how it is started, its fault."""
+
+    id: str
+    client: str
+    """The program's name in scripts/build-clients.sh (client and version)."""
+    label: str
+    fault: str
+    command: Callable[[str, Path], list[str]]
+    """(bootstrap, scratch directory) -> the client's argv."""
+    inject: Callable[[Lab, Path], None]
+    """Applies the fault to the lab (scratch directory: S4's trigger file)."""
+    watch_seconds: float
+    """How long the run watches after the fault (long enough for the client's own
+    timeouts to surface an error, when it has any)."""
+    control: bool = False
+    """A control: the client is expected NOT to hang."""
+
+
+def _go(client: str, *args: str) -> Callable[[str, Path], list[str]]:
+    return lambda bootstrap, _: [str(client_dir(client) / "bin"), "-brokers", bootstrap, *args]
+
+
+def _all_blackholed(lab: Lab, _: Path) -> None:
+    for broker in list(lab.brokers):
+        lab.blackhole(broker)
+
+
+def _shrunk(dead: str) -> Callable[[Lab, Path], None]:
+    """The cluster shrunk 3 -> 2 the way operators do (partitions moved away, the broker
+    stopped for good), its address left `dead` (blackhole: SYNs dropped; frozen: TCP
+    accepted, never answered) in the client's bootstrap list."""
+    return lambda lab, _: lab.shrink(2, dead=dead)
+
+
+def _election(lab: Lab, _: Path) -> None:
+    lab.election(TOPIC, 2.0)
+
+
+def _leader_stopped(lab: Lab, _: Path) -> None:
+    """The broker leading partition 0 stops (Kafka's controlled shutdown, as in one step of
+    a rolling restart): its partitions' leaders move to the other replicas."""
+    metadata = lab.admin().list_topics(TOPIC, timeout=10)
+    lab.down(int(metadata.topics[TOPIC].partitions[0].leader))
+
+
+def _host_crashed(lab: Lab, _: Path) -> None:
+    """The last broker's host crashes: its address stops answering (SYNs dropped, as for
+    a dead IP), then its process stops (the controller moves its leaders). In this order
+    a client never sees the port refuse, as it would not after a real crash."""
+    broker = max(lab.brokers)
+    lab.blackhole(broker)
+    lab.down(broker)
+
+
+def _callback_waits(_: Lab, scratch: Path) -> None:
+    (scratch / "sync-send-in-callback").touch()
+
+
+def _s2(version: str, fault: str, inject: Callable[[Lab, Path], None]) -> Incident:
+    """S2 through `fault` with sarama `version`: v1.37.2 has the bug, v1.38.0 (the fix) is
+    the control. Ids: S2, S2-control (the election), S2-stop, S2-stop-control."""
+    control = version == "v1.38.0"
+    name = "S2" + ("-stop" if inject is _leader_stopped else "") + ("-control" if control else "")
+    return Incident(
+        name,
+        f"sarama-{version}",
+        f"sarama {version} idempotent AsyncProducer, batches of 10"
+        + (" (the fix)" if control else ""),
+        fault,
+        _go(f"sarama-{version}", "-mode", "idempotent", "-rate", "5", "-batch", "10"),
+        inject,
+        watch_seconds=60,
+        control=control,
+    )
+
+
+INCIDENTS: tuple[Incident, ...] = (
+    Incident(
+        "S0",
+        "sarama-v1.37.2",
+        "sarama v1.37.2 SyncProducer (Retry.Max=1, WriteTimeout 3 s)",
+        "every broker blackholed after a healthy start",
+        _go("sarama-v1.37.2", "-mode", "sync", "-rate", "10"),
+        _all_blackholed,
+        watch_seconds=150,
+    ),
+    Incident(
+        "S1",
+        "kafka-go-v0.4.8",
+        "kafka-go v0.4.8 Writer (full bootstrap list)",
+        "cluster shrunk 3 -> 2, the removed broker's address blackholed",
+        _go("kafka-go-v0.4.8", "-rate", "5", "-batch", "5"),
+        _shrunk("blackhole"),
+        watch_seconds=60,
+    ),
+    Incident(
+        "S1-frozen",
+        "kafka-go-v0.4.8",
+        "kafka-go v0.4.8 Writer (full bootstrap list)",
+        "cluster shrunk 3 -> 2, the removed broker frozen (accepts, never answers)",
+        _go("kafka-go-v0.4.8", "-rate", "5", "-batch", "5"),
+        _shrunk("frozen"),
+        watch_seconds=60,
+    ),
+    *(
+        _s2(version, fault, inject)
+        for fault, inject in (
+            ("a real 2 s leader election (leader frozen, fenced)", _election),
+            ("the leader stopped (controlled shutdown: a rolling restart's step)", _leader_stopped),
+        )
+        for version in ("v1.37.2", "v1.38.0")
+    ),
+    Incident(
+        "S3",
+        "kafka_2.11-0.8.2.2",
+        "Kafka 0.8.2.2 Scala producer (metadata.broker.list = all)",
+        "one broker's host crashed (stopped, address blackholed)",
+        lambda b, _: java_command(
+            "kafka_2.11-0.8.2.2", "S3Producer", b, TOPIC, "5", str(S3_REFRESH_MS)
+        ),
+        _host_crashed,
+        watch_seconds=60,
+    ),
+    Incident(
+        "S4",
+        "kafka-clients-0.11.0.3",
+        "kafka-clients 0.11.0.3 (send().get() in the callback)",
+        "the callback's synchronous send, cluster healthy",
+        lambda b, scratch: java_command(
+            "kafka-clients-0.11.0.3",
+            "S4Producer",
+            *(b, TOPIC, "200", str(scratch / "sync-send-in-callback")),
+        ),
+        _callback_waits,
+        watch_seconds=40,
+    ),
+)
+BY_ID = {incident.id: incident for incident in INCIDENTS}
+
+
+class ClientProcess:
+    """A running incident client and what its JSON lines said (monotonic times)."""
+
+    def __init__(self, argv: list[str], log_path: Path) -> None:
+        self.acks: list[float] = []
+        self.errors: list[tuple[float, str]] = []
+        self._log = log_path.open("w")
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            now = time.monotonic()
+            try:
+                event: dict[str, Any] = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("event") == "ack":
+                self.acks.append(now)
+            elif event.get("event") in ("error", "fatal"):
+                self.errors.append((now, str(event.get("error", ""))[:300]))
+
+    def acked_since(self, moment: float) -> int:
+        return sum(1 for at in list(self.acks) if at >= moment)
+
+    def errors_since(self, moment: float) -> int:
+        return sum(1 for at, _ in list(self.errors) if at >= moment)
+
+    def longest_pause(self, start: float, end: float) -> float:
+        """The longest time without an acknowledgement between `start` and `end`."""
+        marks = [start, *(at for at in list(self.acks) if start <= at <= end), end]
+        return max(b - a for a, b in itertools.pairwise(marks))
+
+    def first_error_after(self, moment: float) -> tuple[float, str] | None:
+        return next(((at, e) for at, e in list(self.errors) if at >= moment), None)
+
+    def stop(self) -> None:
+        stop_process(self.proc, 5)
+        self._reader.join(timeout=5)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self._log.close()
+
+
+@dataclass
+class Replay:
+    """What one replay saw; times in seconds from the fault."""
+
+    incident: str
+    baseline: str = ""
+    changes: list[tuple[float, str, list[str]]] = field(default_factory=list)
+    """(seconds from the fault, verdict, reasons) at each change of the sidecar's verdict."""
+    last_ack_before_fault: float | None = None
+    """Seconds before the fault of the client's last acknowledgement."""
+    first_ack_after: float | None = None
+    last_ack_after: float | None = None
+    first_error_after: float | None = None
+    first_error: str = ""
+    acks_after: int = 0
+    errors_after: int = 0
+    acks_per_second_before: float = 0.0
+    """Acknowledgements per second over the BASELINE_SECONDS before the fault."""
+    acks_per_second_after: float = 0.0
+    """Acknowledgements per second over the watch."""
+    longest_pause: float = 0.0
+    """The longest time without an acknowledgement during the watch (S3's latency spikes)."""
+    watched_seconds: float = 0.0
+    election: dict[str, Any] = field(default_factory=dict)
+
+    def first(self, verdict: str) -> float | None:
+        return next((t for t, v, _ in self.changes if v == verdict), None)
+
+    @property
+    def verdicts(self) -> list[str]:
+        return [v for _, v, _ in self.changes]
+
+    def silent_seconds(self) -> float:
+        """How long the client acknowledged nothing after the fault (the whole watch when
+        it never did again)."""
+        return self.first_ack_after if self.first_ack_after is not None else self.watched_seconds
+
+    def describe(self) -> str:
+        shown = [(t, v, r[:2]) for t, v, r in self.changes]
+        return (
+            f"{self.incident}: baseline {self.baseline}, changes {shown}, first ack after "
+            f"{self.first_ack_after}, first error after {self.first_error_after} "
+            f"({self.first_error[:120]}), acks/errors after {self.acks_after}/"
+            f"{self.errors_after}, longest pause {self.longest_pause} s, acks/s before/after "
+            f"{self.acks_per_second_before}/{self.acks_per_second_after}"
+        )
+
+
+def _wait_baseline(sidecar: SidecarProcess, client: ClientProcess, started: float) -> str:
+    deadline = time.monotonic() + 90
+    verdict = ""
+    while time.monotonic() < deadline:
+        if client.proc.poll() is not None:
+            raise RuntimeError(f"the client exited during the baseline: {client.errors[-3:]}")
+        doc = sidecar.status()
+        verdict = str(doc["verdict"])
+        connected = (doc.get("sockets") or {}).get("connections_total", 0) > 0
+        acking = client.acks and time.monotonic() - client.acks[0] >= BASELINE_SECONDS
+        if verdict == "healthy" and connected and acking and client.acked_since(started) >= 3:
+            return verdict
+        time.sleep(0.25)
+    raise RuntimeError(f"no healthy baseline in 90 s (verdict {verdict!r}, {client.errors[-2:]})")
+
+
+LAB_STARTS = 2
+"""Attempts at starting a replay's cluster: a start that fails (seen: the topic's creation
+answered "Broker handle destroyed", about 1 start in 15 on a loaded machine) is no
+measurement of the client, so the cluster is started afresh once, said on stderr."""
+
+
+@contextmanager
+def _started_lab() -> Iterator[Lab]:
+    for attempt in range(1, LAB_STARTS + 1):
+        lab = Lab(brokers=3, topics={TOPIC: PARTITIONS}, engine="kafka")
+        try:
+            lab.start()
+        except LabError as exc:
+            lab.close()
+            print(f"lab start failed ({exc}); attempt {attempt}/{LAB_STARTS}", file=sys.stderr)
+            if attempt == LAB_STARTS:
+                raise
+            continue
+        try:
+            yield lab
+        finally:
+            lab.close()
+        return
+
+
+def replay(
+    incident: Incident,
+    timing: SidecarTiming | None = None,
+    *,
+    watch_seconds: float | None = None,
+) -> Replay:
+    """One replay of `incident` on a fresh 3-broker Apache Kafka lab (see the module doc);
+    `watch_seconds`: instead of the incident's own watch."""
+    with (
+        _started_lab() as lab,
+        tempfile.TemporaryDirectory(prefix="hangwatch-incident-") as tmp,
+    ):
+        scratch = Path(tmp)
+        telemetry = scratch / "telemetry"
+        telemetry.mkdir()  # stays empty: the incidents' clients write no telemetry
+        started = time.monotonic()
+        client = ClientProcess(incident.command(lab.bootstrap, scratch), scratch / "client.log")
+        sidecar = None
+        try:
+            sidecar = SidecarProcess(
+                lab.bootstrap,
+                telemetry,
+                timing or SidecarTiming(),
+                *("--socket-process", str(client.proc.pid)),
+            )
+            result = Replay(incident.id, baseline=_wait_baseline(sidecar, client, started))
+            fault_at = time.monotonic()
+            if client.acks:
+                result.last_ack_before_fault = round(fault_at - client.acks[-1], 2)
+            baseline = client.acked_since(fault_at - BASELINE_SECONDS)
+            result.acks_per_second_before = round(baseline / BASELINE_SECONDS, 1)
+            incident.inject(lab, scratch)
+            watch = incident.watch_seconds if watch_seconds is None else watch_seconds
+            _watch(result, sidecar, client, fault_at, watch)
+            results = getattr(lab, "election_results", [])
+            if results:
+                result.election = dict(results[-1])
+            return result
+        finally:
+            if sidecar is not None:
+                sidecar.stop()
+            client.stop()
+            assert not any(telemetry.iterdir()), "an incident client wrote telemetry?"
+
+
+def _watch(
+    result: Replay,
+    sidecar: SidecarProcess,
+    client: ClientProcess,
+    fault_at: float,
+    seconds: float,
+) -> None:
+    last = result.baseline
+    while (elapsed := time.monotonic() - fault_at) < seconds:
+        doc = sidecar.status()
+        if doc["verdict"] != last:
+            last = str(doc["verdict"])
+            result.changes.append((round(elapsed, 2), last, list(doc["reasons"])))
+        error = client.first_error_after(fault_at)
+        if error is not None and result.first_error_after is None:
+            result.first_error_after, result.first_error = round(error[0] - fault_at, 2), error[1]
+        acks = [at for at in list(client.acks) if at >= fault_at]
+        if acks and result.first_ack_after is None:
+            result.first_ack_after = round(acks[0] - fault_at, 2)
+        if client.proc.poll() is not None:
+            break
+        time.sleep(0.25)
+    end = time.monotonic()
+    result.watched_seconds = round(end - fault_at, 2)
+    result.acks_after = client.acked_since(fault_at)
+    if result.acks_after:
+        result.last_ack_after = round(client.acks[-1] - fault_at, 2)
+    result.errors_after = client.errors_since(fault_at)
+    result.longest_pause = round(client.longest_pause(fault_at, end), 2)
+    result.acks_per_second_after = round(result.acks_after / (end - fault_at), 1)
