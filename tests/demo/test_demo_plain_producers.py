@@ -24,29 +24,16 @@ each with 0 lost events and exit code 0, and no kernel rule left behind.
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from hangwatch_demo.scenarios import Timing
-from hangwatch_lab import netfilter
+from tests.demo.running import run_demo
 
 
 def _demo(*scenarios: str, keep: Path) -> tuple[dict[str, dict[str, Any]], int]:
-    args = [a for name in scenarios for a in ("--scenario", name)]
-    with subprocess.Popen(
-        [sys.executable, "-m", "hangwatch", "demo", *args, "--json", "--keep", str(keep)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as proc:
-        out, err = proc.communicate(timeout=280)
-    assert proc.returncode == 0, err[-3000:]
-    assert netfilter.list_chains(proc.pid) == [], "the demo left kernel rules behind"
-    return {r["scenario"]: r for r in json.loads(out)["scenarios"]}, proc.pid
+    return run_demo(*scenarios, keep=keep)
 
 
 def _verdict_then_restart_then_flowing(row: dict[str, Any]) -> None:

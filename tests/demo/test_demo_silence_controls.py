@@ -19,15 +19,12 @@ be caught next to these controls are `test_demo_plain_producers.py`'s.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from hangwatch_demo.scenarios import Timing
-from hangwatch_lab import netfilter
+from tests.demo.running import run_demo
 
 CONTROLS = (
     "plain-computes-between-writes",
@@ -41,17 +38,7 @@ CONTROLS = (
 def test_tasks_that_pause_between_writes_are_never_restarted(
     kernel_faults: None, tmp_path: Path
 ) -> None:
-    args = [a for name in CONTROLS for a in ("--scenario", name)]
-    with subprocess.Popen(
-        [sys.executable, "-m", "hangwatch", "demo", *args, "--json", "--keep", str(tmp_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as proc:
-        out, err = proc.communicate(timeout=840)
-    assert proc.returncode == 0, err[-3000:]
-    assert netfilter.list_chains(proc.pid) == [], "the demo left kernel rules behind"
-    rows = {r["scenario"]: r for r in json.loads(out)["scenarios"]}
+    rows, _ = run_demo(*CONTROLS, keep=tmp_path, timeout_seconds=840)
     assert sorted(rows) == sorted(CONTROLS)
     for name, row in rows.items():
         seen = {c.split(" ", 1)[1] for _, c in row["changes"]}

@@ -28,6 +28,7 @@ from hangwatch_sidecar.sockets.owners import (
     PROC,
     ProcessRoot,
     ProcessTreeError,
+    command_lines,
     process_tree,
 )
 
@@ -49,13 +50,7 @@ def python_processes(root: ProcessRoot | None, proc: Path = PROC) -> list[int]:
         with contextlib.suppress(ProcessTreeError):
             candidates -= process_tree(ProcessRoot(pid=me), proc)
     found = []
-    for pid in sorted(candidates):
-        if pid == me:
-            continue
-        try:
-            cmdline = (proc / str(pid) / "cmdline").read_bytes()
-        except OSError:
-            continue
+    for pid, cmdline in command_lines(sorted(candidates), proc):
         if _program(cmdline).startswith("python"):
             found.append(pid)
     return found

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,18 +90,25 @@ def _processes(proc: Path) -> dict[int, int]:
     return parents
 
 
-def _roots(root: ProcessRoot, parents: dict[int, int], proc: Path) -> set[int]:
-    if root.pid is not None:
-        return {root.pid} if root.pid in parents else set()
-    needle, me = root.pattern.encode(), os.getpid()
-    found = set()
-    for pid in parents:
+def command_lines(pids: Iterable[int], proc: Path = PROC) -> Iterator[tuple[int, bytes]]:
+    """Each process's raw command line (NUL-separated), the sidecar's own and processes
+    that exited meanwhile left out."""
+    me = os.getpid()
+    for pid in pids:
         if pid == me:
             continue
         try:
-            cmdline = (proc / str(pid) / "cmdline").read_bytes()
+            yield pid, (proc / str(pid) / "cmdline").read_bytes()
         except OSError:
             continue
+
+
+def _roots(root: ProcessRoot, parents: dict[int, int], proc: Path) -> set[int]:
+    if root.pid is not None:
+        return {root.pid} if root.pid in parents else set()
+    needle = root.pattern.encode()
+    found = set()
+    for pid, cmdline in command_lines(parents, proc):
         if needle in cmdline.replace(b"\0", b" "):
             found.add(pid)
     return found
