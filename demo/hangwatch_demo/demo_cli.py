@@ -177,6 +177,9 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             _say(f"hangwatch demo: error: {problem}")
         raise
+    except BaseException:
+        recorder.close(interrupted=True)  # the run failed before any result: no report
+        raise
     problem = finish_report(recorder, stream=stream)
     if problem:
         _say(f"hangwatch demo: error: {problem}")
