@@ -74,7 +74,8 @@ log = logging.getLogger(__name__)
 RATE_PER_SECOND = 200.0
 """Events per second the pipeline writes (split over the two executors' tasks)."""
 BASELINE_ALLOWANCE_SECONDS = 4.0
-"""Job time budgeted before the fault (tasks start, sidecars see them deliver)."""
+"""Job time budgeted before the fault per second of probe interval (tasks start, sidecars
+see them deliver over a few rounds)."""
 SETTLE_SECONDS = 3.0
 """After the operator acted, how long the watch goes on (the next rounds' decisions)."""
 TAIL_SECONDS = 3.0
@@ -491,9 +492,12 @@ def _resumed(run: _Run) -> None:
 def job_options(scenario: Scenario, timing: Timing, bootstrap: str) -> RunOptions:
     """The pipeline run of a scenario: long enough to cover the baseline, watch and tail;
     for a run whose end is the "fault", the baseline allowance and tail only."""
-    seconds = BASELINE_ALLOWANCE_SECONDS + _watch_seconds(scenario, timing) + TAIL_SECONDS
+    # The baseline takes a few probe rounds: at the policy's 10 s probes a run sized for
+    # 1 s probes ended before its fault took hold (the soak benchmark's S4 and S2 rows).
+    allowance = BASELINE_ALLOWANCE_SECONDS * timing.probe_interval_seconds
+    seconds = allowance + _watch_seconds(scenario, timing) + TAIL_SECONDS
     if scenario.idles_after_run:
-        seconds = BASELINE_ALLOWANCE_SECONDS + TAIL_SECONDS
+        seconds = allowance + TAIL_SECONDS
     producer_conf = {"message.timeout.ms": str(timing.producer_message_timeout_ms)}
     producer_conf |= scenario.producer_conf
     if scenario.seed == "S4" and scenario.producer == "wrapper":
