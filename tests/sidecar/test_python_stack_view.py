@@ -17,7 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from hangwatch_sidecar.pystacks.types import (
     PyFrame,
     PyThreadDump,
     StackDumpError,
+    ThreadPlace,
     classify,
     parse_dump,
 )
@@ -105,13 +106,19 @@ def _sample(pid: int) -> list[object]:
             time.sleep(0.2)
 
 
-def test_a_blocked_delivery_callback_is_in_callback(task) -> None:  # type: ignore[no-untyped-def]
-    proc = task("callback")
+def _main_until(pid: int, done: Callable[[ThreadPlace], bool]) -> ThreadPlace:
+    """The main thread's place once `done` holds for it (or the last seen after 30 s)."""
     deadline = time.monotonic() + 30
     while True:
-        (main,) = _sample(proc.pid)
-        if main.place is Place.IN_CALLBACK or time.monotonic() > deadline:  # type: ignore[attr-defined]
-            break
+        (main,) = _sample(pid)
+        assert isinstance(main, ThreadPlace)
+        if done(main) or time.monotonic() > deadline:
+            return main
+
+
+def test_a_blocked_delivery_callback_is_in_callback(task) -> None:  # type: ignore[no-untyped-def]
+    proc = task("callback")
+    main = _main_until(proc.pid, lambda t: t.place is Place.IN_CALLBACK)
     assert main.place is Place.IN_CALLBACK  # type: ignore[attr-defined]
     assert main.client_call == "Producer_flush"  # type: ignore[attr-defined]
     assert main.user_frame.startswith("on_delivery (task.py:")  # type: ignore[attr-defined]
@@ -120,11 +127,7 @@ def test_a_blocked_delivery_callback_is_in_callback(task) -> None:  # type: igno
 
 def test_flush_waiting_for_a_refusing_broker_is_in_client(task) -> None:  # type: ignore[no-untyped-def]
     proc = task("flush")
-    deadline = time.monotonic() + 30
-    while True:
-        (main,) = _sample(proc.pid)
-        if main.place is Place.IN_CLIENT or time.monotonic() > deadline:  # type: ignore[attr-defined]
-            break
+    main = _main_until(proc.pid, lambda t: t.place is Place.IN_CLIENT)
     assert main.place is Place.IN_CLIENT  # type: ignore[attr-defined]
     assert main.client_call == "Producer_flush"  # type: ignore[attr-defined]
 
