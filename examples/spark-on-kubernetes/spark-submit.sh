@@ -5,9 +5,32 @@
 # two stay equivalent and that the executor pods Spark builds from these settings are
 # matched by examples/policy-spark-executors.yaml.
 #
-#   K8S_API=https://api.example.com:6443 ./spark-submit.sh
+#   K8S_API=https://api.example.com:6443 ./spark-submit.sh [SPARK-SUBMIT OPTIONS] [-- JOB ARGUMENTS]
+#
+# Options given here are added after the ones below (a later --conf of the same property
+# wins: e.g. --conf spark.executor.instances=2); job arguments after `--` replace the
+# job's arguments below (another Kafka cluster, another rate). The node tier
+# (tests/node/test_spark_submit.py) runs this very script that way against its cluster.
 set -euo pipefail
 K8S_API="${K8S_API:-https://kubernetes.default.svc}"
+options=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+  options+=("$1")
+  shift
+done
+[ $# -eq 0 ] || shift
+if [ $# -eq 0 ]; then
+  set -- \
+    --bootstrap kafka-0.kafka.orders.svc:9093,kafka-1.kafka.orders.svc:9093,kafka-2.kafka.orders.svc:9093 \
+    --topic orders.enriched \
+    --rate 20k/s \
+    --duration 10m \
+    -X security.protocol=SASL_SSL \
+    -X sasl.mechanism=SCRAM-SHA-512 \
+    -X 'sasl.username=${KAFKA_SASL_USERNAME}' \
+    -X 'sasl.password=${KAFKA_SASL_PASSWORD}' \
+    -X ssl.ca.location=/etc/kafka-client/ca.pem
+fi
 
 exec spark-submit \
   --master "k8s://${K8S_API}" \
@@ -38,13 +61,5 @@ exec spark-submit \
   --conf spark.kubernetes.executor.secretKeyRef.KAFKA_SASL_USERNAME=kafka-client:username \
   --conf spark.kubernetes.executor.secretKeyRef.KAFKA_SASL_PASSWORD=kafka-client:password \
   --conf spark.kubernetes.executor.secrets.kafka-client=/etc/kafka-client \
-  local:///opt/hangwatch/job.py \
-  --bootstrap kafka-0.kafka.orders.svc:9093,kafka-1.kafka.orders.svc:9093,kafka-2.kafka.orders.svc:9093 \
-  --topic orders.enriched \
-  --rate 20k/s \
-  --duration 10m \
-  -X security.protocol=SASL_SSL \
-  -X sasl.mechanism=SCRAM-SHA-512 \
-  -X 'sasl.username=${KAFKA_SASL_USERNAME}' \
-  -X 'sasl.password=${KAFKA_SASL_PASSWORD}' \
-  -X ssl.ca.location=/etc/kafka-client/ca.pem
+  "${options[@]}" \
+  local:///opt/hangwatch/job.py "$@"

@@ -296,6 +296,7 @@ class KafkaLab(Lab):
         ports: list[int] | None = None,
         session_timeout_ms: int = SESSION_TIMEOUT_MS,
         ready_timeout_seconds: float = READY_TIMEOUT_SECONDS,
+        host: str = HOST,
     ) -> None:
         super().__init__(brokers, topics)
         if not 1 <= brokers <= 9:
@@ -311,6 +312,10 @@ class KafkaLab(Lab):
             )
         if ready_timeout_seconds <= 0:
             raise UsageError(f"the ready timeout must be > 0 s, got {ready_timeout_seconds}")
+        self.host = host
+        """The address the brokers' client listeners bind and advertise (loopback unless
+        clients elsewhere, e.g. pods on a node's bridge, must reach them; the controller
+        listeners stay on loopback)."""
         self.session_timeout_ms = session_timeout_ms
         self.ready_timeout_seconds = ready_timeout_seconds
         self.kafka_version = ""
@@ -371,7 +376,7 @@ class KafkaLab(Lab):
             self._require_free_ports(node, f"starting broker {i}")
             node.dir.mkdir()
             self._nodes[i] = node
-            self.brokers[i] = BrokerState(id=i, host=HOST, port=node.port)
+            self.brokers[i] = BrokerState(id=i, host=self.host, port=node.port)
         self.bootstrap = ",".join(b.address for b in self.brokers.values())
         voters = ",".join(f"{i}@{HOST}:{node.controller_port}" for i, node in self._nodes.items())
         for node in self._nodes.values():
@@ -399,8 +404,10 @@ class KafkaLab(Lab):
             "process.roles": "broker,controller",
             "node.id": node.id,
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}",
+            "listeners": (
+                f"PLAINTEXT://{self.host}:{node.port},CONTROLLER://{HOST}:{node.controller_port}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{node.port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",

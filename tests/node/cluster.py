@@ -7,7 +7,9 @@ kube-scheduler and kubelet at the release pinned in scripts/kube/kubernetes/go.m
 containerd v2 with Debian's runc, Debian's CNI plugins, and a pause image built from
 the release's own pause.c.
 
-The control plane listens on loopback, on free ports. The node's network is the tier's
+The control plane listens on free ports: etcd, the controller manager and the scheduler
+on loopback, kube-apiserver on the node IP (the bridge's address, see below), which
+this machine's processes and the pods (a Spark driver creates its executors) reach. The node's network is the tier's
 own: a bridge (`hw<random>`) created here with the first address of a random /24 in
 10.0.0.0/8 that no route of this machine covers; the node IP is that address, the CNI
 bridge plugin puts every pod on that bridge with an address from the same /24 (no NAT,
@@ -273,7 +275,9 @@ class NodeCluster:
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+        """The API server's URL: it listens on the node IP (the bridge's address), where
+        the processes of this machine and the pods (Spark's driver) both reach it."""
+        return f"https://{self.node_ip}:{self.port}"
 
     @property
     def node_ip(self) -> str:
@@ -360,7 +364,13 @@ class NodeCluster:
         serving = authority.issue(
             "apiserver",
             "kube-apiserver",
-            hosts=("127.0.0.1", "localhost", "kubernetes", "kubernetes.default.svc"),
+            hosts=(
+                self.node_ip,
+                "127.0.0.1",
+                "localhost",
+                "kubernetes",
+                "kubernetes.default.svc",
+            ),
         )
         admin = authority.issue("admin", "admin", organizations=("system:masters",))
         self._admin = admin
@@ -389,8 +399,8 @@ class NodeCluster:
             [
                 str(bin_dir / "kube-apiserver"),
                 f"--etcd-servers={etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                f"--bind-address={self.node_ip}",
+                f"--advertise-address={self.node_ip}",
                 f"--secure-port={self.port}",
                 f"--tls-cert-file={serving.cert}",
                 f"--tls-private-key-file={serving.key}",

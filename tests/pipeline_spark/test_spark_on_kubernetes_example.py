@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
+import os
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -97,10 +99,20 @@ def operator_conf(app: dict[str, Any]) -> dict[str, str]:
 
 
 def spark_submit_command() -> tuple[dict[str, str], str, str, list[str]]:
-    """(--conf properties, --name, application file, its arguments) of spark-submit.sh."""
-    text = (EXAMPLE / "spark-submit.sh").read_text().replace("\\\n", " ")
-    line = next(ln for ln in text.splitlines() if ln.startswith("exec spark-submit "))
-    words = shlex.split(line)[2:]
+    """(--conf properties, --name, application file, its arguments) of spark-submit.sh,
+    as the script runs it: with a `spark-submit` on PATH that prints its arguments."""
+    with tempfile.TemporaryDirectory(prefix="hangwatch-submit-") as tmp:
+        fake = Path(tmp) / "spark-submit"
+        fake.write_text('#!/bin/sh\nexec python3 -c \'import json, sys; print(json.dumps(sys.argv[1:]))\' "$@"\n')
+        fake.chmod(0o755)
+        done = subprocess.run(
+            ["bash", str(EXAMPLE / "spark-submit.sh")],
+            env={**os.environ, "PATH": f"{tmp}:{os.environ['PATH']}"},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    words: list[str] = json.loads(done.stdout)[2:]  # after --master k8s://...
     conf: dict[str, str] = {}
     name = ""
     while words[0].startswith("--"):
