@@ -88,6 +88,10 @@ step "saving $archive"
 mkdir -p "$cache/$key"
 buildah push --quiet "$image" "docker-archive:$archive.partial:$image" >&2 || fail "saving the image" "buildah push"
 mv "$archive.partial" "$archive"
+# older builds (other keys) are of no use any more: keep the cache to one image
+for old in "$cache"/*/spark.tar; do
+  [ "$old" = "$archive" ] || rm -rf "$(dirname "$old")"
+done
 step "built in $(( $(date +%s) - started )) s"
 echo "SPARK_IMAGE=$image"
 echo "SPARK_ARCHIVE=$archive"

@@ -9,11 +9,12 @@ the release's own pause.c.
 
 The control plane listens on free ports: etcd, the controller manager and the scheduler
 on loopback, kube-apiserver on the node IP (the bridge's address, see below), which
-this machine's processes and the pods (a Spark driver creates its executors) reach. The node's network is the tier's
-own: a bridge (`hw<random>`) created here with the first address of a random /24 in
-10.0.0.0/8 that no route of this machine covers; the node IP is that address, the CNI
-bridge plugin puts every pod on that bridge with an address from the same /24 (no NAT,
-no masquerade, no forwarding: pods talk to the node and to each other on the bridge).
+this machine's processes and the pods (a Spark driver creates its executors) reach.
+The node's network is the tier's own: a bridge (`hw<random>`) created here with the
+first address of a random /24 in 10.0.0.0/8 that no route of this machine covers; the
+node IP is that address, the CNI bridge plugin puts every pod on that bridge with an
+address from the same /24 (no NAT, no masquerade, no forwarding: pods talk to the node
+and to each other on the bridge).
 The kubelet makes no iptables chains (`makeIPTablesUtilChains: false`: its
 KUBE-FIREWALL rule would drop other tests' non-loopback traffic to 127.0.0.0/8), there
 is no kube-proxy, and the Service ClusterIP range is inside 127.0.0.0/8 so the API

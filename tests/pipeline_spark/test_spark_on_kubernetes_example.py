@@ -103,7 +103,8 @@ def spark_submit_command() -> tuple[dict[str, str], str, str, list[str]]:
     as the script runs it: with a `spark-submit` on PATH that prints its arguments."""
     with tempfile.TemporaryDirectory(prefix="hangwatch-submit-") as tmp:
         fake = Path(tmp) / "spark-submit"
-        fake.write_text('#!/bin/sh\nexec python3 -c \'import json, sys; print(json.dumps(sys.argv[1:]))\' "$@"\n')
+        printer = "import json, sys; print(json.dumps(sys.argv[1:]))"
+        fake.write_text(f"#!/bin/sh\nexec python3 -c '{printer}' \"$@\"\n")
         fake.chmod(0o755)
         done = subprocess.run(
             ["bash", str(EXAMPLE / "spark-submit.sh")],

@@ -1,0 +1,290 @@
+"""Spark on Kubernetes end to end: `spark-submit --master k8s://... --deploy-mode cluster`.
+
+The reference pipeline is submitted with examples/spark-on-kubernetes/spark-submit.sh
+itself (the tier adds only what this cluster needs: its API server, the Spark image
+built here, two small executors, the namespace of this module, its Kafka cluster as
+the job's arguments) to the node tier's cluster. Spark's own submission client creates
+the driver pod; the driver (in a pod, client mode, as Spark's image runs it) creates
+its executor pods through the API server; the chart's webhook injects the native
+sidecar into each; the executors write to a real Apache Kafka cluster (the lab's
+engine) listening on the node IP, which the pods reach over the bridge. Covered:
+
+- the driver pod runs and ends Succeeded; the job's summary says every event was sent
+  and acknowledged, and `hangwatch pipeline verify` reads every event of the run back;
+- each executor pod Spark created got the native sidecar from the real admission chain
+  (an init container with `restartPolicy: Always`, Spark's executor container the only
+  regular one, first in the list), labelled with the policy that watches it;
+- the sidecar never exits non-zero by itself: each executor pod that ended shows it
+  terminated with 0.
+
+This cluster has no cluster DNS: the driver advertises its pod IP to the executors
+(`SPARK_DRIVER_HOST_IS_POD_IP`, image/spark/entrypoint.sh) rather than its headless
+Service's name, and reaches the API server at the node IP
+(`spark.kubernetes.driver.master`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hangwatch_lab.kafka import KafkaLab
+from hangwatch_operator.injection import SIDECAR_CONTAINER
+from hangwatch_testing.emulated_cluster import OperatorRun
+from tests.image.containers import ROOT, bookworm_python_rootfs, require_tools, run
+from tests.kube.release import HelmRelease, running_operator
+from tests.node.cluster import NodeCluster
+from tests.node.workloads import ensure_namespace, policy
+
+pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(2400)]
+
+EXAMPLE = ROOT / "examples" / "spark-on-kubernetes"
+SPARK_NAMESPACE = "spark-submit"
+"""This module's namespace (the other node tests' policies live in spark-jobs)."""
+APP = "orders-enricher"
+TOPIC = "events"
+POLICY_NAME = "spark-submit-executors"
+EVENTS = 20000
+
+
+@pytest.fixture(scope="module")
+def spark_image(node: NodeCluster) -> str:
+    """scripts/build-spark-image.sh's image (cached by content), imported into the node."""
+    require_tools()
+    built = run(
+        ["bash", str(ROOT / "scripts" / "build-spark-image.sh"), str(bookworm_python_rootfs())],
+        timeout=3600,
+    )
+    paths = dict(line.split("=", 1) for line in built.stdout.splitlines() if "=" in line)
+    node.import_image(Path(paths["SPARK_ARCHIVE"]))
+    return paths["SPARK_IMAGE"]
+
+
+@pytest.fixture(scope="module")
+def kafka(node: NodeCluster) -> Iterator[KafkaLab]:
+    """A real Kafka cluster (one KRaft node) whose client listener is on the node IP."""
+    lab = KafkaLab(brokers=1, topics={TOPIC: 4}, host=node.node_ip).start()
+    try:
+        yield lab
+    finally:
+        lab.close()
+
+
+def _create_all(node: NodeCluster, documents: list[dict[str, Any]]) -> None:
+    paths = {
+        "ServiceAccount": "/api/v1/namespaces/{}/serviceaccounts",
+        "Secret": "/api/v1/namespaces/{}/secrets",
+        "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{}/roles",
+        "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{}/rolebindings",
+        "ProducerHealthPolicy": (
+            "/apis/hangwatch.dev/v1alpha1/namespaces/{}/producerhealthpolicies"
+        ),
+    }
+    for document in documents:
+        document["metadata"]["namespace"] = SPARK_NAMESPACE
+        for subject in document.get("subjects", ()):
+            subject["namespace"] = SPARK_NAMESPACE
+        node.create(paths[document["kind"]].format(SPARK_NAMESPACE), document)
+
+
+@pytest.fixture(scope="module")
+def operator(
+    node: NodeCluster,
+    release: HelmRelease,
+    hangwatch_image: str,
+    kafka: KafkaLab,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[OperatorRun]:
+    """The namespace as the example's README prepares it (rbac.yaml, the kafka-client
+    Secret the executors' environment names), a policy for the application's executors
+    probing this Kafka, and the chart's operator running."""
+    ensure_namespace(node, SPARK_NAMESPACE)
+    rbac = [d for d in yaml.safe_load_all((EXAMPLE / "rbac.yaml").read_text()) if d]
+    secret = {
+        "kind": "Secret",
+        "metadata": {"name": "kafka-client"},
+        "stringData": {"username": "spark-writer", "password": uuid.uuid4().hex},
+    }
+    watched = policy(POLICY_NAME, kafka.bootstrap.split(",")[0], app=APP)
+    _create_all(node, [*rbac, secret, watched])
+    base = f"/apis/hangwatch.dev/v1alpha1/namespaces/{SPARK_NAMESPACE}/producerhealthpolicies"
+    with running_operator(node, tmp_path_factory.mktemp("spark-operator")) as (run_, _):
+
+        def ready() -> bool:
+            try:
+                with socket.create_connection(("127.0.0.1", release.webhook_port), timeout=0.5):
+                    pass
+            except OSError:
+                return False
+            return bool(node.get(f"{base}/{POLICY_NAME}").get("status"))
+
+        run_.wait_for("the webhook and the policy's status", ready)
+        yield run_
+
+
+class PodRecorder:
+    """Polls the namespace's pods in a thread and keeps the last view of each (by uid)
+    with the time it was first and last seen: the executors Spark deletes at the end
+    stay inspectable."""
+
+    def __init__(self, node: NodeCluster) -> None:
+        self.node = node
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.first_seen: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            try:
+                items = self.node.get(f"/api/v1/namespaces/{SPARK_NAMESPACE}/pods")["items"]
+            except OSError:
+                items = []
+            for pod in items:
+                uid = pod["metadata"]["uid"]
+                self.first_seen.setdefault(uid, time.monotonic())
+                self.pods[uid] = pod
+            self._stop.wait(0.5)
+
+    def role(self, role: str) -> list[dict[str, Any]]:
+        return [p for p in self.pods.values() if p["metadata"]["labels"].get("spark-role") == role]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+def submit(
+    node: NodeCluster, image: str, kafka: KafkaLab, run_id: str, workdir: Path
+) -> subprocess.CompletedProcess[str]:
+    """examples/spark-on-kubernetes/spark-submit.sh with what this cluster needs."""
+    options = {
+        "spark.kubernetes.namespace": SPARK_NAMESPACE,
+        "spark.kubernetes.container.image": image,
+        "spark.kubernetes.container.image.pullPolicy": "Never",
+        "spark.kubernetes.driver.master": node.server,
+        "spark.kubernetes.driverEnv.SPARK_DRIVER_HOST_IS_POD_IP": "true",
+        "spark.kubernetes.submission.waitAppCompletion": "true",
+        "spark.kubernetes.report.interval": "5s",
+        "spark.executor.instances": "2",
+        "spark.executor.cores": "1",
+        "spark.executor.memory": "512m",
+        "spark.driver.memory": "512m",
+        "spark.kubernetes.driver.request.cores": "100m",
+        "spark.kubernetes.executor.request.cores": "100m",
+        "spark.kubernetes.executor.terminationGracePeriodSeconds": "30",
+    }
+    argv = ["bash", str(EXAMPLE / "spark-submit.sh")]
+    for key, value in options.items():
+        argv += ["--conf", f"{key}={value}"]
+    argv += [
+        "--",
+        *("--bootstrap", kafka.bootstrap, "--topic", TOPIC),
+        *("--events", str(EVENTS), "--partitions", "8", "--run-id", run_id, "--json"),
+    ]
+    env = {
+        **os.environ,
+        "K8S_API": node.server,
+        "KUBECONFIG": str(node.admin_kubeconfig),
+        "SPARK_LOCAL_DIRS": str(workdir),
+    }
+    log = workdir / "spark-submit.log"
+    with log.open("w") as out:
+        done = subprocess.run(
+            argv,
+            check=False,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=1800,
+        )
+    return subprocess.CompletedProcess(argv, done.returncode, log.read_text(), "")
+
+
+def pod_log(node: NodeCluster, pod: dict[str, Any], container: str) -> str:
+    """A container's log as the kubelet wrote it (podLogsDir), without the CRI prefix."""
+    meta = pod["metadata"]
+    directory = node.workdir / "pod-logs" / f"{meta['namespace']}_{meta['name']}_{meta['uid']}"
+    lines = []
+    for path in sorted((directory / container).glob("*.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            lines.append(line.split(" ", 3)[3] if line.count(" ") >= 3 else line)
+    return "\n".join(lines)
+
+
+def job_summary(driver_log: str) -> dict[str, Any]:
+    """The job's `--json` summary (an indented JSON object) in the driver's log."""
+    start = driver_log.index("\n{\n") + 1
+    found: dict[str, Any] = json.JSONDecoder().raw_decode(driver_log[start:])[0]
+    return found
+
+
+def test_spark_submit_runs_the_pipeline_with_sidecars_and_verify_finds_every_event(
+    node: NodeCluster,
+    spark_image: str,
+    kafka: KafkaLab,
+    operator: OperatorRun,
+    tmp_path: Path,
+) -> None:
+    run_id = f"k8s-{uuid.uuid4().hex[:8]}"
+    recorder = PodRecorder(node)
+    try:
+        submitted = submit(node, spark_image, kafka, run_id, tmp_path)
+    finally:
+        time.sleep(1)
+        recorder.close()
+    (driver,) = recorder.role("driver")
+    driver_log = pod_log(node, driver, "spark-kubernetes-driver")
+    context = f"--- spark-submit ---\n{submitted.stdout[-3000:]}\n--- driver ---\n"
+    context += driver_log[-6000:]
+    assert submitted.returncode == 0, context
+    assert driver["status"].get("phase") == "Succeeded", context
+
+    summary = job_summary(driver_log)
+    assert summary["run_id"] == run_id and summary["ok"], summary
+    assert summary["acknowledged"] == EVENTS, summary
+
+    executors = recorder.role("executor")
+    assert len(executors) >= 2, [p["metadata"]["name"] for p in executors]
+    for pod in executors:
+        spec, meta = pod["spec"], pod["metadata"]
+        assert meta["labels"].get("hangwatch.dev/policy") == POLICY_NAME, meta["labels"]
+        assert [c["name"] for c in spec["initContainers"]] == [SIDECAR_CONTAINER], spec
+        assert spec["initContainers"][0]["restartPolicy"] == "Always"
+        assert [c["name"] for c in spec["containers"]] == ["spark-kubernetes-executor"]
+        for status in pod["status"].get("initContainerStatuses", ()):
+            ended = status["state"].get("terminated") or status.get("lastState", {}).get(
+                "terminated"
+            )
+            assert ended is None or ended["exitCode"] == 0, (meta["name"], status)
+
+    verified = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hangwatch",
+            "pipeline",
+            "verify",
+            *("--bootstrap", kafka.bootstrap, "--topic", TOPIC),
+            *("--expect", str(EVENTS), "--run-id", run_id),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
