@@ -361,13 +361,16 @@ def _loads_connector(options: RunOptions) -> bool:
 
 
 def spark_session(options: RunOptions) -> SparkSession:
-    """A session for the run: `options.master`, or the one spark-submit configured."""
+    """A session for the run: `options.master`, or the one spark-submit configured.
+    Under spark-submit the application keeps the name it was submitted with (`--name`):
+    on Kubernetes the executors' `spark-app-name` label comes from it, and that is what
+    a ProducerHealthPolicy's selector matches (examples/policy-spark-executors.yaml)."""
     conf = session_conf(options)
     if "spark.pyspark.python" in conf:
         os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
-    builder = SparkSession.builder.appName(options.app_name)
+    builder = SparkSession.builder
     if options.master is not None:
-        builder = builder.master(options.master)
+        builder = builder.master(options.master).appName(options.app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -44,6 +44,7 @@ from hangwatch_lab.kafka import KafkaLab
 from hangwatch_operator.injection import SIDECAR_CONTAINER
 from hangwatch_testing.emulated_cluster import OperatorRun
 from tests.image.containers import ROOT, bookworm_python_rootfs, require_tools, run
+from tests.kube.cluster import write_kubeconfig
 from tests.kube.release import HelmRelease, running_operator
 from tests.node.cluster import NodeCluster
 from tests.node.workloads import ensure_namespace, policy
@@ -57,6 +58,8 @@ APP = "orders-enricher"
 TOPIC = "events"
 POLICY_NAME = "spark-submit-executors"
 EVENTS = 20000
+SUBMITTER = "spark-orders"
+"""The identity spark-submit uses: the driver's ServiceAccount of rbac.yaml."""
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +170,25 @@ class PodRecorder:
         self._thread.join(10)
 
 
+def submitter_kubeconfig(node: NodeCluster, workdir: Path) -> Path:
+    """A kubeconfig with a token of the example's `spark-orders` ServiceAccount (its Role
+    lets it create the driver pod, its ConfigMap and Service): what spark-submit's
+    Kubernetes client (fabric8) authenticates with. The tier's admin client key is one
+    fabric8 cannot read ("Invalid DER: object is not integer": it decodes PKCS#1 RSA
+    keys only, without Bouncy Castle)."""
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+    path = f"/api/v1/namespaces/{SPARK_NAMESPACE}/serviceaccounts/{SUBMITTER}/token"
+    token = node.create(path, request)["status"]["token"]
+    return write_kubeconfig(
+        workdir / "submitter.kubeconfig",
+        node.server,
+        node.ca,
+        user=SUBMITTER,
+        token=token,
+        namespace=SPARK_NAMESPACE,
+    )
+
+
 def submit(
     node: NodeCluster, image: str, kafka: KafkaLab, run_id: str, workdir: Path
 ) -> subprocess.CompletedProcess[str]:
@@ -198,7 +220,7 @@ def submit(
     env = {
         **os.environ,
         "K8S_API": node.server,
-        "KUBECONFIG": str(node.admin_kubeconfig),
+        "KUBECONFIG": str(submitter_kubeconfig(node, workdir)),
         "SPARK_LOCAL_DIRS": str(workdir),
     }
     log = workdir / "spark-submit.log"
@@ -247,7 +269,9 @@ def test_spark_submit_runs_the_pipeline_with_sidecars_and_verify_finds_every_eve
     finally:
         time.sleep(1)
         recorder.close()
-    (driver,) = recorder.role("driver")
+    drivers = recorder.role("driver")
+    assert len(drivers) == 1, submitted.stdout[-5000:]
+    driver = drivers[0]
     driver_log = pod_log(node, driver, "spark-kubernetes-driver")
     context = f"--- spark-submit ---\n{submitted.stdout[-3000:]}\n--- driver ---\n"
     context += driver_log[-6000:]
