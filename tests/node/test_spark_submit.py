@@ -32,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,7 +42,7 @@ import pytest
 import yaml
 
 from hangwatch_lab.kafka import KafkaLab
-from hangwatch_operator.injection import SIDECAR_CONTAINER
+from hangwatch_operator.injection import POLICY_LABEL, SIDECAR_CONTAINER
 from hangwatch_testing.emulated_cluster import OperatorRun
 from tests.image.containers import ROOT, bookworm_python_rootfs, require_tools, run
 from tests.kube.cluster import write_kubeconfig
@@ -138,14 +139,16 @@ def operator(
 
 
 class PodRecorder:
-    """Polls the namespace's pods in a thread and keeps the last view of each (by uid)
-    with the time it was first and last seen: the executors Spark deletes at the end
-    stay inspectable."""
+    """Polls the namespace's pods in a thread and keeps the last view of each (by uid),
+    with when it was first seen and when it was first seen deleted (a deletion
+    timestamp, or gone from the list): the executors Spark deletes at the end stay
+    inspectable."""
 
     def __init__(self, node: NodeCluster) -> None:
         self.node = node
         self.pods: dict[str, dict[str, Any]] = {}
         self.first_seen: dict[str, float] = {}
+        self.deleted_seen: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
@@ -154,11 +157,17 @@ class PodRecorder:
         while not self._stop.is_set():
             try:
                 items = self.node.get(f"/api/v1/namespaces/{SPARK_NAMESPACE}/pods")["items"]
-            except OSError:
-                items = []
+            except OSError:  # the API server busy: try again
+                self._stop.wait(0.5)
+                continue
+            listed = {pod["metadata"]["uid"] for pod in items}
+            for uid in set(self.pods) - listed:
+                self.deleted_seen.setdefault(uid, time.monotonic())  # gone between polls
             for pod in items:
                 uid = pod["metadata"]["uid"]
                 self.first_seen.setdefault(uid, time.monotonic())
+                if pod["metadata"].get("deletionTimestamp"):
+                    self.deleted_seen.setdefault(uid, time.monotonic())
                 self.pods[uid] = pod
             self._stop.wait(0.5)
 
@@ -190,7 +199,12 @@ def submitter_kubeconfig(node: NodeCluster, workdir: Path) -> Path:
 
 
 def submit(
-    node: NodeCluster, image: str, kafka: KafkaLab, run_id: str, workdir: Path
+    node: NodeCluster,
+    image: str,
+    kafka: KafkaLab,
+    run_id: str,
+    workdir: Path,
+    job: tuple[str, ...] = ("--events", str(EVENTS), "--partitions", "8"),
 ) -> subprocess.CompletedProcess[str]:
     """examples/spark-on-kubernetes/spark-submit.sh with what this cluster needs."""
     options = {
@@ -215,7 +229,8 @@ def submit(
     argv += [
         "--",
         *("--bootstrap", kafka.bootstrap, "--topic", TOPIC),
-        *("--events", str(EVENTS), "--partitions", "8", "--run-id", run_id, "--json"),
+        *job,
+        *("--run-id", run_id, "--json"),
     ]
     env = {
         **os.environ,
@@ -255,20 +270,18 @@ def job_summary(driver_log: str) -> dict[str, Any]:
     return found
 
 
-def test_spark_submit_runs_the_pipeline_with_sidecars_and_verify_finds_every_event(
+def completed_run(
     node: NodeCluster,
-    spark_image: str,
+    recorder: PodRecorder,
+    submitted: subprocess.CompletedProcess[str],
     kafka: KafkaLab,
-    operator: OperatorRun,
-    tmp_path: Path,
-) -> None:
-    run_id = f"k8s-{uuid.uuid4().hex[:8]}"
-    recorder = PodRecorder(node)
-    try:
-        submitted = submit(node, spark_image, kafka, run_id, tmp_path)
-    finally:
-        time.sleep(1)
-        recorder.close()
+    run_id: str,
+    expected: int,
+) -> dict[str, Any]:
+    """Check what every submission must end with: spark-submit exited 0, the driver pod
+    Succeeded, the job's summary is ok, every executor pod Spark created carried the
+    native sidecar and no sidecar ended non-zero, and `pipeline verify` reads every event
+    of the run back. Returns the job's summary."""
     drivers = recorder.role("driver")
     assert len(drivers) == 1, submitted.stdout[-5000:]
     driver = drivers[0]
@@ -277,16 +290,15 @@ def test_spark_submit_runs_the_pipeline_with_sidecars_and_verify_finds_every_eve
     context += driver_log[-6000:]
     assert submitted.returncode == 0, context
     assert driver["status"].get("phase") == "Succeeded", context
-
     summary = job_summary(driver_log)
     assert summary["run_id"] == run_id and summary["ok"], summary
-    assert summary["acknowledged"] == EVENTS, summary
+    assert summary["acknowledged"] >= expected, summary
 
     executors = recorder.role("executor")
     assert len(executors) >= 2, [p["metadata"]["name"] for p in executors]
     for pod in executors:
         spec, meta = pod["spec"], pod["metadata"]
-        assert meta["labels"].get("hangwatch.dev/policy") == POLICY_NAME, meta["labels"]
+        assert meta["labels"].get(POLICY_LABEL) == POLICY_NAME, meta["labels"]
         assert [c["name"] for c in spec["initContainers"]] == [SIDECAR_CONTAINER], spec
         assert spec["initContainers"][0]["restartPolicy"] == "Always"
         assert [c["name"] for c in spec["containers"]] == ["spark-kubernetes-executor"]
@@ -304,7 +316,7 @@ def test_spark_submit_runs_the_pipeline_with_sidecars_and_verify_finds_every_eve
             "pipeline",
             "verify",
             *("--bootstrap", kafka.bootstrap, "--topic", TOPIC),
-            *("--expect", str(EVENTS), "--run-id", run_id),
+            *("--expect", str(expected), "--run-id", run_id),
         ],
         capture_output=True,
         text=True,
@@ -312,3 +324,268 @@ def test_spark_submit_runs_the_pipeline_with_sidecars_and_verify_finds_every_eve
         check=False,
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
+    return summary
+
+
+def test_spark_submit_runs_the_pipeline_with_sidecars_and_verify_finds_every_event(
+    node: NodeCluster,
+    spark_image: str,
+    kafka: KafkaLab,
+    operator: OperatorRun,
+    tmp_path: Path,
+) -> None:
+    run_id = f"k8s-{uuid.uuid4().hex[:8]}"
+    recorder = PodRecorder(node)
+    try:
+        submitted = submit(node, spark_image, kafka, run_id, tmp_path)
+    finally:
+        time.sleep(1)
+        recorder.close()
+    completed_run(node, recorder, submitted, kafka, run_id, EVENTS)
+
+
+# ---- faults on a running job ----
+
+PACED_JOB = ("--rate", "200/s", "--duration", "60s", "--partitions", "2")
+"""12,000 events in two tasks of a minute each: one task per executor, long enough for
+a fault to take hold while the executors write."""
+PACED_EVENTS = 12000
+
+
+def executor_pid(pod_name: str) -> int:
+    """The executor JVM of a pod (its command line names the pod: --podName)."""
+    marker = f"--podName\0{pod_name}\0".encode()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"KubernetesExecutorBackend" in cmdline and marker in cmdline + b"\0":
+                return int(entry.name)
+    raise AssertionError(f"no executor process of pod {pod_name}")
+
+
+def process_uid(pid: int) -> int:
+    line = next(
+        ln for ln in Path(f"/proc/{pid}/status").read_text().splitlines() if ln.startswith("Uid:")
+    )
+    return int(line.split()[1])
+
+
+class PodNetworkFault:
+    """DROP rules in pods' own network namespaces (iptables through nsenter) for the
+    traffic to one broker address: of one user only (the executor's, so its producer's
+    connections go silent while the sidecar, another user, still probes the broker), or
+    of every process in the pod. The rules go with the pod's namespace; `clear` removes
+    the ones of pods still there."""
+
+    def __init__(self, broker: str) -> None:
+        self.host, self.port = broker.rsplit(":", 1)
+        self.rules: list[tuple[int, list[str]]] = []
+
+    def _iptables(self, pid: int, action: str, rule: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["nsenter", f"--target={pid}", "--net", "iptables", "-w", action, "OUTPUT", *rule],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    def drop(self, pid: int, uid: int | None = None) -> None:
+        rule = ["-p", "tcp", "-d", self.host, "--dport", self.port]
+        if uid is not None:
+            rule += ["-m", "owner", "--uid-owner", str(uid)]
+        rule += ["-j", "DROP"]
+        done = self._iptables(pid, "-I", rule)
+        assert done.returncode == 0, f"iptables in the pod of pid {pid}: {done.stderr}"
+        self.rules.append((pid, rule))
+
+    def clear(self) -> None:
+        for pid, rule in self.rules:
+            if Path(f"/proc/{pid}").exists():
+                self._iptables(pid, "-D", rule)
+        self.rules.clear()
+
+
+def sidecar_status(pod: dict[str, Any], port: int) -> dict[str, Any] | None:
+    ip = pod["status"].get("podIP")
+    if not ip:
+        return None
+    try:
+        with urllib.request.urlopen(f"http://{ip}:{port}/status", timeout=3) as answer:
+            found: dict[str, Any] = json.loads(answer.read())
+    except OSError:
+        return None
+    return found
+
+
+def wait_until(what: str, check: Any, timeout: float = 300) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.25)
+    pytest.fail(f"timed out waiting for {what}", pytrace=False)
+
+
+class Submission:
+    """spark-submit of the paced job in a thread (the test acts while it runs)."""
+
+    def __init__(
+        self, node: NodeCluster, image: str, kafka: KafkaLab, run_id: str, workdir: Path
+    ) -> None:
+        self.result: list[subprocess.CompletedProcess[str]] = []
+        self.thread = threading.Thread(
+            target=lambda: self.result.append(
+                submit(node, image, kafka, run_id, workdir, PACED_JOB)
+            ),
+            daemon=True,
+        )
+        self.thread.start()
+
+    def wait(self) -> subprocess.CompletedProcess[str]:
+        self.thread.join(1800)
+        assert self.result, "spark-submit did not end"
+        return self.result[0]
+
+
+def writing_executors(recorder: PodRecorder, port: int) -> list[tuple[dict[str, Any], Any]]:
+    """Both executors Running, each sidecar's /status showing a producer (telemetry of
+    the task writing)."""
+    running = [p for p in recorder.role("executor") if p["status"].get("phase") == "Running"]
+    if len(running) < 2:
+        return []
+    statuses = [(pod, sidecar_status(pod, port)) for pod in running]
+    if all(status and status.get("producers") for _, status in statuses):
+        return statuses
+    return []
+
+
+def test_a_wedged_executor_is_deleted_spark_replaces_it_and_the_job_completes(
+    node: NodeCluster,
+    release: HelmRelease,
+    spark_image: str,
+    kafka: KafkaLab,
+    operator: OperatorRun,
+    tmp_path: Path,
+) -> None:
+    """One executor's producer connections blackholed inside its pod's network namespace
+    -> its sidecar's verdict producer_hung -> the operator deletes that pod (and only
+    it) -> Spark asks for a new executor, whose pod gets the sidecar -> the job ends
+    Succeeded and verify finds every event. Prints the measured intervals."""
+    run_id = f"k8s-fault-{uuid.uuid4().hex[:8]}"
+    recorder = PodRecorder(node)
+    fault = PodNetworkFault(kafka.bootstrap.split(",")[0])
+    submission = Submission(node, spark_image, kafka, run_id, tmp_path)
+    try:
+        (target, _), (other, _) = wait_until(
+            "both executors writing",
+            lambda: writing_executors(recorder, release.sidecar_port),
+        )
+        pid = executor_pid(target["metadata"]["name"])
+        uid = process_uid(pid)
+        fault.drop(pid, uid=uid)
+        fault_at = time.monotonic()
+        hung = wait_until(
+            "the sidecar's verdict producer_hung",
+            lambda: (
+                (s := sidecar_status(target, release.sidecar_port))
+                and s["verdict"] == "producer_hung"
+                and s
+            ),
+        )
+        verdict_at = time.monotonic()
+        target_uid = target["metadata"]["uid"]
+        wait_until("the wedged pod deleted", lambda: target_uid in recorder.deleted_seen)
+        deleted_at = recorder.deleted_seen[target_uid]
+        known = {p["metadata"]["uid"] for p in recorder.role("executor")}
+        replacement = wait_until(
+            "a replacement executor running",
+            lambda: next(
+                (
+                    p
+                    for p in recorder.role("executor")
+                    if p["metadata"]["uid"] not in known and p["status"].get("phase") == "Running"
+                ),
+                None,
+            ),
+        )
+        replaced_at = time.monotonic()
+        other_now = recorder.pods[other["metadata"]["uid"]]
+        assert "deletionTimestamp" not in other_now["metadata"], "the healthy executor was hit"
+        submitted = submission.wait()
+        done_at = time.monotonic()
+    finally:
+        fault.clear()
+        submission.thread.join(1800)
+        time.sleep(1)
+        recorder.close()
+    summary = completed_run(node, recorder, submitted, kafka, run_id, PACED_EVENTS)
+    assert replacement["spec"]["initContainers"][0]["name"] == SIDECAR_CONTAINER
+    assert fault_at < verdict_at <= deleted_at < replaced_at < done_at
+    assert summary["failed_attempts"] >= 1 or summary["retried_tasks"] >= 1, summary
+    print(
+        "spark-on-kubernetes fault: "
+        f"fault->verdict {verdict_at - fault_at:.1f} s, "
+        f"verdict->pod deleted {deleted_at - verdict_at:.1f} s, "
+        f"deleted->replacement running {replaced_at - deleted_at:.1f} s, "
+        f"fault->job done {done_at - fault_at:.1f} s; reasons {hung['reasons']}"
+    )
+
+
+def test_every_broker_unreachable_from_the_executors_alerts_and_deletes_no_pod(
+    node: NodeCluster,
+    release: HelmRelease,
+    spark_image: str,
+    kafka: KafkaLab,
+    operator: OperatorRun,
+    tmp_path: Path,
+) -> None:
+    """Every broker unreachable from every executor pod (all their traffic to Kafka
+    dropped, the sidecars' probes included): the operator alerts (cluster_unreachable)
+    and deletes no pod; once the fault is lifted the job completes and verify finds
+    every event."""
+    run_id = f"k8s-outage-{uuid.uuid4().hex[:8]}"
+    recorder = PodRecorder(node)
+    fault = PodNetworkFault(kafka.bootstrap.split(",")[0])
+    submission = Submission(node, spark_image, kafka, run_id, tmp_path)
+    base = f"/apis/hangwatch.dev/v1alpha1/namespaces/{SPARK_NAMESPACE}/producerhealthpolicies"
+    try:
+        executors = wait_until(
+            "both executors writing",
+            lambda: writing_executors(recorder, release.sidecar_port),
+        )
+        names = {pod["metadata"]["name"] for pod, _ in executors}
+        for pod, _ in executors:
+            fault.drop(executor_pid(pod["metadata"]["name"]))
+
+        def alerted() -> bool:
+            actions = node.get(f"{base}/{POLICY_NAME}").get("status", {}).get("recentActions")
+            return any(
+                a.get("action") == "alert"
+                and a.get("verdict") == "cluster_unreachable"
+                and a.get("pod") in names
+                for a in actions or ()
+            )
+
+        wait_until("the operator's cluster_unreachable alert", alerted)
+        deleted = [
+            p["metadata"]["name"]
+            for p in recorder.role("executor")
+            if p["metadata"].get("deletionTimestamp")
+        ]
+        assert not deleted, deleted
+        actions = node.get(f"{base}/{POLICY_NAME}")["status"]["recentActions"]
+        assert not [a for a in actions if a.get("action") == "restart" and a.get("pod") in names], (
+            actions
+        )
+        fault.clear()
+        submitted = submission.wait()
+    finally:
+        fault.clear()
+        submission.thread.join(1800)
+        time.sleep(1)
+        recorder.close()
+    completed_run(node, recorder, submitted, kafka, run_id, PACED_EVENTS)
