@@ -149,6 +149,9 @@ class PodRecorder:
         self.pods: dict[str, dict[str, Any]] = {}
         self.first_seen: dict[str, float] = {}
         self.deleted_seen: dict[str, float] = {}
+        listed = node.get(f"/api/v1/namespaces/{SPARK_NAMESPACE}/pods")["items"]
+        self.earlier = {pod["metadata"]["uid"] for pod in listed}
+        """Pods of earlier submissions (their completed drivers stay): not this run's."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
@@ -165,6 +168,8 @@ class PodRecorder:
                 self.deleted_seen.setdefault(uid, time.monotonic())  # gone between polls
             for pod in items:
                 uid = pod["metadata"]["uid"]
+                if uid in self.earlier:
+                    continue
                 self.first_seen.setdefault(uid, time.monotonic())
                 if pod["metadata"].get("deletionTimestamp"):
                     self.deleted_seen.setdefault(uid, time.monotonic())
