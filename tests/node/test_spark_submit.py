@@ -489,6 +489,7 @@ def test_a_wedged_executor_is_deleted_spark_replaces_it_and_the_job_completes(
             "both executors writing",
             lambda: writing_executors(recorder, release.sidecar_port),
         )
+        known = {p["metadata"]["uid"] for p in recorder.role("executor")}
         pid = executor_pid(target["metadata"]["name"])
         uid = process_uid(pid)
         fault.drop(pid, uid=uid)
@@ -501,11 +502,11 @@ def test_a_wedged_executor_is_deleted_spark_replaces_it_and_the_job_completes(
                 and s
             ),
         )
-        verdict_at = time.monotonic()
+        # when the sidecar's verdict began (its `since`, wall clock), on the monotonic clock
+        verdict_at = time.monotonic() - (time.time() - float(hung["since"]))
         target_uid = target["metadata"]["uid"]
         wait_until("the wedged pod deleted", lambda: target_uid in recorder.deleted_seen)
         deleted_at = recorder.deleted_seen[target_uid]
-        known = {p["metadata"]["uid"] for p in recorder.role("executor")}
         replacement = wait_until(
             "a replacement executor running",
             lambda: next(
@@ -518,6 +519,7 @@ def test_a_wedged_executor_is_deleted_spark_replaces_it_and_the_job_completes(
             ),
         )
         replaced_at = time.monotonic()
+        created_at = recorder.first_seen[replacement["metadata"]["uid"]]
         other_now = recorder.pods[other["metadata"]["uid"]]
         assert "deletionTimestamp" not in other_now["metadata"], "the healthy executor was hit"
         submitted = submission.wait()
@@ -529,12 +531,13 @@ def test_a_wedged_executor_is_deleted_spark_replaces_it_and_the_job_completes(
         recorder.close()
     summary = completed_run(node, recorder, submitted, kafka, run_id, PACED_EVENTS)
     assert replacement["spec"]["initContainers"][0]["name"] == SIDECAR_CONTAINER
-    assert fault_at < verdict_at <= deleted_at < replaced_at < done_at
+    assert fault_at < verdict_at <= deleted_at <= created_at <= replaced_at < done_at
     assert summary["failed_attempts"] >= 1 or summary["retried_tasks"] >= 1, summary
     print(
         "spark-on-kubernetes fault: "
         f"fault->verdict {verdict_at - fault_at:.1f} s, "
         f"verdict->pod deleted {deleted_at - verdict_at:.1f} s, "
+        f"deleted->replacement pod created {created_at - deleted_at:.1f} s, "
         f"deleted->replacement running {replaced_at - deleted_at:.1f} s, "
         f"fault->job done {done_at - fault_at:.1f} s; reasons {hung['reasons']}"
     )
