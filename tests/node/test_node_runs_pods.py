@@ -13,25 +13,14 @@ the pause image built here):
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
 from tests.node.cluster import NODE_NAME, NodeCluster
+from tests.node.workloads import wait_for
 
 pytestmark = pytest.mark.xdist_group("node")
-
-
-def wait_for(what: str, check: Any, timeout: float = 120.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.5)
-    pytest.fail(f"timed out waiting for {what}", pytrace=False)
 
 
 def test_node_registers_ready_with_its_version_and_bridge_address(node: NodeCluster) -> None:

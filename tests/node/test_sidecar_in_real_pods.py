@@ -52,6 +52,7 @@ from tests.node.workloads import (
     policy,
     read_pod,
     submit_driver,
+    wait_operator_ready,
 )
 
 pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(1200)]
@@ -104,18 +105,7 @@ def operator(
     node.create(base, policy("node-native", broker.address))
     node.create(base, policy("node-legacy", broker.address, mode="legacy", app=LEGACY_APP))
     with running_operator(node, tmp_path_factory.mktemp("operator")) as (run, _):
-
-        def ready() -> bool:
-            try:
-                with socket.create_connection(("127.0.0.1", release.webhook_port), timeout=0.5):
-                    pass
-            except OSError:
-                return False
-            return all(
-                node.get(f"{base}/{name}").get("status") for name in ("node-native", "node-legacy")
-            )
-
-        run.wait_for("the webhook and both policies' status", ready)
+        wait_operator_ready(run, node, release, NAMESPACE, "node-native", "node-legacy")
         yield run
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -35,6 +34,8 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ from tests.image.containers import ROOT, bookworm_python_rootfs, require_tools, 
 from tests.kube.cluster import write_kubeconfig
 from tests.kube.release import HelmRelease, running_operator
 from tests.node.cluster import NodeCluster
-from tests.node.workloads import ensure_namespace, policy
+from tests.node.workloads import ensure_namespace, policy, wait_for, wait_operator_ready
 
 pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(2400)]
 
@@ -123,19 +124,9 @@ def operator(
     }
     watched = policy(POLICY_NAME, kafka.bootstrap.split(",")[0], app=APP)
     _create_all(node, [*rbac, secret, watched])
-    base = f"/apis/hangwatch.dev/v1alpha1/namespaces/{SPARK_NAMESPACE}/producerhealthpolicies"
-    with running_operator(node, tmp_path_factory.mktemp("spark-operator")) as (run_, _):
-
-        def ready() -> bool:
-            try:
-                with socket.create_connection(("127.0.0.1", release.webhook_port), timeout=0.5):
-                    pass
-            except OSError:
-                return False
-            return bool(node.get(f"{base}/{POLICY_NAME}").get("status"))
-
-        run_.wait_for("the webhook and the policy's status", ready)
-        yield run_
+    with running_operator(node, tmp_path_factory.mktemp("spark-operator")) as (run, _):
+        wait_operator_ready(run, node, release, SPARK_NAMESPACE, POLICY_NAME)
+        yield run
 
 
 class PodRecorder:
@@ -425,16 +416,6 @@ def sidecar_status(pod: dict[str, Any], port: int) -> dict[str, Any] | None:
     return found
 
 
-def wait_until(what: str, check: Any, timeout: float = 300) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.25)
-    pytest.fail(f"timed out waiting for {what}", pytrace=False)
-
-
 class Submission:
     """spark-submit of the paced job in a thread (the test acts while it runs)."""
 
@@ -454,6 +435,36 @@ class Submission:
         self.thread.join(1800)
         assert self.result, "spark-submit did not end"
         return self.result[0]
+
+
+@dataclass
+class PacedRun:
+    """A paced job submitted in the background, the pods it makes recorded, and the
+    network faults the test puts in them."""
+
+    run_id: str
+    recorder: PodRecorder
+    fault: PodNetworkFault
+    submission: Submission
+
+
+@contextmanager
+def paced_run(
+    node: NodeCluster, image: str, kafka: KafkaLab, workdir: Path, kind: str
+) -> Iterator[PacedRun]:
+    """Submit the paced job; afterwards (whatever happened) lift the faults, wait for
+    spark-submit to end and stop recording."""
+    run_id = f"k8s-{kind}-{uuid.uuid4().hex[:8]}"
+    recorder = PodRecorder(node)
+    fault = PodNetworkFault(kafka.bootstrap.split(",")[0])
+    submission = Submission(node, image, kafka, run_id, workdir)
+    try:
+        yield PacedRun(run_id, recorder, fault, submission)
+    finally:
+        fault.clear()
+        submission.thread.join(1800)
+        time.sleep(1)
+        recorder.close()
 
 
 def writing_executors(recorder: PodRecorder, port: int) -> list[tuple[dict[str, Any], Any]]:
@@ -480,21 +491,19 @@ def test_a_wedged_executor_is_deleted_spark_replaces_it_and_the_job_completes(
     -> its sidecar's verdict producer_hung -> the operator deletes that pod (and only
     it) -> Spark asks for a new executor, whose pod gets the sidecar -> the job ends
     Succeeded and verify finds every event. Prints the measured intervals."""
-    run_id = f"k8s-fault-{uuid.uuid4().hex[:8]}"
-    recorder = PodRecorder(node)
-    fault = PodNetworkFault(kafka.bootstrap.split(",")[0])
-    submission = Submission(node, spark_image, kafka, run_id, tmp_path)
-    try:
-        (target, _), (other, _) = wait_until(
+    with paced_run(node, spark_image, kafka, tmp_path, "fault") as run:
+        recorder, fault = run.recorder, run.fault
+        (target, _), (other, _) = wait_for(
             "both executors writing",
             lambda: writing_executors(recorder, release.sidecar_port),
+            timeout=600,
         )
         known = {p["metadata"]["uid"] for p in recorder.role("executor")}
         pid = executor_pid(target["metadata"]["name"])
         uid = process_uid(pid)
         fault.drop(pid, uid=uid)
         fault_at = time.monotonic()
-        hung = wait_until(
+        hung = wait_for(
             "the sidecar's verdict producer_hung",
             lambda: (
                 (s := sidecar_status(target, release.sidecar_port))
@@ -505,9 +514,9 @@ def test_a_wedged_executor_is_deleted_spark_replaces_it_and_the_job_completes(
         # when the sidecar's verdict began (its `since`, wall clock), on the monotonic clock
         verdict_at = time.monotonic() - (time.time() - float(hung["since"]))
         target_uid = target["metadata"]["uid"]
-        wait_until("the wedged pod deleted", lambda: target_uid in recorder.deleted_seen)
+        wait_for("the wedged pod deleted", lambda: target_uid in recorder.deleted_seen, 300)
         deleted_at = recorder.deleted_seen[target_uid]
-        replacement = wait_until(
+        replacement = wait_for(
             "a replacement executor running",
             lambda: next(
                 (
@@ -517,19 +526,15 @@ def test_a_wedged_executor_is_deleted_spark_replaces_it_and_the_job_completes(
                 ),
                 None,
             ),
+            timeout=300,
         )
         replaced_at = time.monotonic()
         created_at = recorder.first_seen[replacement["metadata"]["uid"]]
         other_now = recorder.pods[other["metadata"]["uid"]]
         assert "deletionTimestamp" not in other_now["metadata"], "the healthy executor was hit"
-        submitted = submission.wait()
+        submitted = run.submission.wait()
         done_at = time.monotonic()
-    finally:
-        fault.clear()
-        submission.thread.join(1800)
-        time.sleep(1)
-        recorder.close()
-    summary = completed_run(node, recorder, submitted, kafka, run_id, PACED_EVENTS)
+    summary = completed_run(node, run.recorder, submitted, kafka, run.run_id, PACED_EVENTS)
     assert replacement["spec"]["initContainers"][0]["name"] == SIDECAR_CONTAINER
     assert fault_at < verdict_at <= deleted_at <= created_at <= replaced_at < done_at
     assert summary["failed_attempts"] >= 1 or summary["retried_tasks"] >= 1, summary
@@ -555,15 +560,13 @@ def test_every_broker_unreachable_from_the_executors_alerts_and_deletes_no_pod(
     dropped, the sidecars' probes included): the operator alerts (cluster_unreachable)
     and deletes no pod; once the fault is lifted the job completes and verify finds
     every event."""
-    run_id = f"k8s-outage-{uuid.uuid4().hex[:8]}"
-    recorder = PodRecorder(node)
-    fault = PodNetworkFault(kafka.bootstrap.split(",")[0])
-    submission = Submission(node, spark_image, kafka, run_id, tmp_path)
     base = f"/apis/hangwatch.dev/v1alpha1/namespaces/{SPARK_NAMESPACE}/producerhealthpolicies"
-    try:
-        executors = wait_until(
+    with paced_run(node, spark_image, kafka, tmp_path, "outage") as run:
+        recorder, fault = run.recorder, run.fault
+        executors = wait_for(
             "both executors writing",
             lambda: writing_executors(recorder, release.sidecar_port),
+            timeout=600,
         )
         names = {pod["metadata"]["name"] for pod, _ in executors}
         for pod, _ in executors:
@@ -578,11 +581,11 @@ def test_every_broker_unreachable_from_the_executors_alerts_and_deletes_no_pod(
                 for a in actions or ()
             )
 
-        wait_until("the operator's cluster_unreachable alert", alerted)
+        wait_for("the operator's cluster_unreachable alert", alerted, 300)
         deleted = [
             p["metadata"]["name"]
             for p in recorder.role("executor")
-            if p["metadata"].get("deletionTimestamp")
+            if p["metadata"]["uid"] in recorder.deleted_seen
         ]
         assert not deleted, deleted
         actions = node.get(f"{base}/{POLICY_NAME}")["status"]["recentActions"]
@@ -590,10 +593,5 @@ def test_every_broker_unreachable_from_the_executors_alerts_and_deletes_no_pod(
             actions
         )
         fault.clear()
-        submitted = submission.wait()
-    finally:
-        fault.clear()
-        submission.thread.join(1800)
-        time.sleep(1)
-        recorder.close()
-    completed_run(node, recorder, submitted, kafka, run_id, PACED_EVENTS)
+        submitted = run.submission.wait()
+    completed_run(node, run.recorder, submitted, kafka, run.run_id, PACED_EVENTS)

@@ -13,10 +13,16 @@ points the sidecar at `bootstrap` (an address pods can reach).
 from __future__ import annotations
 
 import copy
+import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from hangwatch_testing.emulated_cluster import OperatorRun
 from hangwatch_testing.spark_pods import driver_pod, executor_pod
+from tests.kube.release import HelmRelease
 from tests.kube.spark import as_submitted
 from tests.node.cluster import NodeCluster
 
@@ -122,3 +128,31 @@ def create_pod(node: NodeCluster, body: dict[str, Any]) -> dict[str, Any]:
 def read_pod(node: NodeCluster, name: str) -> dict[str, Any]:
     found: dict[str, Any] = node.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{name}")
     return found
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 120.0) -> Any:
+    """Poll `check` until it returns something true (returned); fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.25)
+    pytest.fail(f"timed out waiting for {what}", pytrace=False)
+
+
+def wait_operator_ready(
+    run: OperatorRun, node: NodeCluster, release: HelmRelease, namespace: str, *policies: str
+) -> None:
+    """The operator's webhook port answers and each policy has a status (it was read)."""
+    base = f"/apis/hangwatch.dev/v1alpha1/namespaces/{namespace}/producerhealthpolicies"
+
+    def ready() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", release.webhook_port), timeout=0.5):
+                pass
+        except OSError:
+            return False
+        return all(node.get(f"{base}/{name}").get("status") for name in policies)
+
+    run.wait_for("the webhook and the policies' status", ready)
