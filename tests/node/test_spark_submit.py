@@ -194,58 +194,68 @@ def submitter_kubeconfig(node: NodeCluster, workdir: Path) -> Path:
     )
 
 
-def submit(
-    node: NodeCluster,
-    image: str,
-    kafka: KafkaLab,
-    run_id: str,
-    workdir: Path,
-    job: tuple[str, ...] = ("--events", str(EVENTS), "--partitions", "8"),
-) -> subprocess.CompletedProcess[str]:
-    """examples/spark-on-kubernetes/spark-submit.sh with what this cluster needs."""
-    options = {
-        "spark.kubernetes.namespace": SPARK_NAMESPACE,
-        "spark.kubernetes.container.image": image,
-        "spark.kubernetes.container.image.pullPolicy": "Never",
-        "spark.kubernetes.driver.master": node.server,
-        "spark.kubernetes.driverEnv.SPARK_DRIVER_HOST_IS_POD_IP": "true",
-        "spark.kubernetes.submission.waitAppCompletion": "true",
-        "spark.kubernetes.report.interval": "5s",
-        "spark.executor.instances": "2",
-        "spark.executor.cores": "1",
-        "spark.executor.memory": "512m",
-        "spark.driver.memory": "512m",
-        "spark.kubernetes.driver.request.cores": "100m",
-        "spark.kubernetes.executor.request.cores": "100m",
-        "spark.kubernetes.executor.terminationGracePeriodSeconds": "30",
-    }
-    argv = ["bash", str(EXAMPLE / "spark-submit.sh")]
-    for key, value in options.items():
-        argv += ["--conf", f"{key}={value}"]
-    argv += [
-        "--",
-        *("--bootstrap", kafka.bootstrap, "--topic", TOPIC),
-        *job,
-        *("--run-id", run_id, "--json"),
-    ]
-    env = {
-        **os.environ,
-        "K8S_API": node.server,
-        "KUBECONFIG": str(submitter_kubeconfig(node, workdir)),
-        "SPARK_LOCAL_DIRS": str(workdir),
-    }
-    log = workdir / "spark-submit.log"
-    with log.open("w") as out:
-        done = subprocess.run(
-            argv,
-            check=False,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=1800,
-        )
-    return subprocess.CompletedProcess(argv, done.returncode, log.read_text(), "")
+class Submission:
+    """examples/spark-on-kubernetes/spark-submit.sh with what this cluster needs, running
+    (its output in `workdir`/spark-submit.log); `stop` ends it if it still runs."""
+
+    def __init__(
+        self,
+        node: NodeCluster,
+        image: str,
+        kafka: KafkaLab,
+        run_id: str,
+        workdir: Path,
+        job: tuple[str, ...] = ("--events", str(EVENTS), "--partitions", "8"),
+    ) -> None:
+        options = {
+            "spark.kubernetes.namespace": SPARK_NAMESPACE,
+            "spark.kubernetes.container.image": image,
+            "spark.kubernetes.container.image.pullPolicy": "Never",
+            "spark.kubernetes.driver.master": node.server,
+            "spark.kubernetes.driverEnv.SPARK_DRIVER_HOST_IS_POD_IP": "true",
+            "spark.kubernetes.submission.waitAppCompletion": "true",
+            "spark.kubernetes.report.interval": "5s",
+            "spark.executor.instances": "2",
+            "spark.executor.cores": "1",
+            "spark.executor.memory": "512m",
+            "spark.driver.memory": "512m",
+            "spark.kubernetes.driver.request.cores": "100m",
+            "spark.kubernetes.executor.request.cores": "100m",
+            "spark.kubernetes.executor.terminationGracePeriodSeconds": "30",
+        }
+        self.argv = ["bash", str(EXAMPLE / "spark-submit.sh")]
+        for key, value in options.items():
+            self.argv += ["--conf", f"{key}={value}"]
+        self.argv += [
+            "--",
+            *("--bootstrap", kafka.bootstrap, "--topic", TOPIC),
+            *job,
+            *("--run-id", run_id, "--json"),
+        ]
+        env = {
+            **os.environ,
+            "K8S_API": node.server,
+            "KUBECONFIG": str(submitter_kubeconfig(node, workdir)),
+            "SPARK_LOCAL_DIRS": str(workdir),
+        }
+        self.log = workdir / "spark-submit.log"
+        with self.log.open("w") as out:
+            self.process = subprocess.Popen(
+                self.argv, env=env, stdout=out, stderr=subprocess.STDOUT
+            )
+
+    def wait(self) -> subprocess.CompletedProcess[str]:
+        code = self.process.wait(1800)
+        return subprocess.CompletedProcess(self.argv, code, self.log.read_text(), "")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
 
 
 def pod_log(node: NodeCluster, pod: dict[str, Any], container: str) -> str:
@@ -332,9 +342,11 @@ def test_spark_submit_runs_the_pipeline_with_sidecars_and_verify_finds_every_eve
 ) -> None:
     run_id = f"k8s-{uuid.uuid4().hex[:8]}"
     recorder = PodRecorder(node)
+    submission = Submission(node, spark_image, kafka, run_id, tmp_path)
     try:
-        submitted = submit(node, spark_image, kafka, run_id, tmp_path)
+        submitted = submission.wait()
     finally:
+        submission.stop()
         time.sleep(1)
         recorder.close()
     completed_run(node, recorder, submitted, kafka, run_id, EVENTS)
@@ -416,27 +428,6 @@ def sidecar_status(pod: dict[str, Any], port: int) -> dict[str, Any] | None:
     return found
 
 
-class Submission:
-    """spark-submit of the paced job in a thread (the test acts while it runs)."""
-
-    def __init__(
-        self, node: NodeCluster, image: str, kafka: KafkaLab, run_id: str, workdir: Path
-    ) -> None:
-        self.result: list[subprocess.CompletedProcess[str]] = []
-        self.thread = threading.Thread(
-            target=lambda: self.result.append(
-                submit(node, image, kafka, run_id, workdir, PACED_JOB)
-            ),
-            daemon=True,
-        )
-        self.thread.start()
-
-    def wait(self) -> subprocess.CompletedProcess[str]:
-        self.thread.join(1800)
-        assert self.result, "spark-submit did not end"
-        return self.result[0]
-
-
 @dataclass
 class PacedRun:
     """A paced job submitted in the background, the pods it makes recorded, and the
@@ -452,17 +443,17 @@ class PacedRun:
 def paced_run(
     node: NodeCluster, image: str, kafka: KafkaLab, workdir: Path, kind: str
 ) -> Iterator[PacedRun]:
-    """Submit the paced job; afterwards (whatever happened) lift the faults, wait for
-    spark-submit to end and stop recording."""
+    """Submit the paced job; afterwards (whatever happened) lift the faults, end
+    spark-submit if it still runs and stop recording."""
     run_id = f"k8s-{kind}-{uuid.uuid4().hex[:8]}"
     recorder = PodRecorder(node)
     fault = PodNetworkFault(kafka.bootstrap.split(",")[0])
-    submission = Submission(node, image, kafka, run_id, workdir)
+    submission = Submission(node, image, kafka, run_id, workdir, PACED_JOB)
     try:
         yield PacedRun(run_id, recorder, fault, submission)
     finally:
         fault.clear()
-        submission.thread.join(1800)
+        submission.stop()  # ended already, unless the test failed before the job did
         time.sleep(1)
         recorder.close()
 
