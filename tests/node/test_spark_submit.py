@@ -114,7 +114,8 @@ def operator(
 ) -> Iterator[OperatorRun]:
     """The namespace as the example's README prepares it (rbac.yaml, the kafka-client
     Secret the executors' environment names), a policy for the application's executors
-    probing this Kafka, and the chart's operator running."""
+    probing this Kafka, and the chart's operator running; afterwards the namespace's
+    pods deleted."""
     ensure_namespace(node, SPARK_NAMESPACE)
     rbac = [d for d in yaml.safe_load_all((EXAMPLE / "rbac.yaml").read_text()) if d]
     secret = {
@@ -124,9 +125,21 @@ def operator(
     }
     watched = policy(POLICY_NAME, kafka.bootstrap.split(",")[0], app=APP)
     _create_all(node, [*rbac, secret, watched])
-    with running_operator(node, tmp_path_factory.mktemp("spark-operator")) as (run, _):
-        wait_operator_ready(run, node, release, SPARK_NAMESPACE, POLICY_NAME)
-        yield run
+    try:
+        with running_operator(node, tmp_path_factory.mktemp("spark-operator")) as (run, _):
+            wait_operator_ready(run, node, release, SPARK_NAMESPACE, POLICY_NAME)
+            yield run
+    finally:
+        remove_pods(node)
+
+
+def remove_pods(node: NodeCluster) -> None:
+    """Delete the namespace's pods (Spark keeps its completed drivers) and wait until
+    the kubelet removed them, so later tests find the node as this module found it."""
+    pods = f"/api/v1/namespaces/{SPARK_NAMESPACE}/pods"
+    for pod in node.get(pods)["items"]:
+        node.delete(f"{pods}/{pod['metadata']['name']}", grace_seconds=5)
+    wait_for("the Spark pods to be gone", lambda: not node.get(pods)["items"], 180)
 
 
 class PodRecorder:
