@@ -26,6 +26,7 @@ on stderr, results on stdout.
 from __future__ import annotations
 
 import argparse
+import json
 import socket
 import statistics
 import sys
@@ -107,7 +108,8 @@ def start_pods(
                 break
             time.sleep(POLL_SECONDS)
         else:
-            raise SystemExit(f"pod {name} not Ready in {WAIT_SECONDS:.0f} s")
+            status = json.dumps(read_pod(node, name).get("status"))[:3000]
+            raise SystemExit(f"pod {name} not Ready in {WAIT_SECONDS:.0f} s: {status}")
         print(f"{phase}: pod {exec_id}/{pods} Ready in {to_ready[-1]:.2f} s", file=sys.stderr)
     for name in names:
         node.delete(f"/api/v1/namespaces/{NAMESPACE}/pods/{name}", 0)
@@ -156,7 +158,8 @@ def main() -> int:
                 image_values = {"repository": repository, "tag": tag}
                 release.install(
                     deep_merge(
-                        helm_install().values, {"image": image_values, "sidecar": image_values}
+                        helm_install().values,
+                        {"image": image_values, "sidecar": {"image": image_values}},
                     )
                 )
                 path = f"/apis/hangwatch.dev/v1alpha1/namespaces/{NAMESPACE}/producerhealthpolicies"
