@@ -14,7 +14,9 @@ delivery callback blocks, the wrapper's blocked poll thread, a plain producer's 
 unanswered after an election - with the seconds from fault to verdict.
 
     python benchmarks/false_restarts.py [--minutes 10] [--timing policy|demo]
-        [--producers plain,wrapper] [--no-hangs]
+        [--producers plain,wrapper] [--no-hangs | --hangs NAME,...]
+
+`--producers ''` runs no soak (only the hang rows).
 """
 
 from __future__ import annotations
@@ -117,9 +119,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--timing", choices=("policy", "demo"), default="policy")
-    parser.add_argument("--producers", default="plain,wrapper")
+    parser.add_argument(
+        "--producers", default="plain,wrapper", help="soak producer kinds; empty: no soak"
+    )
     parser.add_argument("--no-hangs", action="store_true")
+    parser.add_argument(
+        "--hangs", default=",".join(HANGS), help=f"hang rows to run (of {', '.join(HANGS)})"
+    )
     args = parser.parse_args()
+    producers = [p for p in args.producers.split(",") if p]
+    chosen = [] if args.no_hangs else [h for h in args.hangs.split(",") if h]
+    unknown = sorted(set(chosen) - set(HANGS))
+    if unknown:
+        parser.error(f"unknown hang rows {', '.join(unknown)}: choose from {', '.join(HANGS)}")
     timing = policy_timing() if args.timing == "policy" else Timing()
     print(f"machine: {describe()}")
     print(
@@ -134,11 +146,11 @@ def main() -> int:
         tempfile.TemporaryDirectory(prefix="hangwatch-soak-") as root,
         local_spark_cluster(Path(root), say) as cluster,
     ):
-        for producer in args.producers.split(","):
+        for producer in producers:
             scenario = soak(producer, args.minutes, timing)
             print(f"soak: {scenario.fault}", file=sys.stderr, flush=True)
             soaks.append(run_demo_scenario(scenario, timing, cluster, say, None))
-        for name in () if args.no_hangs else HANGS:
+        for name in chosen:
             print(f"hang: {name}", file=sys.stderr, flush=True)
             hangs.append(run_demo_scenario(SCENARIOS[name], timing, cluster, say, None))
     print("\nsoak                 minutes  restarts  alerts (verdict changes away from healthy)")

@@ -66,7 +66,12 @@ from hangwatch_operator.decisions import Decision
 from hangwatch_operator.operations import Operation, Outcome
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_operator.status_polling import status_url
-from hangwatch_pipeline.run_options import RunOptions
+from hangwatch_pipeline.run_options import (
+    SINK_CONNECTOR,
+    SINK_CONNECTOR_STREAMING,
+    SINK_WRAPPER,
+    RunOptions,
+)
 from hangwatch_pipeline.verify import VerifyError, partition_ends, verify
 
 log = logging.getLogger(__name__)
@@ -500,6 +505,11 @@ def job_options(scenario: Scenario, timing: Timing, bootstrap: str) -> RunOption
         seconds = allowance + TAIL_SECONDS
     producer_conf = {"message.timeout.ms": str(timing.producer_message_timeout_ms)}
     producer_conf |= scenario.producer_conf
+    sink, sink_options = SINK_WRAPPER, {}
+    if scenario.producer == spark_tasks.JVM:
+        # Spark's sink: its JVM producer's own settings (`kafka.*`), no librdkafka's
+        sink = SINK_CONNECTOR_STREAMING if scenario.trigger_seconds else SINK_CONNECTOR
+        producer_conf, sink_options = {}, dict(scenario.producer_conf)
     if scenario.seed == "S4" and scenario.producer == "wrapper":
         # Client debug lines are what reaches the wedgeable logger on the poll thread.
         producer_conf["debug"] = "msg"
@@ -513,6 +523,10 @@ def job_options(scenario: Scenario, timing: Timing, bootstrap: str) -> RunOption
             pauses = math.ceil(budget / scenario.pause.seconds) + 1
         partitions = EXECUTORS
         events = EXECUTORS * scenario.pause.every_events * pauses
+    if scenario.trigger_seconds:
+        # A micro-batch every trigger interval (one task per executor), enough to cover it
+        partitions = EXECUTORS
+        events = scenario.rows_per_batch * (math.ceil(seconds / scenario.trigger_seconds) + 1)
     return RunOptions(
         bootstrap=bootstrap,
         topic=TOPIC,
@@ -521,6 +535,8 @@ def job_options(scenario: Scenario, timing: Timing, bootstrap: str) -> RunOption
         rate_per_second=RATE_PER_SECOND,
         run_id=f"demo-{scenario.name}-{secrets.token_hex(2)}",
         producer_conf=producer_conf,
+        sink=sink,
+        sink_options=sink_options,
     )
 
 
@@ -535,7 +551,7 @@ def run_demo_scenario(
     """Replay one scenario on the demo's Spark application; returns its table row (and
     records its story with `recorder`, when given)."""
     work = Path(tempfile.mkdtemp(prefix=f"hangwatch-demo-{scenario.name}-", dir=keep))
-    with Lab(brokers=3, topics={TOPIC: PARTITIONS}) as lab:
+    with Lab(brokers=3, topics={TOPIC: PARTITIONS}, engine=scenario.engine) as lab:
         record = (recorder or Recorder.off()).scenario(
             scenario.name,
             fault=scenario.fault,
@@ -561,6 +577,8 @@ def run_demo_scenario(
         if scenario.producer != "wrapper":
             run.ends = TopicEnd(lab.bootstrap)
         options = job_options(scenario, timing, bootstrap)
+        if scenario.trigger_seconds:  # the streaming query's checkpoint goes with the run
+            options = replace(options, checkpoint=str(work / "checkpoint"))
         job: PipelineJob | None = None
         again: float | None = None
         sampler = _Sampler(run)
@@ -616,7 +634,10 @@ def _replay(
     executors = cluster.executors()
     if not wait_ready(run.fleet, executors, SIDECAR_START_TIMEOUT_SECONDS):
         raise ScenarioError("the sidecars did not start (see sidecar-exec-*.log)")
-    job = cluster.run(options, spark_tasks.task_for(scenario.producer, scenario.pause), run.say)
+    pipeline = spark_tasks.pipeline_run(
+        scenario.producer, scenario.pause, scenario.trigger_seconds, scenario.rows_per_batch
+    )
+    job = cluster.run(options, pipeline, run.say)
     sampler.start()
     run.say(
         f"pipeline run {options.run_id}: {options.events} events at "
