@@ -96,6 +96,8 @@ were restarted, Spark's replacements took 10-30 s to run tasks on 2 loaded cores
 JOB_END_TIMEOUT_SECONDS = 120.0
 SIDECAR_START_TIMEOUT_SECONDS = 20.0
 SAMPLE_SECONDS = 1.0
+MAX_CLEARED = 5
+"""How many distinct silence-clearing reasons a row keeps."""
 """How often the report's progress (events acknowledged) is sampled."""
 
 
@@ -125,6 +127,8 @@ class DemoRow:
     task_retries: int = 0
     longest_silence_seconds: float | None = None
     """Plain producers: the longest every-connection silence a sidecar reported."""
+    silence_cleared: list[str] = field(default_factory=list)
+    """Plain producers: why a sidecar judged such a silence healthy (first few reasons)."""
     detect_bound_seconds: float | None = None
     """The scenario's detection bound (`detect_bound`; None for controls), shown beside
     `detect_seconds`: a timing (benchmarks/detection.py), never a reason for `ok` False."""
@@ -161,6 +165,8 @@ class _Run:
     """The topic's end offsets' sum at the restart or heal (plain producers)."""
     longest_silence: float | None = None
     """The longest silence of an executor's connections a sidecar's socket view reported."""
+    silence_cleared: list[str] = field(default_factory=list)
+    """Distinct reasons the sidecars gave for clearing a silence (the evidence ladder)."""
     detect: float | None = None
     restart_at: float | None = None
     """Seconds from the fault to the first restart."""
@@ -253,15 +259,22 @@ def _note_verdicts(run: _Run, reports: list[PodReport], elapsed: float) -> None:
 
 def _note_silence(run: _Run) -> None:
     """Keep the longest `sockets.silent_seconds` the sidecars' /status shows (plain
-    producers: how long their connections were idle, as their socket view saw it)."""
+    producers: how long their connections were idle, as their socket view saw it) and
+    what cleared such a silence (`latest.evidence.silence_cleared`: the evidence ladder's
+    source that showed the task busy elsewhere)."""
     for pod in run.fleet.pods():
         try:
             with urllib.request.urlopen(status_url(pod), timeout=1.0) as answer:
-                silent = json.load(answer).get("sockets", {}).get("silent_seconds")
+                doc = json.load(answer)
+            silent = (doc.get("sockets") or {}).get("silent_seconds")
+            cleared = ((doc.get("latest") or {}).get("evidence") or {}).get("silence_cleared")
         except (OSError, ValueError, AttributeError):
             continue
         if isinstance(silent, int | float):
             run.longest_silence = max(run.longest_silence or 0.0, float(silent))
+        for reason in cleared if isinstance(cleared, list) else ():
+            if reason not in run.silence_cleared and len(run.silence_cleared) < MAX_CLEARED:
+                run.silence_cleared.append(str(reason))
 
 
 def _carry_out(run: _Run, decision: Decision) -> Decision:
@@ -716,6 +729,7 @@ def _row(
         restarts=len(run.restarted),
         task_retries=summary.failed_attempts if summary is not None else 0,
         longest_silence_seconds=run.longest_silence,
+        silence_cleared=run.silence_cleared,
         detect_bound_seconds=None if s.control else round(detect_bound(s, run.timing), 2),
         restart_seconds=run.restart_at,
         reasons=run.reasons,
