@@ -96,8 +96,6 @@ were restarted, Spark's replacements took 10-30 s to run tasks on 2 loaded cores
 JOB_END_TIMEOUT_SECONDS = 120.0
 SIDECAR_START_TIMEOUT_SECONDS = 20.0
 SAMPLE_SECONDS = 1.0
-MAX_CLEARED = 5
-"""How many distinct silence-clearing reasons a row keeps."""
 """How often the report's progress (events acknowledged) is sampled."""
 
 
@@ -128,7 +126,7 @@ class DemoRow:
     longest_silence_seconds: float | None = None
     """Plain producers: the longest every-connection silence a sidecar reported."""
     silence_cleared: list[str] = field(default_factory=list)
-    """Plain producers: why a sidecar judged such a silence healthy (first few reasons)."""
+    """Plain producers: why a sidecar judged such a silence healthy (one reason a source)."""
     detect_bound_seconds: float | None = None
     """The scenario's detection bound (`detect_bound`; None for controls), shown beside
     `detect_seconds`: a timing (benchmarks/detection.py), never a reason for `ok` False."""
@@ -166,7 +164,8 @@ class _Run:
     longest_silence: float | None = None
     """The longest silence of an executor's connections a sidecar's socket view reported."""
     silence_cleared: list[str] = field(default_factory=list)
-    """Distinct reasons the sidecars gave for clearing a silence (the evidence ladder)."""
+    """Why the sidecars cleared a silence (the evidence ladder): the first reason each
+    source gave (the source is the reason's text up to its first colon)."""
     detect: float | None = None
     restart_at: float | None = None
     """Seconds from the fault to the first restart."""
@@ -261,7 +260,7 @@ def _note_silence(run: _Run) -> None:
     """Keep the longest `sockets.silent_seconds` the sidecars' /status shows (plain
     producers: how long their connections were idle, as their socket view saw it) and
     what cleared such a silence (`latest.evidence.silence_cleared`: the evidence ladder's
-    source that showed the task busy elsewhere)."""
+    sources that showed the task busy elsewhere, the first reason of each)."""
     for pod in run.fleet.pods():
         try:
             with urllib.request.urlopen(status_url(pod), timeout=1.0) as answer:
@@ -273,7 +272,8 @@ def _note_silence(run: _Run) -> None:
         if isinstance(silent, int | float):
             run.longest_silence = max(run.longest_silence or 0.0, float(silent))
         for reason in cleared if isinstance(cleared, list) else ():
-            if reason not in run.silence_cleared and len(run.silence_cleared) < MAX_CLEARED:
+            source = str(reason).split(":", 1)[0]  # "spark view", "python stacks", ...
+            if all(not r.startswith(f"{source}:") for r in run.silence_cleared):
                 run.silence_cleared.append(str(reason))
 
 

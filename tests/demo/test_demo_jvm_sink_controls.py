@@ -15,7 +15,10 @@ dump, the Python stack view), under the demo's fast settings (stall threshold 5 
 
 none ever gets a restart verdict nor a restart, and nothing is lost. In the first two the
 executor's connections are silent past the threshold while its task runs (the socket
-view's silence), and a sidecar says what cleared it (`/status` `silence_cleared`).
+view's silence), and Spark's view - the executor JVM's thread dump: the producer's
+threads in their own loop, no task thread inside the client - is among what cleared it
+(`/status` `latest.evidence.silence_cleared`; the Python stack view, which sees the step
+computing or waiting outside any client, clears it as well).
 """
 
 from __future__ import annotations
@@ -51,4 +54,7 @@ def test_spark_kafka_sink_tasks_that_pause_are_never_restarted(
         # silent past the threshold while the task ran upstream of the sink, and cleared
         row = rows[name]
         assert (row["longest_silence_seconds"] or 0) >= Timing().stall_seconds, row
-        assert row["silence_cleared"], row
+        # Spark's view (the executor's JVM thread dump) clears it: the producer's threads in
+        # their own loop, no task thread inside the client (the Python step may clear it too)
+        sources = {reason.split(":", 1)[0] for reason in row["silence_cleared"]}
+        assert "spark view" in sources, row
