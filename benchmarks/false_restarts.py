@@ -22,6 +22,7 @@ unanswered after an election - with the seconds from fault to verdict.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import sys
 import tempfile
@@ -132,6 +133,12 @@ def main() -> int:
         "--hangs", default=",".join(HANGS), help=f"hang rows to run (of {', '.join(HANGS)})"
     )
     parser.add_argument(
+        "--message-timeout-ms",
+        type=int,
+        help="the producers' message.timeout.ms (default: the wrapper's default at policy "
+        "timing, the demo's at demo timing; librdkafka's own default is 300000)",
+    )
+    parser.add_argument(
         "--keep", type=Path, help="keep each row's sidecar logs and status there (a new directory)"
     )
     args = parser.parse_args()
@@ -145,10 +152,15 @@ def main() -> int:
             parser.error(f"--keep {args.keep}: already exists (give a new directory)")
         args.keep.mkdir(parents=True)
     timing = policy_timing() if args.timing == "policy" else Timing()
+    if args.message_timeout_ms is not None:
+        if args.message_timeout_ms < 1:
+            parser.error("--message-timeout-ms must be at least 1")
+        timing = dataclasses.replace(timing, producer_message_timeout_ms=args.message_timeout_ms)
     print(f"machine: {describe()}")
     print(
         f"timing: {args.timing} (probe {timing.probe_interval_seconds:g} s, stall "
-        f"{timing.stall_seconds:g} s, heartbeat {timing.heartbeat_seconds:g} s)",
+        f"{timing.stall_seconds:g} s, heartbeat {timing.heartbeat_seconds:g} s, producers' "
+        f"message.timeout.ms {timing.producer_message_timeout_ms})",
         flush=True,
     )
     say = lambda m: print(f"      {m}", file=sys.stderr, flush=True)  # noqa: E731

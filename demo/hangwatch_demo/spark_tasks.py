@@ -55,8 +55,12 @@ from hangwatch_pipeline.run_report import Summary
 CLIENT_LOGGER = "hangwatch_demo.client"
 WEDGE_FILE = "wedge"
 FLUSH_TIMEOUT_SECONDS = 30.0
-"""A plain task's final flush: past the producer's message timeout, so every message
-has its report (delivered or failed) by then, unless the task's thread is wedged."""
+"""A plain task's final flush, at least: past the producer's message timeout (plus
+`FLUSH_MARGIN_SECONDS` when that is longer), so every message has its report (delivered
+or failed) by then, unless the task's thread is wedged."""
+FLUSH_MARGIN_SECONDS = 5.0
+LIBRDKAFKA_MESSAGE_TIMEOUT_MS = 300_000
+"""librdkafka's own `message.timeout.ms` (a plain client's, unless set)."""
 QUEUE_FULL_POLL_SECONDS = 0.1
 
 _cached: dict[str, Producer] = {}
@@ -92,8 +96,10 @@ class PlainProducer:
     `counters`; leaving the `with` block flushes and raises `DeliveryFailed` unless every
     message was acknowledged (so Spark runs the task again: nothing is lost)."""
 
-    def __init__(self, client: Producer) -> None:
+    def __init__(self, client: Producer, conf: dict[str, Any]) -> None:
         self.client = client
+        timeout_ms = int(conf.get("message.timeout.ms") or LIBRDKAFKA_MESSAGE_TIMEOUT_MS)
+        self.flush_seconds = max(FLUSH_TIMEOUT_SECONDS, timeout_ms / 1000 + FLUSH_MARGIN_SECONDS)
         self.enqueued = self.delivered = self.failed = 0
         self.errors: list[str] = []
 
@@ -123,7 +129,7 @@ class PlainProducer:
 
     def settle(self) -> None:
         """Flush (bounded); raise `DeliveryFailed` unless every message was acknowledged."""
-        self.client.flush(FLUSH_TIMEOUT_SECONDS)
+        self.client.flush(self.flush_seconds)
         counters = self.counters()
         if counters.delivered < counters.enqueued:
             raise DeliveryFailed("plain producer", counters, self.errors)
@@ -132,7 +138,7 @@ class PlainProducer:
 @contextmanager
 def _plain(conf: dict[str, Any]) -> Iterator[PlainProducer]:
     """A new client for this task, closed at its end."""
-    p = PlainProducer(Producer(conf))
+    p = PlainProducer(Producer(conf), conf)
     try:
         yield p
         p.settle()
@@ -150,7 +156,7 @@ def _plain_cached(conf: dict[str, Any]) -> Iterator[PlainProducer]:
         _cached.pop(other).purge()
     if key not in _cached:
         _cached[key] = Producer(conf)
-    p = PlainProducer(_cached[key])
+    p = PlainProducer(_cached[key], conf)
     yield p
     p.settle()
 
