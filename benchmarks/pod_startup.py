@@ -14,8 +14,8 @@ phases measured in one run:
 The executor container runs a Python process in the hangwatch image (no Spark image is
 needed to measure the pod's start). For each pod: from the create request to the
 executor container running, and to the pod Ready (the sidecar's readiness probe
-included), as the client sees it (the pod is read every 100 ms), p50 and p99. Pods
-are deleted after each phase.
+included), as the client sees it (the pod is read every 100 ms), p50 and p99. Each
+pod is deleted once Ready (the node's 2 cores hold about 13 executors with sidecars).
 
     python benchmarks/pod_startup.py [--pods 20]
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import socket
 import statistics
 import sys
@@ -85,7 +86,6 @@ def start_pods(
     driver = submit_driver(node, f"-{phase}")
     to_running: list[float] = []
     to_ready: list[float] = []
-    names: list[str] = []
     for exec_id in range(1, pods + 1):
         body = executor_for(node, driver, exec_id, image, EXECUTOR_SCRIPT, suffix=f"-{phase}")
         started = time.perf_counter()
@@ -94,7 +94,6 @@ def start_pods(
         if has_sidecar != injected:
             raise SystemExit(f"pod {stored['metadata']['name']}: sidecar {has_sidecar}")
         name = stored["metadata"]["name"]
-        names.append(name)
         running_at = 0.0
         deadline = time.monotonic() + WAIT_SECONDS
         while time.monotonic() < deadline:
@@ -111,7 +110,7 @@ def start_pods(
             status = json.dumps(read_pod(node, name).get("status"))[:3000]
             raise SystemExit(f"pod {name} not Ready in {WAIT_SECONDS:.0f} s: {status}")
         print(f"{phase}: pod {exec_id}/{pods} Ready in {to_ready[-1]:.2f} s", file=sys.stderr)
-    for name in names:
+        # one pod at a time: a 2-core node holds about 13 executors with their sidecars
         node.delete(f"/api/v1/namespaces/{NAMESPACE}/pods/{name}", 0)
     return to_running, to_ready
 
@@ -142,6 +141,8 @@ def main() -> int:
     if args.pods < 1:
         parser.error("--pods must be at least 1")
     print(f"machine: {describe()}", file=sys.stderr)
+    # SIGTERM unwinds like Ctrl-C: the node, its pods and the image store are removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         with (
             tempfile.TemporaryDirectory(prefix="hangwatch-bench-") as tmp,
