@@ -1,7 +1,7 @@
 # The two Quickstart commands are `make demo` and `make test`; each installs what it needs.
 PY ?= python3
 
-.PHONY: setup demo test check pytest bench image kube-apiserver kube
+.PHONY: setup demo test check pytest bench image kube
 
 # The image `make image` builds and the chart's default image (image.repository and
 # sidecar.image.repository, tag = the chart's appVersion): tests/chart checks they agree.
@@ -36,7 +36,7 @@ PYTEST_WORKERS ?= 3
 pytest:
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
-# Like setup, plus the real API server of tests/kube (built once, then cached).
+# Like setup, plus the Kubernetes of tests/kube and tests/node (built once, then cached).
 test:
 	bash scripts/setup.sh --kube
 	$(MAKE) --no-print-directory check
@@ -46,12 +46,8 @@ test:
 image:
 	bash scripts/build-image.sh "$(IMAGE)" "$(VERSION)" "$(BASE_IMAGE)"
 
-# The real API server of tests/kube (built once, cached in ~/.cache/hangwatch).
-kube-apiserver:
-	bash scripts/build-kube-apiserver.sh
-
-# The single-node cluster of tests/node (Kubernetes, etcd, containerd from the Go module
-# proxy; built once, cached by version in ~/.cache/hangwatch/kube).
+# The Kubernetes of tests/kube and tests/node (Kubernetes, etcd, containerd from the Go
+# module proxy; built once, cached by version in ~/.cache/hangwatch/kube).
 kube:
 	bash scripts/build-kube.sh
 

@@ -1,7 +1,7 @@
 """Benchmark: what hangwatch's webhook adds to executor pod creation on a real API server.
 
-kube-apiserver v1.20.2 (the tests/kube control plane: etcd, kube-apiserver and
-kube-controller-manager on loopback) admits `--pods` executor pods, created one after
+The tests/kube control plane (etcd, kube-apiserver and kube-controller-manager of the
+release scripts/build-kube.sh builds, on loopback) admits `--pods` executor pods, created one after
 the other as Spark's driver creates them, in three phases measured in one run:
 
 1. without the webhook: nothing of hangwatch installed;
@@ -16,7 +16,7 @@ request to the stored pod, p50 and p99, after 50 unmeasured pods warm the server
 
     python benchmarks/admission.py [--pods 200]
 
-Needs the cached API server (`make kube-apiserver`). Progress on stderr, results on
+Needs the cached build (`make kube`). Progress on stderr, results on
 stdout.
 """
 
@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT))  # the control plane helpers live with the tests
 
 from tests.kube.cluster import ClusterUnavailableError, LocalCluster, local_cluster  # noqa: E402
 from tests.kube.release import (  # noqa: E402
+    CHART,
     HelmRelease,
     admin_api,
-    chart_for_1_20,
     running_operator,
 )
 from tests.kube.spark import (  # noqa: E402
@@ -100,7 +100,7 @@ def main() -> int:
             ensure_namespace(cluster, NAMESPACE)
             create_executors(cluster, "warm-up", 50, injected=False)  # etcd, caches: not measured
             without = create_executors(cluster, "plain", args.pods, injected=False)
-            release = HelmRelease(cluster, chart_for_1_20(work))
+            release = HelmRelease(cluster, CHART)
             release.install()
             cluster.kubectl("apply", "-f", str(POLICY_FILE))
             with running_operator(cluster, work) as (run, _):

@@ -14,12 +14,15 @@ delivery callback blocks, the wrapper's blocked poll thread, a plain producer's 
 unanswered after an election - with the seconds from fault to verdict.
 
     python benchmarks/false_restarts.py [--minutes 10] [--timing policy|demo]
-        [--producers plain,wrapper] [--no-hangs]
+        [--producers plain,wrapper] [--no-hangs | --hangs NAME,...]
+
+`--producers ''` runs no soak (only the hang rows).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import sys
 import tempfile
@@ -43,6 +46,7 @@ from hangwatch_demo.scenarios import (
 )
 from hangwatch_demo.spark_cluster import local_spark_cluster
 from hangwatch_demo.spark_tasks import Pause
+from hangwatch_pipeline.settings import ProducerSettings
 
 HANGS = ("plain-s4-blocked-callback", "s4-blocked-io-thread", "plain-s2-stuck-after-election")
 ELECTION_SECONDS = 1.5
@@ -57,6 +61,10 @@ def policy_timing() -> Timing:
         metadata_max_age_seconds=float(POLICY.metadata_max_age_seconds),
         election_grace_seconds=float(POLICY.election_grace_seconds),
         spark_interval_seconds=15.0,
+        # The wrapper's own default, not the demo's 10 s: with 10 s the client gave up on
+        # a wedged task (flush = message timeout + 5 s) before the policy's 30 s heartbeat
+        # threshold, and its telemetry went with the task, so S4 ended healthy.
+        producer_message_timeout_ms=ProducerSettings().message_timeout_ms,
     )
 
 
@@ -117,14 +125,42 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--timing", choices=("policy", "demo"), default="policy")
-    parser.add_argument("--producers", default="plain,wrapper")
+    parser.add_argument(
+        "--producers", default="plain,wrapper", help="soak producer kinds; empty: no soak"
+    )
     parser.add_argument("--no-hangs", action="store_true")
+    parser.add_argument(
+        "--hangs", default=",".join(HANGS), help=f"hang rows to run (of {', '.join(HANGS)})"
+    )
+    parser.add_argument(
+        "--message-timeout-ms",
+        type=int,
+        help="the producers' message.timeout.ms (default: the wrapper's default at policy "
+        "timing, the demo's at demo timing; librdkafka's own default is 300000)",
+    )
+    parser.add_argument(
+        "--keep", type=Path, help="keep each row's sidecar logs and status there (a new directory)"
+    )
     args = parser.parse_args()
+    producers = [p for p in args.producers.split(",") if p]
+    chosen = [] if args.no_hangs else [h for h in args.hangs.split(",") if h]
+    unknown = sorted(set(chosen) - set(HANGS))
+    if unknown:
+        parser.error(f"unknown hang rows {', '.join(unknown)}: choose from {', '.join(HANGS)}")
+    if args.keep is not None:
+        if args.keep.exists():
+            parser.error(f"--keep {args.keep}: already exists (give a new directory)")
+        args.keep.mkdir(parents=True)
     timing = policy_timing() if args.timing == "policy" else Timing()
+    if args.message_timeout_ms is not None:
+        if args.message_timeout_ms < 1:
+            parser.error("--message-timeout-ms must be at least 1")
+        timing = dataclasses.replace(timing, producer_message_timeout_ms=args.message_timeout_ms)
     print(f"machine: {describe()}")
     print(
         f"timing: {args.timing} (probe {timing.probe_interval_seconds:g} s, stall "
-        f"{timing.stall_seconds:g} s, heartbeat {timing.heartbeat_seconds:g} s)",
+        f"{timing.stall_seconds:g} s, heartbeat {timing.heartbeat_seconds:g} s, producers' "
+        f"message.timeout.ms {timing.producer_message_timeout_ms})",
         flush=True,
     )
     say = lambda m: print(f"      {m}", file=sys.stderr, flush=True)  # noqa: E731
@@ -134,13 +170,13 @@ def main() -> int:
         tempfile.TemporaryDirectory(prefix="hangwatch-soak-") as root,
         local_spark_cluster(Path(root), say) as cluster,
     ):
-        for producer in args.producers.split(","):
+        for producer in producers:
             scenario = soak(producer, args.minutes, timing)
             print(f"soak: {scenario.fault}", file=sys.stderr, flush=True)
-            soaks.append(run_demo_scenario(scenario, timing, cluster, say, None))
-        for name in () if args.no_hangs else HANGS:
+            soaks.append(run_demo_scenario(scenario, timing, cluster, say, args.keep))
+        for name in chosen:
             print(f"hang: {name}", file=sys.stderr, flush=True)
-            hangs.append(run_demo_scenario(SCENARIOS[name], timing, cluster, say, None))
+            hangs.append(run_demo_scenario(SCENARIOS[name], timing, cluster, say, args.keep))
     print("\nsoak                 minutes  restarts  alerts (verdict changes away from healthy)")
     for row in soaks:
         alerts = ", ".join(f"{v} x{n}" for v, n in sorted(_alerts(row).items())) or "none"
@@ -152,6 +188,9 @@ def main() -> int:
         for row in hangs:
             detect = "-" if row.detect_seconds is None else f"{row.detect_seconds:.1f}"
             print(f"{row.scenario:<31} {row.verdict:<15} {detect:>8}  {row.action}")
+            print(f"  verdict changes: {row.changes}")
+            for problem in row.problems:
+                print(f"  problem: {problem}")
     restarts = sum(r.restarts for r in soaks)
     print(f"\nfalse restarts: {restarts} (target 0)")
     return 0 if restarts == 0 else 1

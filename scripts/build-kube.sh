@@ -3,7 +3,7 @@
 # module proxy, and caches each component by version outside the repository:
 #
 #   $HANGWATCH_KUBE_HOME (default ~/.cache/hangwatch/kube)/
-#     kubernetes-vX.Y.Z/bin/  kube-apiserver kube-controller-manager kube-scheduler kubelet
+#     kubernetes-vX.Y.Z/bin/  kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl
 #     etcd-vX.Y.Z/bin/        etcd
 #     containerd-vX.Y.Z/bin/  containerd containerd-shim-runc-v2 ctr
 #     pause-X.Y.Z/            pause (gcc -static of Kubernetes' own pause.c), pause.oci.tar
@@ -49,7 +49,7 @@ GO_NEEDED=$(awk '$1 == "go" { print $2 }' "$MODULES"/*/go.mod | sort -V | tail -
 KUBE_BIN="$HOME_DIR/kubernetes-$KUBE_VERSION/bin"
 ETCD_BIN="$HOME_DIR/etcd-$ETCD_VERSION/bin"
 CONTAINERD_BIN="$HOME_DIR/containerd-$CONTAINERD_VERSION/bin"
-KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
 CONTAINERD_BINARIES=(containerd containerd-shim-runc-v2 ctr)
 PAUSE_IMAGE_REPO="localhost/hangwatch/pause"
 

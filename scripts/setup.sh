@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything hangwatch's demo and tests need on a fresh Debian machine:
 # iptables (kernel faults in the lab), kcat (an independent Kafka client for tests),
-# the real-API-server tier's etcd and the toolchain that builds kube-apiserver v1.20.2
-# once (golang-go, dpkg-dev; cached in ~/.cache/hangwatch), Debian's sarama and kafka-go
+# Go (golang-go; Debian's sarama and kafka-go test builds), Debian's sarama and kafka-go
 # sources (real clients the tests build in GOPATH mode), the incidents' own clients at
 # their own versions (scripts/build-clients.sh, with maven), the image test's container
 # tools (buildah, podman, runc, debootstrap), Chromium (a test opens the demo's HTML
@@ -11,8 +10,8 @@
 # UDF; Maven resolves from Maven Central, once per version, Apache Kafka's jars for the
 # lab's real engine (lab/kafka/pom.xml, cached in ~/.cache/hangwatch/kafka) and Spark's
 # Kafka connector (hangwatch_pipeline/spark-kafka.pom.xml, ~/.cache/hangwatch/spark-kafka).
-# Safe to run again. `--kube` (what `make test` passes) also builds the API servers when
-# they are not cached; `make demo` does not need them.
+# Safe to run again. `--kube` (what `make test` passes) also builds the Kubernetes
+# cluster of the kube and node tiers when it is not cached; `make demo` does not need it.
 set -euo pipefail
 build_kube=""
 case "${1:-}" in
@@ -31,12 +30,10 @@ command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)  # the Kafka lab's brokers die with it
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
-command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)  # sarama's zstd dependency uses cgo
 [ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || need_apt+=(golang-github-shopify-sarama-dev)
 [ -d /usr/share/gocode/src/github.com/segmentio/kafka-go ] || need_apt+=(golang-github-segmentio-kafka-go-dev)
-command -v dpkg-source >/dev/null 2>&1 || need_apt+=(dpkg-dev)
 command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
 command -v podman >/dev/null 2>&1 || need_apt+=(podman)
 command -v runc >/dev/null 2>&1 || need_apt+=(runc)
@@ -53,8 +50,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} from Debian" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  # The prometheus and etcd-server packages must not start servers of their own (tests
-  # start theirs):
+  # The prometheus package must not start a server of its own (tests start theirs):
   # forbid service starts during the install, only if nothing else already decides that.
   added_policy=""
   if [ ! -e /usr/sbin/policy-rc.d ]; then
@@ -76,9 +72,7 @@ python3 -m hangwatch_pipeline.spark_kafka
 # The incidents' own clients at their own versions (Go module proxy, Maven Central), built
 # into ~/.cache/hangwatch/incident-clients; a no-op when cached.
 bash scripts/build-clients.sh >/dev/null
-# The real API server of tests/kube: built once from Debian's source package (about 8
-# minutes on 2 cores), a no-op when cached. The single-node cluster of tests/node:
-# Kubernetes, etcd and containerd from the Go module proxy (20-40 minutes cold on 2
-# cores, docs/testing-tiers.md), a no-op when cached.
-[ -z "$build_kube" ] || bash scripts/build-kube-apiserver.sh
+# The Kubernetes of tests/kube (control plane only) and tests/node (a node that runs
+# pods): Kubernetes, etcd and containerd from the Go module proxy (20-40 minutes cold on
+# 2 cores, docs/testing-tiers.md), a no-op when cached.
 [ -z "$build_kube" ] || bash scripts/build-kube.sh

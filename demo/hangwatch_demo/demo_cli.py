@@ -37,7 +37,7 @@ from hangwatch.contracts import ExitCode
 from hangwatch.errors import HangwatchError, UsageError, one_line
 from hangwatch_demo.report.recorder import Recorder
 from hangwatch_demo.report.report_cli import load_writer
-from hangwatch_demo.scenarios import DEMO_ORDER, SCENARIOS, Timing
+from hangwatch_demo.scenarios import DEMO_ORDER, ON_REQUEST, SCENARIOS, Timing
 from hangwatch_lab import netfilter
 from hangwatch_sidecar.probe.metadata import RDKAFKA_LOG
 
@@ -52,7 +52,8 @@ def register(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="NAME",
         default=[],
-        help=f"run only these (repeatable): {', '.join(DEMO_ORDER)}",
+        help=f"run only these (repeatable): {', '.join(DEMO_ORDER)}; on request only: "
+        f"{', '.join(ON_REQUEST)}",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument(
@@ -159,7 +160,9 @@ def run(args: argparse.Namespace) -> int:
     names = args.scenario or list(DEMO_ORDER)
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
-        raise UsageError(f"unknown scenario {unknown[0]!r} (choose from {', '.join(DEMO_ORDER)})")
+        raise UsageError(
+            f"unknown scenario {unknown[0]!r} (choose from {', '.join(DEMO_ORDER + ON_REQUEST)})"
+        )
     if args.keep:
         _create_keep_dir(args.keep)
     if (reason := netfilter.available()) is not None:
@@ -214,9 +217,15 @@ def _run(args: argparse.Namespace, names: list[str], recorder: Recorder) -> int:
     rows: list[DemoRow] = []
     with tempfile.TemporaryDirectory(prefix="hangwatch-demo-spark-", dir=args.keep) as root:
         _say(f"starting Spark ({MASTER}: {EXECUTORS} executor JVMs) for the reference pipeline")
-        with local_spark_cluster(Path(root), lambda m: _say(f"      {m}")) as cluster:
+        # Spark's Kafka sink's jars only when a scenario writes through it
+        connector = any(SCENARIOS[n].producer == "jvm" for n in names)
+        with local_spark_cluster(Path(root), lambda m: _say(f"      {m}"), connector) as cluster:
             for i, name in enumerate(names, start=1):
-                _say(f"[{i}/{len(names)}] {name}: {SCENARIOS[name].fault}")
+                s = SCENARIOS[name]
+                _say(
+                    f"[{i}/{len(names)}] {name} (lab engine {s.engine}, producer {s.producer}): "
+                    f"{s.fault}"
+                )
                 row = run_demo_scenario(
                     SCENARIOS[name],
                     timing,

@@ -66,7 +66,12 @@ from hangwatch_operator.decisions import Decision
 from hangwatch_operator.operations import Operation, Outcome
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_operator.status_polling import status_url
-from hangwatch_pipeline.run_options import RunOptions
+from hangwatch_pipeline.run_options import (
+    SINK_CONNECTOR,
+    SINK_CONNECTOR_STREAMING,
+    SINK_WRAPPER,
+    RunOptions,
+)
 from hangwatch_pipeline.verify import VerifyError, partition_ends, verify
 
 log = logging.getLogger(__name__)
@@ -120,6 +125,8 @@ class DemoRow:
     task_retries: int = 0
     longest_silence_seconds: float | None = None
     """Plain producers: the longest every-connection silence a sidecar reported."""
+    silence_cleared: list[str] = field(default_factory=list)
+    """Plain producers: why a sidecar judged such a silence healthy (one reason a source)."""
     detect_bound_seconds: float | None = None
     """The scenario's detection bound (`detect_bound`; None for controls), shown beside
     `detect_seconds`: a timing (benchmarks/detection.py), never a reason for `ok` False."""
@@ -156,6 +163,9 @@ class _Run:
     """The topic's end offsets' sum at the restart or heal (plain producers)."""
     longest_silence: float | None = None
     """The longest silence of an executor's connections a sidecar's socket view reported."""
+    silence_cleared: list[str] = field(default_factory=list)
+    """Why the sidecars cleared a silence (the evidence ladder): the first reason each
+    source gave (the source is the reason's text up to its first colon)."""
     detect: float | None = None
     restart_at: float | None = None
     """Seconds from the fault to the first restart."""
@@ -248,15 +258,23 @@ def _note_verdicts(run: _Run, reports: list[PodReport], elapsed: float) -> None:
 
 def _note_silence(run: _Run) -> None:
     """Keep the longest `sockets.silent_seconds` the sidecars' /status shows (plain
-    producers: how long their connections were idle, as their socket view saw it)."""
+    producers: how long their connections were idle, as their socket view saw it) and
+    what cleared such a silence (`latest.evidence.silence_cleared`: the evidence ladder's
+    sources that showed the task busy elsewhere, the first reason of each)."""
     for pod in run.fleet.pods():
         try:
             with urllib.request.urlopen(status_url(pod), timeout=1.0) as answer:
-                silent = json.load(answer).get("sockets", {}).get("silent_seconds")
+                doc = json.load(answer)
+            silent = (doc.get("sockets") or {}).get("silent_seconds")
+            cleared = ((doc.get("latest") or {}).get("evidence") or {}).get("silence_cleared")
         except (OSError, ValueError, AttributeError):
             continue
         if isinstance(silent, int | float):
             run.longest_silence = max(run.longest_silence or 0.0, float(silent))
+        for reason in cleared if isinstance(cleared, list) else ():
+            source = str(reason).split(":", 1)[0]  # "spark view", "python stacks", ...
+            if all(not r.startswith(f"{source}:") for r in run.silence_cleared):
+                run.silence_cleared.append(str(reason))
 
 
 def _carry_out(run: _Run, decision: Decision) -> Decision:
@@ -500,6 +518,11 @@ def job_options(scenario: Scenario, timing: Timing, bootstrap: str) -> RunOption
         seconds = allowance + TAIL_SECONDS
     producer_conf = {"message.timeout.ms": str(timing.producer_message_timeout_ms)}
     producer_conf |= scenario.producer_conf
+    sink, sink_options = SINK_WRAPPER, {}
+    if scenario.producer == spark_tasks.JVM:
+        # Spark's sink: its JVM producer's own settings (`kafka.*`), no librdkafka's
+        sink = SINK_CONNECTOR_STREAMING if scenario.trigger_seconds else SINK_CONNECTOR
+        producer_conf, sink_options = {}, dict(scenario.producer_conf)
     if scenario.seed == "S4" and scenario.producer == "wrapper":
         # Client debug lines are what reaches the wedgeable logger on the poll thread.
         producer_conf["debug"] = "msg"
@@ -513,6 +536,10 @@ def job_options(scenario: Scenario, timing: Timing, bootstrap: str) -> RunOption
             pauses = math.ceil(budget / scenario.pause.seconds) + 1
         partitions = EXECUTORS
         events = EXECUTORS * scenario.pause.every_events * pauses
+    if scenario.trigger_seconds:
+        # A micro-batch every trigger interval (one task per executor), enough to cover it
+        partitions = EXECUTORS
+        events = scenario.rows_per_batch * (math.ceil(seconds / scenario.trigger_seconds) + 1)
     return RunOptions(
         bootstrap=bootstrap,
         topic=TOPIC,
@@ -521,6 +548,8 @@ def job_options(scenario: Scenario, timing: Timing, bootstrap: str) -> RunOption
         rate_per_second=RATE_PER_SECOND,
         run_id=f"demo-{scenario.name}-{secrets.token_hex(2)}",
         producer_conf=producer_conf,
+        sink=sink,
+        sink_options=sink_options,
     )
 
 
@@ -535,7 +564,7 @@ def run_demo_scenario(
     """Replay one scenario on the demo's Spark application; returns its table row (and
     records its story with `recorder`, when given)."""
     work = Path(tempfile.mkdtemp(prefix=f"hangwatch-demo-{scenario.name}-", dir=keep))
-    with Lab(brokers=3, topics={TOPIC: PARTITIONS}) as lab:
+    with Lab(brokers=3, topics={TOPIC: PARTITIONS}, engine=scenario.engine) as lab:
         record = (recorder or Recorder.off()).scenario(
             scenario.name,
             fault=scenario.fault,
@@ -561,6 +590,8 @@ def run_demo_scenario(
         if scenario.producer != "wrapper":
             run.ends = TopicEnd(lab.bootstrap)
         options = job_options(scenario, timing, bootstrap)
+        if scenario.trigger_seconds:  # the streaming query's checkpoint goes with the run
+            options = replace(options, checkpoint=str(work / "checkpoint"))
         job: PipelineJob | None = None
         again: float | None = None
         sampler = _Sampler(run)
@@ -616,7 +647,10 @@ def _replay(
     executors = cluster.executors()
     if not wait_ready(run.fleet, executors, SIDECAR_START_TIMEOUT_SECONDS):
         raise ScenarioError("the sidecars did not start (see sidecar-exec-*.log)")
-    job = cluster.run(options, spark_tasks.task_for(scenario.producer, scenario.pause), run.say)
+    pipeline = spark_tasks.pipeline_run(
+        scenario.producer, scenario.pause, scenario.trigger_seconds, scenario.rows_per_batch
+    )
+    job = cluster.run(options, pipeline, run.say)
     sampler.start()
     run.say(
         f"pipeline run {options.run_id}: {options.events} events at "
@@ -695,6 +729,7 @@ def _row(
         restarts=len(run.restarted),
         task_retries=summary.failed_attempts if summary is not None else 0,
         longest_silence_seconds=run.longest_silence,
+        silence_cleared=run.silence_cleared,
         detect_bound_seconds=None if s.control else round(detect_bound(s, run.timing), 2),
         restart_seconds=run.restart_at,
         reasons=run.reasons,

@@ -75,7 +75,8 @@ class Scenario:
     """The fault in a few words (the demo's table)."""
     producer: str = "wrapper"
     """What the tasks write through: `wrapper`, `plain` (a client per task), `plain-cached`
-    (a client per Python worker, kept open between runs)."""
+    (a client per Python worker, kept open between runs), `jvm` (Spark's own Kafka sink,
+    `spark_tasks.JVM`)."""
     idles_after_run: bool = False
     """The fault is the run's end: its producers stay open and idle, no task running."""
     pause: Pause | None = None
@@ -84,6 +85,13 @@ class Scenario:
     """Client settings of the run on top of the demo's (a long linger)."""
     watch_seconds: float = 0.0
     """Controls: how long to watch (0: the runner's default)."""
+    engine: str = "mock"
+    """The lab's engine (`hangwatch_lab`): Spark's JVM sink (`producer` `jvm`) needs the
+    real Kafka (`kafka`): the Java client cannot talk to librdkafka's mock cluster."""
+    trigger_seconds: float = 0.0
+    """Above 0: a Structured Streaming query whose micro-batches start every that many
+    seconds (`rows_per_batch` rows each) instead of one batch job."""
+    rows_per_batch: int = 0
 
     @property
     def injects(self) -> bool:
@@ -191,6 +199,29 @@ def _silence_control(
 _COMPUTE = Pause(every_events=300, seconds=PAUSE_STALLS * Timing().stall_seconds)
 _WAIT = Pause(every_events=300, seconds=PAUSE_STALLS * Timing().stall_seconds, kind="wait")
 _WATCH = 2 * _COMPUTE.seconds + 10.0
+JVM_SINK = 'Spark\'s Kafka sink (df.write.format("kafka"): the JVM KafkaProducer)'
+JVM_STREAM = 'Spark\'s Kafka sink (writeStream.format("kafka"): the JVM KafkaProducer)'
+TRIGGER_SECONDS = PAUSE_STALLS * Timing().stall_seconds
+"""The streaming controls' trigger interval: the query idles most of it."""
+ROWS_PER_BATCH = 600
+"""A streaming control's micro-batch: about 3 s of writing at the demo's rate."""
+
+
+def _streaming_control(name: str, fault: str, label: str, producer: str, **kw: object) -> Scenario:
+    """A streaming query idle between micro-batches (a trigger of three stall thresholds):
+    its producers have nothing to send and no task runs meanwhile."""
+    return _silence_control(
+        name,
+        f"{fault}: a streaming query whose micro-batches ({ROWS_PER_BATCH} rows) start every "
+        f"{TRIGGER_SECONDS:g} s, idle in between",
+        label,
+        producer,
+        None,
+        trigger_seconds=TRIGGER_SECONDS,
+        rows_per_batch=ROWS_PER_BATCH,
+        watch_seconds=_WATCH,
+        **kw,
+    )
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -338,10 +369,69 @@ SCENARIOS: dict[str, Scenario] = {
             None,
             producer_conf={"linger.ms": "4000"},
         ),
+        _streaming_control(
+            "plain-streaming-idle",
+            f"{PLAIN} per task, in foreachBatch/foreachPartition",
+            "plain: streaming, idle between batches",
+            "plain",
+        ),
+        _streaming_control(
+            "wrapper-streaming-idle",
+            "the wrapper per task, in foreachBatch/foreachPartition",
+            "wrapper: streaming, idle between batches",
+            "wrapper",
+        ),
+        _streaming_control(
+            "jvm-streaming-idle",
+            JVM_STREAM,
+            "JVM sink: streaming, idle between batches",
+            "jvm",
+            engine="kafka",
+        ),
+        _silence_control(
+            "jvm-computes-between-writes",
+            f"{JVM_SINK}: a Python step upstream of the sink computes for {PAUSE_STALLS} "
+            "stall thresholds after every 300 events",
+            "JVM sink: computes upstream",
+            "jvm",
+            _COMPUTE,
+            watch_seconds=_WATCH,
+            engine="kafka",
+        ),
+        _silence_control(
+            "jvm-waits-on-input",
+            f"{JVM_SINK}: a Python step upstream of the sink waits {PAUSE_STALLS} stall "
+            "thresholds on slow input after every 300 events",
+            "JVM sink: waits on slow input",
+            "jvm",
+            _WAIT,
+            watch_seconds=_WATCH,
+            engine="kafka",
+        ),
+        _silence_control(
+            "jvm-long-linger",
+            f"{JVM_SINK} with kafka.linger.ms=4000 (kafka.batch.size 1 MiB, so the linger, "
+            "not a full batch, sends)",
+            "JVM sink: linger.ms 4000",
+            "jvm",
+            None,
+            producer_conf={"kafka.linger.ms": "4000", "kafka.batch.size": "1048576"},
+            engine="kafka",
+        ),
     )
 }
 
 
+ON_REQUEST = (
+    "plain-streaming-idle",
+    "wrapper-streaming-idle",
+    "jvm-streaming-idle",
+    "jvm-computes-between-writes",
+    "jvm-waits-on-input",
+    "jvm-long-linger",
+)
+"""Run on request (`--scenario`), not by default: the streaming silence controls and
+Spark's JVM Kafka sink's (on the real Kafka engine, which the default run does not start)."""
 DEMO_ORDER = (
     "healthy",
     "s0-blackholed-cluster",

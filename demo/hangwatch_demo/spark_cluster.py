@@ -33,13 +33,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import pyspark
 from pyspark.sql import SparkSession
 
 from hangwatch.errors import HangwatchError
 from hangwatch_pipeline import job
-from hangwatch_pipeline.run_options import RunOptions
+from hangwatch_pipeline.connector_sink import query_name
+from hangwatch_pipeline.run_options import SINK_CONNECTOR, SINK_WRAPPER, RunOptions
 from hangwatch_pipeline.run_report import Summary
 
 log = logging.getLogger(__name__)
@@ -160,6 +162,11 @@ class LineStream(io.StringIO):
         return len(text)
 
 
+PipelineRun = Callable[[SparkSession, RunOptions, IO[str]], Summary]
+"""One pipeline run of a scenario on the demo's Spark session, progress lines to the IO
+(`spark_tasks.pipeline_run`: batch or streaming, whose tasks write through which producer)."""
+
+
 class PipelineJob:
     """One run of the reference pipeline in a background thread."""
 
@@ -167,7 +174,7 @@ class PipelineJob:
         self,
         spark: SparkSession,
         options: RunOptions,
-        task: job.PartitionWriter,
+        task: PipelineRun,
         progress: Callable[[str], None] = lambda _: None,
     ) -> None:
         self.options = options
@@ -180,9 +187,9 @@ class PipelineJob:
         )
         self._thread.start()
 
-    def _run(self, spark: SparkSession, task: job.PartitionWriter) -> None:
+    def _run(self, spark: SparkSession, task: PipelineRun) -> None:
         try:
-            self.summary = job.run_pipeline(spark, self.options, self._stream, task)
+            self.summary = task(spark, self.options, self._stream)
         except Exception as exc:  # noqa: BLE001 - reported in the scenario's row
             self.error = f"{type(exc).__name__}: {exc}"
 
@@ -198,15 +205,22 @@ class PipelineJob:
     def cancel(self, wait_seconds: float = 10.0) -> None:
         """Cancel the run's Spark jobs (its job group) and wait a little for the thread."""
         self._spark.sparkContext.cancelJobGroup(self.options.run_id)
+        for query in self._spark.streams.active:  # a streaming run's query
+            if query.name == query_name(self.options):
+                query.stop()
         self.wait(wait_seconds)
 
 
 class LocalSparkCluster:
     """The demo's Spark application (see the module docstring)."""
 
-    def __init__(self, root: Path, progress: Callable[[str], None] = lambda _: None) -> None:
+    def __init__(
+        self, root: Path, progress: Callable[[str], None] = lambda _: None, connector: bool = False
+    ) -> None:
         self.root = root
         self.progress = progress
+        self.connector = connector
+        """Load Spark's Kafka sink's jars (scenarios of the `jvm` producer)."""
         self.spark: SparkSession | None = None
         self.application_id = ""
         self.ui_url = ""
@@ -233,6 +247,7 @@ class LocalSparkCluster:
             },
             app_name="hangwatch-demo",
             spark_log_level="ERROR",
+            sink=SINK_CONNECTOR if self.connector else SINK_WRAPPER,
         )
         started = time.monotonic()
         try:
@@ -259,7 +274,7 @@ class LocalSparkCluster:
     def run(
         self,
         options: RunOptions,
-        task: job.PartitionWriter,
+        task: PipelineRun,
         progress: Callable[[str], None] = lambda _: None,
     ) -> PipelineJob:
         """Start `options`' pipeline run; its progress lines go to `progress`."""
@@ -298,9 +313,9 @@ class LocalSparkCluster:
 
 @contextmanager
 def local_spark_cluster(
-    root: Path, progress: Callable[[str], None] = lambda _: None
+    root: Path, progress: Callable[[str], None] = lambda _: None, connector: bool = False
 ) -> Iterator[LocalSparkCluster]:
-    cluster = LocalSparkCluster(root, progress)
+    cluster = LocalSparkCluster(root, progress, connector)
     try:
         cluster.start()
         yield cluster

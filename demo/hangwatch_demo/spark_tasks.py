@@ -34,25 +34,33 @@ import math
 import random
 import socket
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from confluent_kafka import KafkaError, Message, Producer
 from pyspark import TaskContext
+from pyspark.sql import DataFrame, Row, SparkSession
 
+from hangwatch_demo.spark_cluster import PipelineRun
 from hangwatch_demo.workload import WedgeOnFile
-from hangwatch_pipeline import job
+from hangwatch_pipeline import connector_sink, job
 from hangwatch_pipeline.ledger import Counters
 from hangwatch_pipeline.producer import DeliveryFailed
+from hangwatch_pipeline.run_options import SINK_CONNECTOR_STREAMING, RunOptions
+from hangwatch_pipeline.run_report import Summary
 
 CLIENT_LOGGER = "hangwatch_demo.client"
 WEDGE_FILE = "wedge"
 FLUSH_TIMEOUT_SECONDS = 30.0
-"""A plain task's final flush: past the producer's message timeout, so every message
-has its report (delivered or failed) by then, unless the task's thread is wedged."""
+"""A plain task's final flush, at least: past the producer's message timeout (plus
+`FLUSH_MARGIN_SECONDS` when that is longer), so every message has its report (delivered
+or failed) by then, unless the task's thread is wedged."""
+FLUSH_MARGIN_SECONDS = 5.0
+LIBRDKAFKA_MESSAGE_TIMEOUT_MS = 300_000
+"""librdkafka's own `message.timeout.ms` (a plain client's, unless set)."""
 QUEUE_FULL_POLL_SECONDS = 0.1
 
 _cached: dict[str, Producer] = {}
@@ -88,8 +96,10 @@ class PlainProducer:
     `counters`; leaving the `with` block flushes and raises `DeliveryFailed` unless every
     message was acknowledged (so Spark runs the task again: nothing is lost)."""
 
-    def __init__(self, client: Producer) -> None:
+    def __init__(self, client: Producer, conf: dict[str, Any]) -> None:
         self.client = client
+        timeout_ms = int(conf.get("message.timeout.ms") or LIBRDKAFKA_MESSAGE_TIMEOUT_MS)
+        self.flush_seconds = max(FLUSH_TIMEOUT_SECONDS, timeout_ms / 1000 + FLUSH_MARGIN_SECONDS)
         self.enqueued = self.delivered = self.failed = 0
         self.errors: list[str] = []
 
@@ -119,7 +129,7 @@ class PlainProducer:
 
     def settle(self) -> None:
         """Flush (bounded); raise `DeliveryFailed` unless every message was acknowledged."""
-        self.client.flush(FLUSH_TIMEOUT_SECONDS)
+        self.client.flush(self.flush_seconds)
         counters = self.counters()
         if counters.delivered < counters.enqueued:
             raise DeliveryFailed("plain producer", counters, self.errors)
@@ -128,7 +138,7 @@ class PlainProducer:
 @contextmanager
 def _plain(conf: dict[str, Any]) -> Iterator[PlainProducer]:
     """A new client for this task, closed at its end."""
-    p = PlainProducer(Producer(conf))
+    p = PlainProducer(Producer(conf), conf)
     try:
         yield p
         p.settle()
@@ -146,7 +156,7 @@ def _plain_cached(conf: dict[str, Any]) -> Iterator[PlainProducer]:
         _cached.pop(other).purge()
     if key not in _cached:
         _cached[key] = Producer(conf)
-    p = PlainProducer(_cached[key])
+    p = PlainProducer(_cached[key], conf)
     yield p
     p.settle()
 
@@ -237,15 +247,24 @@ def _paused(events: Iterable[dict[str, Any]], pause: Pause, seed: int) -> Iterat
                 _slow_input(seconds)
 
 
+def _task_seed() -> int:
+    ctx = TaskContext.get()
+    return ctx.partitionId() * 1000 + ctx.attemptNumber() if ctx is not None else 0
+
+
+def paused_upstream(pause: Pause) -> Callable[[Iterator[dict[str, Any]]], Iterator[dict[str, Any]]]:
+    """A task's events with `pause`'s healthy work between them (user code upstream of a
+    sink: in Spark's Kafka sink's task, a slow Python step before the JVM writes)."""
+    return lambda events: _paused(events, pause, _task_seed())
+
+
 def with_pauses(writer: job.PartitionWriter, pause: Pause) -> job.PartitionWriter:
     """`writer` whose task pauses for healthy work between writes (see `Pause`)."""
 
     def task(
         plan: job.TaskPlan, accumulators: job.JobAccumulators, events: Iterable[dict[str, Any]]
     ) -> None:
-        ctx = TaskContext.get()
-        seed = ctx.partitionId() * 1000 + ctx.attemptNumber() if ctx is not None else 0
-        writer(plan, accumulators, _paused(events, pause, seed))
+        writer(plan, accumulators, _paused(events, pause, _task_seed()))
 
     return task
 
@@ -254,6 +273,76 @@ def task_for(producer: str, pause: Pause | None) -> job.PartitionWriter:
     """The task a scenario runs: its producer's, with its pauses if any."""
     writer = TASKS[producer]
     return writer if pause is None else with_pauses(writer, pause)
+
+
+JVM = "jvm"
+"""`Scenario.producer` of Spark's own Kafka sink (the connector's JVM `KafkaProducer`)."""
+
+
+def _seq_events(
+    writer: job.PartitionWriter,
+    plan: job.TaskPlan,
+    accumulators: job.JobAccumulators,
+    run_id: str,
+    rows: Iterable[Row],
+) -> None:
+    writer(plan, accumulators, (job.generated_event(run_id, int(r.seq)) for r in rows))
+
+
+def _foreach_batch(
+    spark: SparkSession, options: RunOptions, writer: job.PartitionWriter
+) -> Callable[[DataFrame, int], None]:
+    """`foreachBatch`'s function: every micro-batch written by `writer`'s tasks, as a
+    streaming job writes through its own producer (`foreachPartition` in `foreachBatch`)."""
+    sc = spark.sparkContext
+    conf = {"bootstrap.servers": options.bootstrap, **options.producer_conf}
+    partitions = options.partitions or sc.defaultParallelism
+    plan = job.TaskPlan(
+        options.topic, conf, job.task_rate(options, partitions, sc.defaultParallelism)
+    )
+    accumulators = job.JobAccumulators.create(sc)
+    write = functools.partial(_seq_events, writer, plan, accumulators, options.run_id)
+
+    def each(frame: DataFrame, batch: int) -> None:
+        # (a query's batches run on a thread of its own: the property tasks read is set here)
+        sc.setLocalProperty(job.APP_ID_PROPERTY, sc.applicationId)
+        frame.rdd.foreachPartition(write)
+
+    return each
+
+
+def pipeline_run(
+    producer: str, pause: Pause | None, trigger_seconds: float = 0.0, rows_per_batch: int = 0
+) -> PipelineRun:
+    """A scenario's run: batch (`trigger_seconds` 0) or a streaming query whose
+    micro-batches start every `trigger_seconds` (`rows_per_batch` each); written through
+    `producer`'s tasks (`TASKS`) or Spark's Kafka sink (`JVM`: `options.sink` says which
+    mode), with `pause`'s healthy work in each task between writes."""
+    trigger = trigger_seconds or None
+    per_batch = rows_per_batch or connector_sink.EVENTS_PER_MICRO_BATCH
+
+    def run(spark: SparkSession, options: RunOptions, progress: IO[str]) -> Summary:
+        if producer == JVM and options.sink == SINK_CONNECTOR_STREAMING:
+            return connector_sink.run_streaming(
+                spark, options, progress, trigger_seconds=trigger, rows_per_batch=per_batch
+            )
+        if producer == JVM:
+            upstream = paused_upstream(pause) if pause is not None else None
+            return connector_sink.run_batch(spark, options, progress, upstream=upstream)
+        task = task_for(producer, pause)
+        if trigger is None:
+            return job.run_pipeline(spark, options, progress, task)
+        each = _foreach_batch(spark, options, task)
+        return connector_sink.run_streaming(
+            spark,
+            options,
+            progress,
+            trigger_seconds=trigger,
+            rows_per_batch=per_batch,
+            each_batch=each,
+        )
+
+    return run
 
 
 TASKS: dict[str, job.PartitionWriter] = {

@@ -30,7 +30,7 @@ import math
 import re
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -90,14 +90,23 @@ def _writer_options(options: RunOptions) -> dict[str, str]:
     }
 
 
+Upstream = Callable[[Iterator[dict[str, Any]]], Iterator[dict[str, Any]]]
+"""User code between a task's events and the sink, run in the task's Python worker (the
+demo's silence controls compute or wait there, as a slow UDF upstream of the sink does)."""
+
+
 def _messages(
-    rate: float | None, accumulators: JobAccumulators, events: Iterable[dict[str, Any]]
+    rate: float | None,
+    accumulators: JobAccumulators,
+    upstream: Upstream | None,
+    events: Iterable[dict[str, Any]],
 ) -> Iterator[tuple[bytes, bytes]]:
     """A task's rows; counted once the partition was handed over (merged on success)."""
     ctx = TaskContext.get()
     pacer = Pacer(rate) if rate else None
     count = 0
-    for event in events:
+    source = iter(events)
+    for event in upstream(source) if upstream is not None else source:
         yield to_message(event)
         count += 1
         if pacer is not None:
@@ -106,12 +115,21 @@ def _messages(
 
 
 def run_connector(
-    spark: SparkSession, options: RunOptions, progress: IO[str] | None = None
+    spark: SparkSession,
+    options: RunOptions,
+    progress: IO[str] | None = None,
+    *,
+    upstream: Upstream | None = None,
+    trigger_seconds: float | None = None,
+    rows_per_batch: int = EVENTS_PER_MICRO_BATCH,
 ) -> Summary:
-    """Dispatch on `options.sink` (both connector modes)."""
+    """Dispatch on `options.sink` (both connector modes); `upstream` is the batch mode's,
+    `trigger_seconds` and `rows_per_batch` the streaming mode's (see there)."""
     if options.sink == SINK_CONNECTOR_STREAMING:
-        return run_streaming(spark, options, progress)
-    return run_batch(spark, options, progress)
+        return run_streaming(
+            spark, options, progress, trigger_seconds=trigger_seconds, rows_per_batch=rows_per_batch
+        )
+    return run_batch(spark, options, progress, upstream=upstream)
 
 
 def _reporting(
@@ -122,8 +140,15 @@ def _reporting(
     return ProgressReporter(line, options.progress_seconds, progress)
 
 
-def run_batch(spark: SparkSession, options: RunOptions, progress: IO[str] | None = None) -> Summary:
-    """`df.write.format("kafka")` of the run's events (see the module docstring)."""
+def run_batch(
+    spark: SparkSession,
+    options: RunOptions,
+    progress: IO[str] | None = None,
+    *,
+    upstream: Upstream | None = None,
+) -> Summary:
+    """`df.write.format("kafka")` of the run's events (see the module docstring), each
+    task's events passing through `upstream` first when given."""
     sc = spark.sparkContext
     partitions = partition_count(options, sc.defaultParallelism)
     rate = task_rate(options, partitions, sc.defaultParallelism)
@@ -145,7 +170,7 @@ def run_batch(spark: SparkSession, options: RunOptions, progress: IO[str] | None
         try:
             rdd = events_rdd(sc, options, partitions)
             partitions = rdd.getNumPartitions()
-            rows = rdd.mapPartitions(functools.partial(_messages, rate, accumulators))
+            rows = rdd.mapPartitions(functools.partial(_messages, rate, accumulators, upstream))
             frame = spark.createDataFrame(rows, MESSAGE, verifySchema=False)
             frame.write.format("kafka").options(**_writer_options(options)).save()
         except (PySparkException, Py4JError) as exc:
@@ -186,9 +211,9 @@ def batch_rows(batch: int, per_batch: int, events: int) -> int:
     return max(0, min(events, (batch + 1) * per_batch) - batch * per_batch)
 
 
-def micro_batches(events: int) -> tuple[int, int]:
-    """(rows per micro-batch, micro-batches) for `events` events."""
-    batches = max(1, math.ceil(events / EVENTS_PER_MICRO_BATCH))
+def micro_batches(events: int, most: int = EVENTS_PER_MICRO_BATCH) -> tuple[int, int]:
+    """(rows per micro-batch, micro-batches) for `events` events, at most `most` a batch."""
+    batches = max(1, math.ceil(events / most))
     per_batch = math.ceil(events / batches)
     return per_batch, batches
 
@@ -204,26 +229,45 @@ def _message_column(run_id: str) -> Column:
     return make.asNondeterministic()(F.col("value"))
 
 
-def _stream(spark: SparkSession, options: RunOptions, per_batch: int, partitions: int) -> DataFrame:
-    events = options.events or 0
+def query_name(options: RunOptions) -> str:
+    """The streaming query's name (one per run id)."""
+    return f"hangwatch-{options.run_id}"
+
+
+def _seqs(spark: SparkSession, options: RunOptions, per_batch: int, partitions: int) -> DataFrame:
+    """The run's seqs (`value`), `per_batch` a micro-batch, in `partitions` partitions."""
     source = (
         spark.readStream.format("rate-micro-batch")
         .option("rowsPerBatch", per_batch)
         .option("numPartitions", partitions)
         .load()
     )
-    rows = source.where(F.col("value") < events).select(_message_column(options.run_id).alias("m"))
-    return rows.select("m.key", "m.value")
+    return source.where(F.col("value") < (options.events or 0))
+
+
+def _stream(spark: SparkSession, options: RunOptions, per_batch: int, partitions: int) -> DataFrame:
+    rows = _seqs(spark, options, per_batch, partitions)
+    return rows.select(_message_column(options.run_id).alias("m")).select("m.key", "m.value")
 
 
 def run_streaming(
-    spark: SparkSession, options: RunOptions, progress: IO[str] | None = None
+    spark: SparkSession,
+    options: RunOptions,
+    progress: IO[str] | None = None,
+    *,
+    trigger_seconds: float | None = None,
+    rows_per_batch: int = EVENTS_PER_MICRO_BATCH,
+    each_batch: Callable[[DataFrame, int], None] | None = None,
 ) -> Summary:
     """A streaming query writing the run's events with `writeStream.format("kafka")`,
-    stopped once the micro-batch holding the last seq is committed."""
+    stopped once the micro-batch holding the last seq is committed. `trigger_seconds`:
+    a micro-batch starts at most every that many seconds (a processing-time trigger; the
+    query idles in between), else as soon as the previous one ended. `each_batch`: the
+    micro-batches (a `seq` column) go to it (`foreachBatch`, a producer of the user's in
+    its tasks) instead of the Kafka sink; Spark commits a batch once it returned."""
     sc = spark.sparkContext
     events = options.events or 0
-    per_batch, batches = micro_batches(events)
+    per_batch, batches = micro_batches(events, rows_per_batch)
     partitions = options.partitions or max(
         sc.defaultParallelism, min(per_batch // EVENTS_PER_TASK + 1, 64)
     )
@@ -248,13 +292,22 @@ def run_streaming(
     error: str | None = None
     with _reporting(line, options, progress):
         try:
-            writer = (
-                _stream(spark, options, per_batch, partitions)
-                .writeStream.format("kafka")
-                .options(**_writer_options(options))
-                .option("checkpointLocation", str(checkpoint))
-                .queryName(f"hangwatch-{options.run_id}")
+            if each_batch is None:
+                sink = (
+                    _stream(spark, options, per_batch, partitions)
+                    .writeStream.format("kafka")
+                    .options(**_writer_options(options))
+                )
+            else:
+                seqs = _seqs(spark, options, per_batch, partitions).withColumnRenamed(
+                    "value", "seq"
+                )
+                sink = seqs.select("seq").writeStream.foreachBatch(each_batch)
+            writer = sink.option("checkpointLocation", str(checkpoint)).queryName(
+                query_name(options)
             )
+            if trigger_seconds:
+                writer = writer.trigger(processingTime=f"{trigger_seconds:g} seconds")
             query = writer.start()
             while query.isActive:
                 if max(committed_batches(checkpoint), default=-1) >= batches - 1:

@@ -128,6 +128,11 @@ def test_each_run_outlasts_its_scenario_and_only_s4_logs_client_debug_lines() ->
         assert options.rate_per_second == RATE_PER_SECOND
         wedged_logger = scenario.seed == "S4" and scenario.producer == "wrapper"
         assert ("debug" in options.producer_conf) == wedged_logger, scenario.name
+        if scenario.producer == "jvm":  # Spark's sink: only its JVM producer's kafka.* options
+            assert options.producer_conf == {} and options.sink.startswith("connector")
+            assert dict(options.sink_options) == scenario.producer_conf, scenario.name
+            continue
+        assert options.sink == "wrapper" and not options.sink_options
         assert options.producer_conf["message.timeout.ms"] == "10000"
     runs = {job_options(SCENARIOS["healthy"], timing, "b:1").run_id for _ in range(3)}
     assert len(runs) == 3, "every run has its own id (read back separately)"

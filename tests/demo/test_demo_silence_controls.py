@@ -10,6 +10,10 @@ view), under the demo's fast settings (stall threshold 5 s):
 - `plain-waits-on-input`: the same task blocked on slow input instead (idle);
 - `wrapper-computes-between-writes`: hangwatch's wrapper, computing between writes;
 - `plain-long-linger`: a plain producer with `linger.ms=4000`;
+- `plain-streaming-idle`, `wrapper-streaming-idle`: a Structured Streaming query (15 s
+  processing-time trigger, `foreachBatch` -> `foreachPartition`, a producer per task)
+  idle between its micro-batches: no task runs and no producer is open meanwhile, so the
+  sidecars have nothing to judge (`unknown`, no action) and never call it silence;
 
 none ever gets a restart verdict (`producer_hung`, `metadata_stale`) nor a restart,
 although the pod's connections are silent past the threshold while a task runs (the
@@ -31,14 +35,17 @@ CONTROLS = (
     "plain-waits-on-input",
     "wrapper-computes-between-writes",
     "plain-long-linger",
+    "plain-streaming-idle",
+    "wrapper-streaming-idle",
 )
+STREAMING = ("plain-streaming-idle", "wrapper-streaming-idle")
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1200)
 def test_tasks_that_pause_between_writes_are_never_restarted(
     kernel_faults: None, tmp_path: Path
 ) -> None:
-    rows, _ = run_demo(*CONTROLS, keep=tmp_path, timeout_seconds=840)
+    rows, _ = run_demo(*CONTROLS, keep=tmp_path, timeout_seconds=1140)
     assert sorted(rows) == sorted(CONTROLS)
     for name, row in rows.items():
         seen = {c.split(" ", 1)[1] for _, c in row["changes"]}
@@ -49,3 +56,7 @@ def test_tasks_that_pause_between_writes_are_never_restarted(
         # the pods were silent past the threshold while their tasks ran, and judged healthy
         silence = rows[name]["longest_silence_seconds"] or 0
         assert silence >= Timing().stall_seconds, rows[name]
+    for name in STREAMING:
+        # between micro-batches: no task, no producer; nothing judged, nothing called silent
+        seen = {c.split(" ", 1)[1] for _, c in rows[name]["changes"]}
+        assert seen <= {"healthy", "unknown"}, rows[name]

@@ -1,29 +1,29 @@
 """A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager.
 
 Not a test module: the tests/kube tier's session fixture and the admission benchmark
-use `LocalCluster`. The binaries come from `scripts/build-kube-apiserver.sh` (v1.20.2,
-built once and cached in ~/.cache/hangwatch); etcd from Debian's `etcd-server`. Nothing
-listens on a fixed port: etcd and the API server get free ports, and the Service
-ClusterIP range is a random /24 inside 127.0.0.0/8, so the API server reaches a
-webhook Service's ClusterIP on loopback, where the test runs the operator (no kubelet,
-no kube-proxy: pods are stored, never run). Started and stopped as one unit; the
-child processes die with the test process (PR_SET_PDEATHSIG) even if it is killed.
+use `LocalCluster`. Every binary (etcd, kube-apiserver, kube-controller-manager,
+kubectl) comes from `scripts/build-kube.sh`, the same build of the release pinned in
+scripts/kube/kubernetes/go.mod that the node tier (tests/node) runs, cached by version
+in ~/.cache/hangwatch/kube. Nothing listens on a fixed port: etcd and the API server get
+free ports, and the Service ClusterIP range is a random /24 inside 127.0.0.0/8, so the
+API server reaches a webhook Service's ClusterIP on loopback, where the test runs the
+operator (no kubelet, no kube-proxy: pods are stored, never run; tests/node runs them).
+Started and stopped as one unit; the child processes die with the test process
+(PR_SET_PDEATHSIG) even if it is killed.
 
 What the API server runs with: RBAC authorization, client-certificate authentication
 (the admin is in `system:masters`), service-account tokens signed by a key of ours
-(TokenRequest from the API server, token Secrets from the controller manager's token
+(TokenRequest from the API server; the controller manager's service-account
 controller, which also creates every namespace's `default` ServiceAccount), the default
-admission plugins of 1.20 (ServiceAccount, the mutating and
-validating webhooks, ...), and an audit log (`audit_events`) that records every request
-with its user, verb, resource, response code and, for writes to pods, nodes and
-policies, the request body.
+admission plugins of the release (ServiceAccount, the mutating and validating webhooks,
+...), and an audit log (`audit_events`) that records every request with its user, verb,
+resource, response code and, for writes to pods, nodes and policies, the request body.
 """
 
 from __future__ import annotations
 
 import ctypes
 import json
-import os
 import random
 import shutil
 import signal
@@ -46,12 +46,7 @@ from hangwatch_demo.harness import stop_process
 from tests.kube.pki import Authority, Issued, service_account_keys
 
 ROOT = Path(__file__).resolve().parents[2]
-KUBE_VERSION = "v1.20.2"
-BUILD_SCRIPT = ROOT / "scripts" / "build-kube-apiserver.sh"
-CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-KUBE_CACHE = Path(
-    os.environ.get("HANGWATCH_KUBE_CACHE") or CACHE_HOME / "hangwatch" / f"kube-{KUBE_VERSION}"
-)
+BUILD_SCRIPT = ROOT / "scripts" / "build-kube.sh"
 START_TIMEOUT_SECONDS = 90.0
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -89,8 +84,27 @@ class ClusterUnavailableError(Exception):
     """The local control plane cannot start; the message is one line saying what to do."""
 
 
+def built_components() -> dict[str, str]:
+    """`scripts/build-kube.sh --paths` (NAME=value lines) once every component is cached,
+    or one line naming the missing build and what to run."""
+    check = subprocess.run(
+        ["bash", str(BUILD_SCRIPT), "--check"], capture_output=True, text=True, check=False
+    )
+    if check.returncode != 0:
+        reason = check.stderr.strip().splitlines()[-1:] or ["not built"]
+        raise ClusterUnavailableError(
+            "the tier's Kubernetes is not built: run `make kube` (scripts/build-kube.sh, "
+            f"once, from the Go module proxy; scripts/setup.sh --kube does): {reason[0]}"
+        )
+    out = subprocess.run(
+        ["bash", str(BUILD_SCRIPT), "--paths"], capture_output=True, text=True, check=True
+    ).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
 @dataclass(frozen=True)
 class Binaries:
+    version: str
     apiserver: Path
     controller_manager: Path
     kubectl: Path
@@ -98,27 +112,15 @@ class Binaries:
 
     @classmethod
     def find(cls) -> Binaries:
-        """The cached binaries, or one line naming the missing step and what to install."""
-        etcd = shutil.which("etcd")
-        if etcd is None:
-            raise ClusterUnavailableError(
-                "etcd not found: apt-get install etcd-server (scripts/setup.sh does)"
-            )
-        check = subprocess.run(
-            ["bash", str(BUILD_SCRIPT), "--check"], capture_output=True, text=True, check=False
-        )
-        if check.returncode != 0:
-            raise ClusterUnavailableError(
-                f"kube-apiserver {KUBE_VERSION} is not built in {KUBE_CACHE}/bin: run "
-                "`make kube-apiserver` (scripts/build-kube-apiserver.sh, ~8 min once; needs "
-                "golang-go and dpkg-dev, which scripts/setup.sh installs)"
-            )
-        bin_dir = KUBE_CACHE / "bin"
+        """The cached binaries, or one line naming the missing step and what to run."""
+        paths = built_components()
+        bin_dir = Path(paths["KUBE_BIN"])
         return cls(
+            paths["KUBE_VERSION"],
             bin_dir / "kube-apiserver",
             bin_dir / "kube-controller-manager",
             bin_dir / "kubectl",
-            Path(etcd),
+            Path(paths["ETCD_BIN"]) / "etcd",
         )
 
 
@@ -251,7 +253,6 @@ class LocalCluster:
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
                 f"--secure-port={self.port}",
-                "--insecure-port=0",
                 f"--tls-cert-file={serving.cert}",
                 f"--tls-private-key-file={serving.key}",
                 f"--client-ca-file={authority.cert}",
@@ -283,7 +284,6 @@ class LocalCluster:
                 f"--service-account-private-key-file={sa_private}",
                 f"--root-ca-file={authority.cert}",
                 "--leader-elect=false",
-                "--port=0",
                 "--secure-port=0",
                 "--use-service-account-credentials=false",
             ],
@@ -337,7 +337,7 @@ class LocalCluster:
         check: bool = True,
         stdin: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """The v1.20.2 kubectl against this cluster (admin unless `kubeconfig`)."""
+        """The release's kubectl against this cluster (admin unless `kubeconfig`)."""
         done = subprocess.run(
             [
                 str(self.binaries.kubectl),

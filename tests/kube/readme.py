@@ -53,7 +53,8 @@ def parse_helm(command: list[str]) -> HelmInstall:
     """`helm install|upgrade RELEASE CHART [flags]`; `create_namespace` is also set by
     `--reuse-values` on an upgrade (the flags the README uses, nothing else)."""
     release, chart, *rest = command[2:]
-    namespace, flag, values = "default", False, {}
+    namespace, flag = "default", False
+    values: dict[str, Any] = {}
     words = iter(rest)
     for word in words:
         if word in {"--namespace", "-n"}:

@@ -2,12 +2,9 @@
 
 Not a test module. `HelmRelease` installs, upgrades and rolls back `charts/hangwatch`
 with the Helm v4 engine (helm-python-sdk, the same library the chart tests render
-with) against `LocalCluster`. Two concessions to v1.20.2, the newest API server we can
-build (docs/testing-tiers.md): the chart is installed from a copy whose `kubeVersion`
-floor is lowered from 1.25 to 1.20, and with client-side apply, because Helm 4's
-server-side apply refuses the CRD's CEL rules on a server that predates them (the
-server then drops them, which the CRD tests show). The tier's values only change ports
-and leave out the PodDisruptionBudget (policy/v1 arrived in 1.21).
+with) against a running control plane (this tier's `LocalCluster`, the node tier's
+`NodeCluster`), as a user would: the chart as it is, Helm 4's server-side apply. The
+tier's values only change ports.
 
 `operator_command` turns the installed Deployment (read back from the API server) into
 the process a kubelet would start: the same arguments and environment (fieldRefs
@@ -22,8 +19,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
-import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,21 +38,9 @@ RELEASE = "hangwatch"
 NAMESPACE = "hangwatch-system"
 SERVICE_ACCOUNT = "hangwatch-operator"
 OPERATOR_USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}"
-KUBE_FLOOR = 'kubeVersion: ">=1.20.0-0"'
 WAIT_SECONDS = 90.0
 """How long the tier waits for the operator to get somewhere: a real API server and a
 loaded 2-core machine make kopf's start-up and peering slower than the emulator's."""
-
-
-def chart_for_1_20(directory: Path) -> Path:
-    """A copy of the chart whose kubeVersion floor admits v1.20 (nothing else changed)."""
-    copy = directory / "hangwatch"
-    shutil.copytree(CHART, copy)
-    chart_yaml = copy / "Chart.yaml"
-    text, count = re.subn(r"^kubeVersion: .*$", KUBE_FLOOR, chart_yaml.read_text(), flags=re.M)
-    assert count == 1, "Chart.yaml has no kubeVersion line to lower"
-    chart_yaml.write_text(text)
-    return copy
 
 
 def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -79,10 +62,10 @@ class HelmRelease:
     webhook_port: int = field(default_factory=free_port)
     sidecar_port: int = field(default_factory=free_port)
     values: dict[str, Any] = field(default_factory=dict)
-    server_side_apply: bool = False
-    """Helm 4's default; False for 1.20, whose server drops the CRD's CEL fields."""
-    pod_disruption_budget: bool = False
-    """policy/v1 arrived in 1.21: off for 1.20."""
+    server_side_apply: bool = True
+    """Helm 4's default."""
+    pod_disruption_budget: bool = True
+    """The chart's default."""
 
     @property
     def base_values(self) -> dict[str, Any]:

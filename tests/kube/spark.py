@@ -3,9 +3,9 @@
 Not a test module. The bodies come from `hangwatch_testing.spark_pods` (what Spark 3.5's
 KubernetesExecutorBuilder produces), minus what the API server adds itself (the
 service-account token volume), so creation goes through the whole admission chain:
-defaulting, the ServiceAccount plugin (which mounts the namespace's default token on
-1.20), then the mutating webhooks. Like Spark, the driver pod exists first and every
-executor carries an ownerReference to its real uid.
+defaulting, the ServiceAccount plugin (which mounts a projected token of the
+namespace's `default` ServiceAccount), then the mutating webhooks. Like Spark, the
+driver pod exists first and every executor carries an ownerReference to its real uid.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def as_submitted(pod: dict[str, Any]) -> dict[str, Any]:
 
 
 def ensure_namespace(cluster: LocalCluster, name: str) -> None:
-    """The namespace with its `default` ServiceAccount (the controller manager adds it and its
-    token, which the ServiceAccount admission plugin needs before pods can be created)."""
+    """The namespace with its `default` ServiceAccount (the controller manager adds it; the
+    ServiceAccount admission plugin needs it before pods can be created)."""
     with admin_api(cluster) as api:
         core = client.CoreV1Api(api)
         try:
@@ -52,10 +52,10 @@ def ensure_namespace(cluster: LocalCluster, name: str) -> None:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             accounts = core.list_namespaced_service_account(name).items
-            if any(a.metadata and a.metadata.name == "default" and a.secrets for a in accounts):
+            if any(a.metadata and a.metadata.name == "default" for a in accounts):
                 return
             time.sleep(0.1)
-    raise AssertionError(f"namespace {name} got no default ServiceAccount token")
+    raise AssertionError(f"namespace {name} got no default ServiceAccount")
 
 
 def create_pod(
@@ -103,6 +103,7 @@ def executor_pod_for(
 
 
 def container_names(pod: dict[str, Any]) -> list[str]:
-    return [c["name"] for c in pod["spec"].get("containers", ())] + [
-        f"init:{c['name']}" for c in pod["spec"].get("initContainers", ())
-    ]
+    """Every container's name, regular ones first, then init containers (where a native
+    sidecar is)."""
+    spec = pod["spec"]
+    return [c["name"] for c in [*spec.get("containers", ()), *spec.get("initContainers", ())]]

@@ -1,4 +1,4 @@
-"""Executor pods go through the real admission chain and the operator's webhook (v1.20.2).
+"""Executor pods go through the real admission chain and the operator's webhook.
 
 The operator runs as a process configured from the installed Deployment, authenticated
 with a real token of the chart's ServiceAccount; the API server calls its webhook
@@ -8,8 +8,9 @@ Covered:
 - an executor pod created as Spark's driver creates it (owned by the real driver pod,
   token mounted by the ServiceAccount plugin) is stored with the sidecar container,
   the telemetry volume mounted in both containers, the policy label and the injected
-  and mode annotations: legacy mode (a regular container, shareProcessNamespace),
-  chosen automatically because the server is 1.20;
+  and mode annotations: native mode (an init container with `restartPolicy: Always`),
+  chosen automatically because the server is 1.29 or newer, with the pod's shared
+  process namespace the policy's process view asks for (tests/node starts such pods);
 - the sidecar's arguments are those the policy gives (`injection.sidecar_args`);
 - the driver, a pod without Spark labels and an executor annotated
   `hangwatch.dev/inject: "false"` are stored untouched;
@@ -101,26 +102,27 @@ def _policy_settings(release: HelmRelease) -> tuple[Any, OperatorSettings]:
     return policy, OperatorSettings(sidecar_port=release.sidecar_port)
 
 
-def test_executor_is_stored_with_the_legacy_sidecar(
+def test_executor_is_stored_with_the_native_sidecar(
     cluster: LocalCluster, release: HelmRelease, operator: OperatorRun
 ) -> None:
     _, (executor,) = submit_application(cluster, NAMESPACE, 1, suffix="-inj")
     meta, spec = executor["metadata"], executor["spec"]
     assert container_names(executor) == ["spark-kubernetes-executor", SIDECAR_CONTAINER]
-    assert spec["shareProcessNamespace"] is True
+    (sidecar,) = spec["initContainers"]
+    assert sidecar["name"] == SIDECAR_CONTAINER and sidecar["restartPolicy"] == "Always"
+    assert spec["shareProcessNamespace"] is True  # the policy's process view (default on)
     assert meta["labels"][POLICY_LABEL] == "orders-writers"
     assert meta["annotations"][INJECTED_ANNOTATION] == "orders-writers"
-    assert meta["annotations"][MODE_ANNOTATION] == "legacy"
+    assert meta["annotations"][MODE_ANNOTATION] == "native"
     assert {"name": TELEMETRY_VOLUME, "emptyDir": {}} in spec["volumes"]
     policy, settings = _policy_settings(release)
-    sidecar = spec["containers"][1]
-    assert sidecar["args"] == sidecar_args(policy, settings, InjectionMode.LEGACY)
+    assert sidecar["args"] == sidecar_args(policy, settings, InjectionMode.NATIVE)
     assert sidecar["ports"][0]["containerPort"] == release.sidecar_port
-    for container in spec["containers"]:
+    for container in [*spec["containers"], sidecar]:
         mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
         assert mounts[TELEMETRY_VOLUME] == settings.telemetry_dir
     # the ServiceAccount plugin ran before the webhook: the token is mounted as usual
-    assert any(v["name"].startswith("default-token-") for v in spec["volumes"])
+    assert any(v["name"].startswith("kube-api-access-") for v in spec["volumes"])
     assert "Injected the hangwatch sidecar into pod" in operator.log()
 
 

@@ -1,10 +1,10 @@
-"""The chart, installed by real Helm, is accepted and served by a real API server (v1.20.2).
+"""The chart, installed by real Helm, is accepted and served by a real API server.
 
 Covered against kube-apiserver with RBAC and the default admission plugins:
 
 - the ProducerHealthPolicy CRD is established with a structural schema (no
-  NonStructuralSchema condition), served with its short name and category; the
-  server drops the CEL rules (1.20 has no `x-kubernetes-validations`);
+  NonStructuralSchema condition) and its CEL rules, served with its short name and
+  category;
 - the server's defaulting of a minimal policy equals the defaults the emulator tier
   applies (`tests/operator/structural.apply_defaults`);
 - `kubectl get producerhealthpolicies` prints the CRD's printer columns, filled from
@@ -15,17 +15,15 @@ Covered against kube-apiserver with RBAC and the default admission plugins:
   (`kubectl auth can-i --as`), reading Secrets and patching nodes (cordoning off) no;
 - the MutatingWebhookConfiguration carries the CA of the chart's Secret, whose serving
   certificate is valid for the Service's DNS name;
-- every example policy is accepted; every schema-invalid example in examples/invalid
-  is rejected by the server with the error its `# expect:` line names; the CEL-only
-  ones are accepted by 1.20 (listed in docs/testing-tiers.md as checked by the CRD
-  tests with cel-python and the emulator tier).
+- every example policy is accepted and stored with the defaults the emulator tier
+  applies. (Every document of examples/invalid is rejected by this same release's
+  server in the node tier, tests/node/test_crd_rules_on_the_server.py.)
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import re
 import ssl
 from pathlib import Path
 from typing import Any
@@ -33,23 +31,19 @@ from typing import Any
 import pytest
 import yaml
 from cryptography import x509
-from kubernetes import client
 
 from hangwatch_testing.structural import (
-    CEL_ONLY_INVALID,
     EXAMPLES,
     apply_defaults,
-    expected_error,
     policy_document,
     version_schema,
 )
 from tests.kube.cluster import LocalCluster
-from tests.kube.release import NAMESPACE, OPERATOR_USER, HelmRelease, admin_api
+from tests.kube.release import NAMESPACE, OPERATOR_USER, HelmRelease
 
 pytestmark = pytest.mark.xdist_group("kube")
 
 CRD = "producerhealthpolicies.hangwatch.dev"
-INVALID = sorted(p.name for p in (EXAMPLES / "invalid").glob("*.yaml"))
 
 
 def _json(cluster: LocalCluster, *args: str) -> dict[str, Any]:
@@ -75,7 +69,7 @@ def test_crd_is_established_structural_and_served(
     assert conditions["Established"] == "True"
     assert conditions["NamesAccepted"] == "True"
     assert "NonStructuralSchema" not in conditions, crd["status"]["conditions"]
-    assert "x-kubernetes-validations" not in json.dumps(crd["spec"])  # dropped by 1.20
+    assert "x-kubernetes-validations" in json.dumps(crd["spec"])  # kept: the server runs them
     resources = cluster.kubectl("api-resources", "--api-group=hangwatch.dev").stdout
     assert "producerhealthpolicies" in resources and "phpolicy" in resources
     assert cluster.kubectl("get", "hangwatch", "-A").returncode == 0  # the category
@@ -119,16 +113,10 @@ def test_printer_columns_and_status_subresource(
 
 
 def _patch_status(cluster: LocalCluster, namespace: str, name: str, status: dict[str, Any]) -> None:
-    """kubectl 1.20 has no --subresource: PATCH /status through the API, as the operator does."""
-    with admin_api(cluster) as api:
-        client.CustomObjectsApi(api).patch_namespaced_custom_object_status(
-            "hangwatch.dev",
-            "v1alpha1",
-            namespace,
-            "producerhealthpolicies",
-            name,
-            {"status": status},
-        )
+    cluster.kubectl(
+        *("patch", "phpolicy", name, "-n", namespace, "--subresource=status", "--type=merge"),
+        *("-p", json.dumps({"status": status})),
+    )
 
 
 def test_rbac_gives_the_service_account_exactly_the_chart_rules(
@@ -197,28 +185,3 @@ def test_example_policies_are_accepted(
     cluster.kubectl("apply", "-f", str(EXAMPLES / example))
     stored = _json(cluster, "get", "-f", str(EXAMPLES / example))
     assert stored["spec"]["kafka"] == apply_defaults(version_schema(), body)["spec"]["kafka"]
-
-
-@pytest.mark.parametrize("example", INVALID)
-def test_invalid_examples_are_rejected_by_the_server_unless_cel_only(
-    cluster: LocalCluster, release: HelmRelease, example: str
-) -> None:
-    path = EXAMPLES / "invalid" / example
-    body = yaml.safe_load(path.read_text())
-    namespace = _namespace(cluster, f"invalid-{len(example)}")
-    body["metadata"]["namespace"] = namespace
-    # --validate=false: the server decides, not kubectl's client-side schema check
-    done = cluster.kubectl(
-        "create", "--validate=false", "-f", "-", stdin=json.dumps(body), check=False
-    )
-    if example in CEL_ONLY_INVALID:
-        assert done.returncode == 0, done.stderr
-        cluster.kubectl("delete", "-f", "-", stdin=json.dumps(body))
-    else:
-        assert done.returncode != 0, f"{example} was accepted"
-        # 1.20 names a list's field without the item index newer servers add ([0])
-        assert _unindexed(expected_error(path)) in done.stderr, done.stderr
-
-
-def _unindexed(message: str) -> str:
-    return re.sub(r"\[\d+\]", "", message)

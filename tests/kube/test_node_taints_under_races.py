@@ -1,6 +1,6 @@
 """Cordon and uncordon keep a taint another controller adds in between, on the real server.
 
-`actuation.cordon` / `uncordon` run in-process against kube-apiserver v1.20.2 through the
+`actuation.cordon` / `uncordon` run in-process against the real kube-apiserver through the
 operator's own `KubeApi`; right after each of hangwatch's node reads, another
 controller adds a taint (a real update). What only a real server can show: it treats
 the `metadata.resourceVersion` in hangwatch's merge patch as a precondition and answers

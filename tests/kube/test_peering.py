@@ -202,7 +202,7 @@ def test_a_standby_follows_a_policy_created_changed_and_deleted_after_it_paused(
     cluster.merge_patch("phpolicy", "writers", namespace, interval)
     standby.wait_for_log(f"Policy {policy} (generation 2) changed for injection.")
     _, (changed,) = submit_application(cluster, namespace, 1, suffix="-changed")
-    (sidecar,) = [c for c in changed["spec"]["containers"] if c["name"] == SIDECAR_CONTAINER]
+    (sidecar,) = [c for c in changed["spec"]["initContainers"] if c["name"] == SIDECAR_CONTAINER]
     flag = sidecar["args"].index("--probe-interval-seconds")
     assert sidecar["args"][flag + 1] in ("3", "3.0")
 

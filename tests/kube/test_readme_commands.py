@@ -1,11 +1,11 @@
 """Every command of the README's "Run it on a cluster" section, run by the tier.
 
 The commands are read from README.md itself (`tests.kube.readme`), so the README cannot
-drift from what is tested. Against kube-apiserver v1.20.2 with the operator running as
+drift from what is tested. Against the real kube-apiserver with the operator running as
 the chart's ServiceAccount: `make image` is the image tier's (tests/image builds the
 image with it); the push is left aside (no registry here); the session's release was
 installed with the values of the README's `helm install`; each `kubectl` command runs
-with kubectl v1.20.2 and succeeds, the policy of examples/policy-dry-run.yaml watching
+with the release's kubectl and succeeds, the policy of examples/policy-dry-run.yaml watching
 three executor pods, one of them hung: `kubectl get producerhealthpolicies -A` shows it
 watching 3 with 1 unhealthy, `kubectl get events` shows the HangwatchDryRun Event;
 `port-forward` needs a kubelet, so the `curl` of the operator's /metrics goes to the

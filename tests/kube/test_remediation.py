@@ -1,4 +1,4 @@
-"""Remediation against the real API server (v1.20.2), through the chart's RBAC.
+"""Remediation against the real API server, through the chart's RBAC.
 
 The release is upgraded with `operator.nodeCordoning.enabled=true` (real `helm
 upgrade`: the webhook certificate Secret is kept) and the operator runs as the chart's

@@ -64,11 +64,17 @@ from typing import Any
 
 import yaml
 
-from tests.kube.cluster import free_port, spawn, stop, write_kubeconfig
+from tests.kube.cluster import (
+    ClusterUnavailableError,
+    built_components,
+    free_port,
+    spawn,
+    stop,
+    write_kubeconfig,
+)
 from tests.kube.pki import Authority, service_account_keys
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD_SCRIPT = ROOT / "scripts" / "build-kube.sh"
 NODE_NAME = "hangwatch-node"
 START_TIMEOUT_SECONDS = 180.0
 CONTAINERD_NAMESPACE = "k8s.io"
@@ -108,18 +114,10 @@ class Components:
 
     @classmethod
     def find(cls) -> Components:
-        check = subprocess.run(
-            ["bash", str(BUILD_SCRIPT), "--check"], capture_output=True, text=True, check=False
-        )
-        if check.returncode != 0:
-            raise NodeUnavailableError(
-                "the node tier's cluster is not built: run `make kube` (scripts/build-kube.sh; "
-                f"builds from the Go module proxy once): {check.stderr.strip()}"
-            )
-        out = subprocess.run(
-            ["bash", str(BUILD_SCRIPT), "--paths"], capture_output=True, text=True, check=True
-        ).stdout
-        paths = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        try:
+            paths = built_components()
+        except ClusterUnavailableError as exc:
+            raise NodeUnavailableError(str(exc)) from None
         return cls(
             kube_version=paths["KUBE_VERSION"],
             kube_bin=Path(paths["KUBE_BIN"]),
@@ -139,7 +137,7 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return done
 
 
-def _used_networks() -> list[ipaddress.IPv4Network]:
+def _used_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
     routes = json.loads(_ip("-j", "-4", "route", "show", "table", "all").stdout or "[]")
     addresses = json.loads(_ip("-j", "-4", "addr").stdout or "[]")
     used = []
@@ -158,7 +156,7 @@ def free_pod_network() -> ipaddress.IPv4Network:
     """A random 10.x.y.0/24 that no route or address of this machine overlaps."""
     used = _used_networks()
     for _ in range(200):
-        network = ipaddress.ip_network(
+        network = ipaddress.IPv4Network(
             f"10.{random.randint(64, 250)}.{random.randint(0, 255)}.0/24"
         )
         if not any(network.overlaps(other) for other in used):

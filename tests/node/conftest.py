@@ -11,18 +11,16 @@ and imports it into the node's containerd. Every module of the tier marks itself
 
 from __future__ import annotations
 
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.image.containers import ROOT, ContainerTools, bookworm_python_rootfs, require_tools, run
 from tests.kube.readme import helm_install
 from tests.kube.release import CHART, NAMESPACE, RELEASE, HelmRelease, deep_merge
 from tests.node.cluster import NodeCluster, NodeUnavailableError, node_cluster
+from tests.node.images import hangwatch_image_in
 
 IMAGE = f"localhost/hangwatch:{uuid.uuid4().hex[:8]}"
 """The hangwatch image's name in the node's runtime (built by `hangwatch_image`)."""
@@ -45,20 +43,8 @@ def node() -> Iterator[NodeCluster]:
 @pytest.fixture(scope="session")
 def hangwatch_image(node: NodeCluster) -> Iterator[str]:
     """`make image` built on the debootstrap base and imported into the node's runtime."""
-    require_tools()
-    tools = ContainerTools.create()
-    base, image = f"localhost/hangwatch-node-base:{IMAGE.rsplit(':', 1)[1]}", IMAGE
-    try:
-        tools.import_rootfs(bookworm_python_rootfs(), base)
-        env = {**tools.env, "HANGWATCH_IMAGE_TOOL": "buildah"}
-        run(["make", "-C", str(ROOT), "image", f"IMAGE={image}", f"BASE_IMAGE={base}"], env=env)
-        with tempfile.TemporaryDirectory(prefix="hangwatch-image-") as tmp:
-            archive = Path(tmp) / "hangwatch.tar"
-            run(["buildah", "push", "--quiet", image, f"docker-archive:{archive}:{image}"], env=env)
-            node.import_image(archive)
+    with hangwatch_image_in(node, IMAGE) as image:
         yield image
-    finally:
-        tools.close()  # the imported copy goes with the node's containerd root
 
 
 @pytest.fixture(scope="session")
@@ -74,6 +60,6 @@ def release(node: NodeCluster) -> HelmRelease:
     )
     repository, tag = IMAGE.rsplit(":", 1)
     image = {"repository": repository, "tag": tag}
-    installed = HelmRelease(node, CHART, server_side_apply=True, pod_disruption_budget=True)
+    installed = HelmRelease(node, CHART)
     installed.install(deep_merge(readme.values, {"image": image, "sidecar": {"image": image}}))
     return installed

@@ -1,0 +1,60 @@
+"""Silence is not a hang for Spark's own Kafka sink (the connector's JVM `KafkaProducer`).
+
+Covers, with the real `hangwatch demo` command (subprocess, `--json`) on `local-cluster`
+executors writing with `spark-sql-kafka-0-10` to the real Apache Kafka lab engine (the
+Java client cannot talk to librdkafka's mock cluster), one real sidecar per executor
+(socket view narrowed to that executor's process tree, Spark's view with the JVM thread
+dump, the Python stack view), under the demo's fast settings (stall threshold 5 s):
+
+- `jvm-computes-between-writes`: `df.write.format("kafka")` whose rows come from a Python
+  step that computes for three stall thresholds after every 300 events;
+- `jvm-waits-on-input`: the same step blocked on slow input instead;
+- `jvm-long-linger`: `kafka.linger.ms=4000` with a batch size the rows never fill;
+- `jvm-streaming-idle`: `writeStream.format("kafka")` with a 15 s processing-time trigger,
+  the query idle between its micro-batches (its producer cached and connected);
+
+none ever gets a restart verdict nor a restart, and nothing is lost. In the first two the
+executor's connections are silent past the threshold while its task runs (the socket
+view's silence), and Spark's view - the executor JVM's thread dump: the producer's
+threads in their own loop, no task thread inside the client - is among what cleared it
+(`/status` `latest.evidence.silence_cleared`; the Python stack view, which sees the step
+computing or waiting outside any client, clears it as well).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hangwatch_demo.scenarios import Timing
+from tests.demo.running import run_demo
+
+CONTROLS = (
+    "jvm-computes-between-writes",
+    "jvm-waits-on-input",
+    "jvm-long-linger",
+    "jvm-streaming-idle",
+)
+
+
+@pytest.mark.timeout(900)
+def test_spark_kafka_sink_tasks_that_pause_are_never_restarted(
+    kernel_faults: None, tmp_path: Path
+) -> None:
+    rows, _ = run_demo(*CONTROLS, keep=tmp_path, timeout_seconds=840)
+    assert sorted(rows) == sorted(CONTROLS)
+    for name, row in rows.items():
+        assert row["producer"] == "jvm", row
+        seen = {c.split(" ", 1)[1] for _, c in row["changes"]}
+        assert not seen & {"producer_hung", "metadata_stale"}, (name, row["changes"])
+        assert row["restarts"] == 0 and row["action"] in ("none", "alert only (producer_silent)")
+        assert row["ok"] and row["lost"] == 0 and row["events"] > 100, row
+    for name in ("jvm-computes-between-writes", "jvm-waits-on-input"):
+        # silent past the threshold while the task ran upstream of the sink, and cleared
+        row = rows[name]
+        assert (row["longest_silence_seconds"] or 0) >= Timing().stall_seconds, row
+        # Spark's view (the executor's JVM thread dump) clears it: the producer's threads in
+        # their own loop, no task thread inside the client (the Python step may clear it too)
+        sources = {reason.split(":", 1)[0] for reason in row["silence_cleared"]}
+        assert "spark view" in sources, row
