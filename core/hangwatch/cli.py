@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn, Protocol, cast
@@ -33,6 +34,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pipeline": ("hangwatch_pipeline.pipeline_cli", "run or verify the reference PySpark pipeline"),
 }
 """Sub-command name -> (module, one-line help). Components add theirs here."""
+STOPPED_CLEANLY_WHILE_STARTING = frozenset({"sidecar"})
+"""Commands a kubelet stops with SIGTERM that must exit 0 even when the signal comes
+while they still import and parse (a pod deleted seconds after it started): their
+`run` installs its own handler only once started, and Python's default action would
+end the process with 143, which Spark 4 (`checkAllContainers`) reads as a failed
+container of the executor's pod."""
 
 
 class CommandModule(Protocol):
@@ -66,6 +73,10 @@ def build_parser(only: str | None = None) -> OneLineParser:
     return parser
 
 
+def _stopped_while_starting(signum: int, frame: object) -> NoReturn:
+    raise SystemExit(ExitCode.OK)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `hangwatch` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -77,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return ExitCode.USAGE
         parser.error(f"unknown command {chosen!r} (choose from {', '.join(COMMANDS)})")
+    if chosen in STOPPED_CLEANLY_WHILE_STARTING:
+        signal.signal(signal.SIGTERM, _stopped_while_starting)
     parser = build_parser(only=chosen)
     args = parser.parse_args(argv)
     try:
