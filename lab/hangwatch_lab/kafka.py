@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._metadata import ClusterMetadata
 from confluent_kafka.cimpl import NewTopic
@@ -92,6 +92,17 @@ ELECTION_GRACE_SECONDS = 60.0
 broker is continued anyway (its result then says `leaderless_seconds: None`)."""
 STOP_TIMEOUT_SECONDS = 30.0
 POLL_SECONDS = 0.05
+TRANSIENT_ADMIN_ERRORS = frozenset(
+    {
+        KafkaError._DESTROY_BROKER,
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NOT_CONTROLLER,
+    }
+)
+"""Admin request errors of a cluster still forming (or of a replaced bootstrap
+connection): the request is sent again."""
 
 ELECTION_CAUSES = ("freeze", "kill")
 """How `election` takes the leader away: SIGSTOP (a pause; connections hang) or SIGKILL
@@ -565,19 +576,37 @@ class KafkaLab(Lab):
             )
 
     def _create_topics(self) -> None:
+        """Create `topics`, again for those whose request failed transiently: the admin
+        client replaces its bootstrap connections by the brokers it learns of, and a
+        request in flight on a replaced one fails with `_DESTROY_BROKER` (seen in about
+        one start in ten on a loaded machine). A topic the first try created already
+        exists on the next."""
         if not self.topics:
             return
         replication = min(3, self.broker_count)
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
-        futures = admin.create_topics(
-            [NewTopic(name, parts, replication) for name, parts in self.topics.items()],
-            operation_timeout=30,
-        )
-        for name, future in futures.items():
-            try:
-                future.result(timeout=60)
-            except KafkaException as exc:
-                raise LabError(f"creating topic {name} failed: {exc}") from None
+        pending = dict(self.topics)
+        deadline = time.monotonic() + 60
+        while pending:
+            futures = admin.create_topics(
+                [NewTopic(name, parts, replication) for name, parts in pending.items()],
+                operation_timeout=30,
+            )
+            for name, future in futures.items():
+                try:
+                    future.result(timeout=60)
+                except KafkaException as exc:
+                    error = exc.args[0] if exc.args else None
+                    code = error.code() if isinstance(error, KafkaError) else None
+                    if code == KafkaError.TOPIC_ALREADY_EXISTS:
+                        pass
+                    elif code in TRANSIENT_ADMIN_ERRORS and time.monotonic() < deadline:
+                        continue
+                    else:
+                        raise LabError(f"creating topic {name} failed: {exc}") from None
+                pending.pop(name)
+            if pending:
+                time.sleep(0.5)
         self._wait_leaders(set(self.topics), "creating topics")
 
     def _wait_leaders(

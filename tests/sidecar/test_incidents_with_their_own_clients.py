@@ -86,8 +86,9 @@ def test_s4_callback_waits_for_itself_kafka_clients_0_11() -> None:
 def test_s2_sarama_1_37_never_answers_the_batch_after_an_election() -> None:
     # Whether sarama's retries run out during the election depends on when its one
     # in-flight request meets the frozen leader: in 3 of 4 measured runs it did (see
-    # benchmarks/incidents.py). Up to 3 elections, each on a fresh cluster.
-    for _ in range(3):
+    # benchmarks/incidents.py; on a loaded machine 3 elections in a row once missed it).
+    # Up to 6 elections, each on a fresh cluster; the later ones only run after a miss.
+    for _ in range(6):
         result = replay(BY_ID["S2"])
         assert result.election.get("leaderless_seconds"), result.election  # it happened
         if result.first_error_after is not None:
