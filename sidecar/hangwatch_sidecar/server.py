@@ -113,6 +113,11 @@ class StatusServer:
         self._ready.set()
         async with server:
             await self._stop.wait()
+        # A connection accepted just before the close is a task of asyncio's that may not
+        # have run yet; cancelled before its first step it would never close the accepted
+        # socket (a ResourceWarning once collected). Let such tasks take their first steps.
+        for _ in range(3):
+            await asyncio.sleep(0)
         # Connections still open are dropped; their tasks end (and close their sockets)
         # before the loop does.
         handlers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]

@@ -132,6 +132,29 @@ def free_port(host: str = "0.0.0.0") -> int:
         return port
 
 
+LASTING_PORTS = range(20000, 32000)
+"""Below the kernel's ephemeral range (32768-60999 by default), from which every
+`free_port`, Kafka broker, Spark JVM and outgoing connection of the other test workers
+takes its ports."""
+
+
+def lasting_port(host: str = "0.0.0.0") -> int:
+    """A free port for a listener that a release fixes at install and that binds much
+    later, maybe in another process (the chart's webhook port, bound each time an operator
+    starts): taken outside the ephemeral range, so no port the kernel hands out to
+    anything else in the meantime can be it (a `free_port` webhook port was once taken
+    by another test's listener 20 minutes later: "address already in use")."""
+    for _ in range(200):
+        port = random.choice(LASTING_PORTS)
+        with socket.socket() as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise ClusterUnavailableError(f"no free port in {LASTING_PORTS}")
+
+
 def _die_with_parent() -> None:
     """Runs in the child before exec: SIGTERM it when the test process goes away."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)

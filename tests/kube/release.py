@@ -31,7 +31,15 @@ from helm_python import _native
 from kubernetes import client, config
 
 from hangwatch_testing.emulated_cluster import OperatorRun
-from tests.kube.cluster import ROOT, ControlPlane, free_port, spawn, stop, write_kubeconfig
+from tests.kube.cluster import (
+    ROOT,
+    ControlPlane,
+    free_port,
+    lasting_port,
+    spawn,
+    stop,
+    write_kubeconfig,
+)
 
 CHART = ROOT / "charts" / "hangwatch"
 RELEASE = "hangwatch"
@@ -59,8 +67,8 @@ class HelmRelease:
 
     cluster: ControlPlane
     chart: Path
-    webhook_port: int = field(default_factory=free_port)
-    sidecar_port: int = field(default_factory=free_port)
+    webhook_port: int = field(default_factory=lasting_port)
+    sidecar_port: int = field(default_factory=lasting_port)
     values: dict[str, Any] = field(default_factory=dict)
     server_side_apply: bool = True
     """Helm 4's default."""
