@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import socket
 import statistics
 import sys
 import tempfile
@@ -53,6 +52,7 @@ from tests.node.workloads import (  # noqa: E402
     policy,
     read_pod,
     submit_driver,
+    wait_operator_ready,
 )
 
 EXECUTOR_SCRIPT = """
@@ -121,19 +121,6 @@ def line(label: str, values: list[float], base: list[float] | None) -> str:
     return f"  {label:<44} p50 {p50:6.2f} s{extra}   p99 {p99:6.2f} s"
 
 
-def wait_operator(release: HelmRelease, node: NodeCluster, run: Any, name: str) -> None:
-    def ready() -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", release.webhook_port), timeout=0.5):
-                pass
-        except OSError:
-            return False
-        path = f"/apis/hangwatch.dev/v1alpha1/namespaces/{NAMESPACE}/producerhealthpolicies"
-        return bool(node.get(f"{path}/{name}").get("status"))
-
-    run.wait_for("the webhook and the policy's status", ready)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=20, help="executor pods per phase")
@@ -166,7 +153,7 @@ def main() -> int:
                 path = f"/apis/hangwatch.dev/v1alpha1/namespaces/{NAMESPACE}/producerhealthpolicies"
                 node.create(path, policy("startup", f"{node.node_ip}:9"))
                 with running_operator(node, Path(tmp)) as (run, _):
-                    wait_operator(release, node, run, "startup")
+                    wait_operator_ready(run, node, release, NAMESPACE, "startup")
                     print("phase 2: with the native sidecar", file=sys.stderr)
                     native = start_pods(node, image, "native", args.pods, injected=True)
                 version = node.get("/version")["gitVersion"]
