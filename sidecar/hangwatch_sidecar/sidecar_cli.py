@@ -2,14 +2,27 @@
 
 Thin: parses settings (flags, then `HANGWATCH_*` environment, then defaults), starts
 the HTTP server and runs `SidecarLoop` rounds until SIGTERM or Ctrl-C.
+
+Stopping is prompt whatever a round is doing. A native sidecar is stopped after the
+executor's container has exited, with what is left of the pod's grace period and at
+least the kubelet's 2 s minimum; an executor wedged by a hung producer often uses the
+whole grace period, so the sidecar gets just those 2 s. A round can be waiting on a
+blackholed broker for up to connect + request timeout (6 s by default), and the probe
+threads are joined at interpreter exit, so the rounds run in their own thread and the
+process ends `STOP_WITHIN_SECONDS` after the signal with a round still in flight:
+nothing is lost, since the sidecar's state lives in memory and was published by the
+last finished round.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
+import sys
 import threading
+import time
 from types import FrameType
 
 from hangwatch import logs
@@ -20,6 +33,12 @@ from hangwatch_sidecar.loop import SidecarLoop
 from hangwatch_sidecar.probe.metadata import RDKAFKA_LOG
 from hangwatch_sidecar.server import StatusServer
 from hangwatch_sidecar.settings import add_arguments, from_args
+
+STOP_WITHIN_SECONDS = 1.0
+"""After SIGTERM, how long an evaluation round in flight may take to finish before the
+process exits without it: half the kubelet's minimum grace period (2 s)."""
+
+log = logging.getLogger(__name__)
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     server.start()
-    logging.getLogger(__name__).info(
+    log.info(
         "sidecar started",
         extra={
             "port": server.port,
@@ -59,9 +78,41 @@ def run(args: argparse.Namespace) -> int:
         },
     )
     watch = ExecutorWatch(settings.exit_when_gone) if settings.exit_when_gone else None
-    try:
-        loop.run(stop, done=watch.gone if watch else lambda: False)
-    finally:
-        server.close()
-        loop.close()
+
+    failed: list[Exception] = []
+
+    def rounds() -> None:
+        try:
+            loop.run(stop, done=watch.gone if watch else lambda: False)
+            loop.close()
+        except Exception as exc:  # noqa: BLE001 - raised again in the main thread
+            failed.append(exc)
+        finally:
+            stop.set()
+
+    worker = threading.Thread(target=rounds, name="hangwatch-rounds", daemon=True)
+    worker.start()
+    while not stop.wait(1.0):
+        pass
+    server.close()
+    busy = _finish(worker, time.monotonic() + STOP_WITHIN_SECONDS)
+    if busy:
+        # A round or a probe is still waiting on a broker; the interpreter would join it.
+        log.info("stopped with work in flight", extra={"threads": busy})
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(ExitCode.OK)
+    if failed:
+        raise failed[0]
     return ExitCode.OK
+
+
+def _finish(worker: threading.Thread, deadline: float) -> list[str]:
+    """Join the rounds thread, then every other non-daemon thread (probe pools), until
+    `deadline` (monotonic); returns the names of those still running."""
+    me = threading.current_thread()
+    waiting = [worker] + [t for t in threading.enumerate() if t is not me and not t.daemon]
+    for thread in waiting:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return [t.name for t in waiting if t.is_alive()]

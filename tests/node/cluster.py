@@ -691,6 +691,10 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
         """POST `body` to `path` as the admin; the stored object."""
         return self._request("POST", path, body)
 
+    def replace(self, path: str, body: Any) -> Any:
+        """PUT `body` (an object read from `path`, changed) as the admin; the stored object."""
+        return self._request("PUT", path, body)
+
     def delete(self, path: str, grace_seconds: int | None = None) -> Any:
         body = None if grace_seconds is None else {"gracePeriodSeconds": grace_seconds}
         return self._request("DELETE", path, body)

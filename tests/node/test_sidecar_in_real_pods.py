@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 import urllib.request
@@ -42,6 +41,7 @@ import pytest
 from hangwatch_operator.injection import MODE_ANNOTATION, SIDECAR_CONTAINER
 from hangwatch_operator.kube_api import KubeApi, KubeApiError
 from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.silent_broker import SilentBroker
 from tests.kube.release import HelmRelease, operator_kubeconfig, running_operator
 from tests.node.cluster import NodeCluster
 from tests.node.workloads import (
@@ -58,32 +58,6 @@ from tests.node.workloads import (
 pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(1200)]
 
 LEGACY_APP = "legacy-app"
-
-
-class SilentBroker:
-    """A TCP listener on the node IP that accepts and never answers (an unanswering
-    broker); it records the peer address of every connection it accepted."""
-
-    def __init__(self, host: str) -> None:
-        self.server = socket.create_server((host, 0))
-        self.address = f"{host}:{self.server.getsockname()[1]}"
-        self.peers: list[str] = []
-        self._held: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, peer = self.server.accept()
-            except OSError:
-                return
-            self._held.append(conn)
-            self.peers.append(f"{peer[0]}:{peer[1]}")
-
-    def close(self) -> None:
-        self.server.close()
-        for conn in self._held:
-            conn.close()
 
 
 @pytest.fixture(scope="module")

@@ -219,6 +219,7 @@ class Submission:
         run_id: str,
         workdir: Path,
         job: tuple[str, ...] = ("--events", str(EVENTS), "--partitions", "8"),
+        conf: dict[str, str] | None = None,
     ) -> None:
         options = {
             "spark.kubernetes.namespace": SPARK_NAMESPACE,
@@ -235,6 +236,7 @@ class Submission:
             "spark.kubernetes.driver.request.cores": "100m",
             "spark.kubernetes.executor.request.cores": "100m",
             "spark.kubernetes.executor.terminationGracePeriodSeconds": "30",
+            **(conf or {}),
         }
         self.argv = ["bash", str(EXAMPLE / "spark-submit.sh")]
         for key, value in options.items():
@@ -454,14 +456,19 @@ class PacedRun:
 
 @contextmanager
 def paced_run(
-    node: NodeCluster, image: str, kafka: KafkaLab, workdir: Path, kind: str
+    node: NodeCluster,
+    image: str,
+    kafka: KafkaLab,
+    workdir: Path,
+    kind: str,
+    conf: dict[str, str] | None = None,
 ) -> Iterator[PacedRun]:
-    """Submit the paced job; afterwards (whatever happened) lift the faults, end
-    spark-submit if it still runs and stop recording."""
+    """Submit the paced job (with `conf` added); afterwards (whatever happened) lift the
+    faults, end spark-submit if it still runs and stop recording."""
     run_id = f"k8s-{kind}-{uuid.uuid4().hex[:8]}"
     recorder = PodRecorder(node)
     fault = PodNetworkFault(kafka.bootstrap.split(",")[0])
-    submission = Submission(node, image, kafka, run_id, workdir, PACED_JOB)
+    submission = Submission(node, image, kafka, run_id, workdir, PACED_JOB, conf)
     try:
         yield PacedRun(run_id, recorder, fault, submission)
     finally:
@@ -483,6 +490,76 @@ def writing_executors(recorder: PodRecorder, port: int) -> list[tuple[dict[str, 
     return []
 
 
+@dataclass
+class Wedged:
+    """One executor wedged, acted on and replaced: the pods and when each step was seen
+    (monotonic clock)."""
+
+    target: dict[str, Any]
+    replacement: dict[str, Any]
+    hung: dict[str, Any]
+    fault_at: float
+    verdict_at: float
+    deleted_at: float
+    created_at: float
+    replaced_at: float
+
+
+def wedge_one_executor(run: PacedRun, release: HelmRelease) -> Wedged:
+    """Blackhole one writing executor's producer connections in its pod's network
+    namespace (its user's traffic only), then wait for its sidecar's producer_hung, the
+    pod's deletion and a replacement executor Running; the other executor must not be
+    touched."""
+    recorder, fault = run.recorder, run.fault
+    (target, _), (other, _) = wait_for(
+        "both executors writing",
+        lambda: writing_executors(recorder, release.sidecar_port),
+        timeout=600,
+    )
+    known = {p["metadata"]["uid"] for p in recorder.role("executor")}
+    pid = executor_pid(target["metadata"]["name"])
+    fault.drop(pid, uid=process_uid(pid))
+    fault_at = time.monotonic()
+    hung = wait_for(
+        "the sidecar's verdict producer_hung",
+        lambda: (
+            (s := sidecar_status(target, release.sidecar_port))
+            and s["verdict"] == "producer_hung"
+            and s
+        ),
+    )
+    # when the sidecar's verdict began (its `since`, wall clock), on the monotonic clock
+    verdict_at = time.monotonic() - (time.time() - float(hung["since"]))
+    target_uid = target["metadata"]["uid"]
+    wait_for("the wedged pod deleted", lambda: target_uid in recorder.deleted_seen, 300)
+    replacement = wait_for(
+        "a replacement executor running",
+        lambda: next(
+            (
+                p
+                for p in recorder.role("executor")
+                if p["metadata"]["uid"] not in known and p["status"].get("phase") == "Running"
+            ),
+            None,
+        ),
+        timeout=300,
+    )
+    replaced_at = time.monotonic()
+    other_now = recorder.pods[other["metadata"]["uid"]]
+    assert "deletionTimestamp" not in other_now["metadata"], "the healthy executor was hit"
+    assert replacement["spec"]["initContainers"][0]["name"] == SIDECAR_CONTAINER
+    return Wedged(
+        target=recorder.pods[target_uid],
+        replacement=replacement,
+        hung=hung,
+        fault_at=fault_at,
+        verdict_at=verdict_at,
+        deleted_at=recorder.deleted_seen[target_uid],
+        created_at=recorder.first_seen[replacement["metadata"]["uid"]],
+        replaced_at=replaced_at,
+    )
+
+
 def test_a_wedged_executor_is_deleted_spark_replaces_it_and_the_job_completes(
     node: NodeCluster,
     release: HelmRelease,
@@ -496,59 +573,95 @@ def test_a_wedged_executor_is_deleted_spark_replaces_it_and_the_job_completes(
     it) -> Spark asks for a new executor, whose pod gets the sidecar -> the job ends
     Succeeded and verify finds every event. Prints the measured intervals."""
     with paced_run(node, spark_image, kafka, tmp_path, "fault") as run:
-        recorder, fault = run.recorder, run.fault
-        (target, _), (other, _) = wait_for(
-            "both executors writing",
-            lambda: writing_executors(recorder, release.sidecar_port),
-            timeout=600,
-        )
-        known = {p["metadata"]["uid"] for p in recorder.role("executor")}
-        pid = executor_pid(target["metadata"]["name"])
-        uid = process_uid(pid)
-        fault.drop(pid, uid=uid)
-        fault_at = time.monotonic()
-        hung = wait_for(
-            "the sidecar's verdict producer_hung",
-            lambda: (
-                (s := sidecar_status(target, release.sidecar_port))
-                and s["verdict"] == "producer_hung"
-                and s
-            ),
-        )
-        # when the sidecar's verdict began (its `since`, wall clock), on the monotonic clock
-        verdict_at = time.monotonic() - (time.time() - float(hung["since"]))
-        target_uid = target["metadata"]["uid"]
-        wait_for("the wedged pod deleted", lambda: target_uid in recorder.deleted_seen, 300)
-        deleted_at = recorder.deleted_seen[target_uid]
-        replacement = wait_for(
-            "a replacement executor running",
-            lambda: next(
-                (
-                    p
-                    for p in recorder.role("executor")
-                    if p["metadata"]["uid"] not in known and p["status"].get("phase") == "Running"
-                ),
-                None,
-            ),
-            timeout=300,
-        )
-        replaced_at = time.monotonic()
-        created_at = recorder.first_seen[replacement["metadata"]["uid"]]
-        other_now = recorder.pods[other["metadata"]["uid"]]
-        assert "deletionTimestamp" not in other_now["metadata"], "the healthy executor was hit"
+        w = wedge_one_executor(run, release)
         submitted = run.submission.wait()
         done_at = time.monotonic()
     summary = completed_run(node, run.recorder, submitted, kafka, run.run_id, PACED_EVENTS)
-    assert replacement["spec"]["initContainers"][0]["name"] == SIDECAR_CONTAINER
-    assert fault_at < verdict_at <= deleted_at <= created_at <= replaced_at < done_at
+    assert w.fault_at < w.verdict_at <= w.deleted_at <= w.created_at <= w.replaced_at < done_at
     assert summary["failed_attempts"] >= 1 or summary["retried_tasks"] >= 1, summary
     print(
         "spark-on-kubernetes fault: "
-        f"fault->verdict {verdict_at - fault_at:.1f} s, "
-        f"verdict->pod deleted {deleted_at - verdict_at:.1f} s, "
-        f"deleted->replacement pod created {created_at - deleted_at:.1f} s, "
-        f"deleted->replacement running {replaced_at - deleted_at:.1f} s, "
-        f"fault->job done {done_at - fault_at:.1f} s; reasons {hung['reasons']}"
+        f"fault->verdict {w.verdict_at - w.fault_at:.1f} s, "
+        f"verdict->pod deleted {w.deleted_at - w.verdict_at:.1f} s, "
+        f"deleted->replacement pod created {w.created_at - w.deleted_at:.1f} s, "
+        f"deleted->replacement running {w.replaced_at - w.deleted_at:.1f} s, "
+        f"fault->job done {done_at - w.fault_at:.1f} s; reasons {w.hung['reasons']}"
+    )
+
+
+POLICIES = f"/apis/hangwatch.dev/v1alpha1/namespaces/{SPARK_NAMESPACE}/producerhealthpolicies"
+
+
+@contextmanager
+def producer_hung_actions(node: NodeCluster, actions: list[str]) -> Iterator[None]:
+    """The module's policy acting with `actions` on producer_hung (once the operator has
+    seen that generation), restored afterwards."""
+    path = f"{POLICIES}/{POLICY_NAME}"
+
+    def set_actions(wanted: list[str]) -> None:
+        document = node.get(path)
+        document["spec"]["actions"]["producerHung"] = wanted
+        generation = node.replace(path, document)["metadata"]["generation"]
+        wait_for(
+            f"the operator to see policy generation {generation}",
+            lambda: node.get(path).get("status", {}).get("observedGeneration") == generation,
+        )
+
+    before = node.get(path)["spec"]["actions"]["producerHung"]
+    set_actions(actions)
+    try:
+        yield
+    finally:
+        set_actions(before)
+
+
+DECOMMISSION_CONF = {"spark.executor.decommission.forceKillTimeout": "15s"}
+"""The example's decommission settings (spark.decommission.enabled and block migration
+on) with a force-kill timeout inside this tier's 30 s grace period (the example's 120 s
+goes with its 150 s grace)."""
+
+
+def test_under_a_decommission_policy_a_wedged_executor_is_decommissioned_and_replaced(
+    node: NodeCluster,
+    release: HelmRelease,
+    spark_image: str,
+    kafka: KafkaLab,
+    operator: OperatorRun,
+    tmp_path: Path,
+) -> None:
+    """The policy says `decommission` for producer_hung: the wedged executor's pod is
+    deleted with its own grace period, which runs Spark's preStop hook (decom.sh ->
+    SIGPWR); the executor decommissions (its own log says so), the driver replaces it
+    and the job completes with every event verified. The policy records the action as
+    a decommission; the sidecar of the decommissioned pod exits 0."""
+    with (
+        producer_hung_actions(node, ["decommission", "alert"]),
+        paced_run(node, spark_image, kafka, tmp_path, "decom", DECOMMISSION_CONF) as run,
+    ):
+        w = wedge_one_executor(run, release)
+        name = w.target["metadata"]["name"]
+        assert w.target["metadata"]["deletionGracePeriodSeconds"] == 30, w.target["metadata"]
+        executor_log = wait_for(
+            "the executor's log of its decommissioning",
+            lambda: (
+                (text := pod_log(node, w.target, "spark-kubernetes-executor"))
+                and "decommission" in text.lower()
+                and text
+            ),
+            timeout=60,
+        )
+        submitted = run.submission.wait()
+    actions = node.get(f"{POLICIES}/{POLICY_NAME}")["status"]["recentActions"]
+    taken = [a for a in actions if a.get("pod") == name and a.get("action") == "decommission"]
+    assert taken and taken[0].get("verdict") == "producer_hung", actions
+    assert not [a for a in actions if a.get("pod") == name and a.get("action") == "restart"]
+    completed_run(node, run.recorder, submitted, kafka, run.run_id, PACED_EVENTS)
+    print(
+        "spark-on-kubernetes decommission: "
+        f"fault->verdict {w.verdict_at - w.fault_at:.1f} s, "
+        f"verdict->pod deleted {w.deleted_at - w.verdict_at:.1f} s, "
+        f"deleted->replacement running {w.replaced_at - w.deleted_at:.1f} s; executor log: "
+        + " | ".join(ln for ln in executor_log.splitlines() if "ecommission" in ln)[-600:]
     )
 
 
@@ -564,7 +677,7 @@ def test_every_broker_unreachable_from_the_executors_alerts_and_deletes_no_pod(
     dropped, the sidecars' probes included): the operator alerts (cluster_unreachable)
     and deletes no pod; once the fault is lifted the job completes and verify finds
     every event."""
-    base = f"/apis/hangwatch.dev/v1alpha1/namespaces/{SPARK_NAMESPACE}/producerhealthpolicies"
+    base = POLICIES
     with paced_run(node, spark_image, kafka, tmp_path, "outage") as run:
         recorder, fault = run.recorder, run.fault
         executors = wait_for(
