@@ -25,6 +25,7 @@ Service's name, and reaches the API server at the node IP
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import subprocess
@@ -60,6 +61,7 @@ APP = "orders-enricher"
 TOPIC = "events"
 POLICY_NAME = "spark-submit-executors"
 EVENTS = 20000
+PODS = f"/api/v1/namespaces/{SPARK_NAMESPACE}/pods"
 SUBMITTER = "spark-orders"
 """The identity spark-submit uses: the driver's ServiceAccount of rbac.yaml."""
 
@@ -143,45 +145,68 @@ def remove_pods(node: NodeCluster) -> None:
 
 
 class PodRecorder:
-    """Polls the namespace's pods in a thread and keeps the last view of each (by uid),
-    with when it was first seen and when it was first seen deleted (a deletion
-    timestamp, or gone from the list): the executors Spark deletes at the end stay
-    inspectable."""
+    """Watches the namespace's pods in a thread and keeps the last state of each (by
+    uid), with when it was first seen and when it was first seen deleted (a deletion
+    timestamp, or its DELETED event): the executors Spark deletes at the end stay
+    inspectable, and a deleted pod's last state is the one the kubelet reported before
+    it was removed (its containers' exit codes), which polling can miss."""
 
     def __init__(self, node: NodeCluster) -> None:
         self.node = node
         self.pods: dict[str, dict[str, Any]] = {}
         self.first_seen: dict[str, float] = {}
         self.deleted_seen: dict[str, float] = {}
-        listed = node.get(f"/api/v1/namespaces/{SPARK_NAMESPACE}/pods")["items"]
-        self.earlier = {pod["metadata"]["uid"] for pod in listed}
+        self.deletion: dict[str, dict[str, Any]] = {}
+        """The first state of each pod seen with a deletion timestamp (its grace period)."""
+        listed = node.get(PODS)
+        self.earlier = {pod["metadata"]["uid"] for pod in listed["items"]}
         """Pods of earlier submissions (their completed drivers stay): not this run's."""
+        self._version: str | None = listed["metadata"]["resourceVersion"]
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
 
-    def _poll(self) -> None:
+    def _record(self, pod: dict[str, Any], deleted: bool = False) -> None:
+        uid = pod["metadata"]["uid"]
+        if uid in self.earlier:
+            return
+        self.first_seen.setdefault(uid, time.monotonic())
+        if deleted or pod["metadata"].get("deletionTimestamp"):
+            self.deleted_seen.setdefault(uid, time.monotonic())
+            self.deletion.setdefault(uid, pod)
+        self.pods[uid] = pod
+
+    def _event(self, event: dict[str, Any]) -> bool:
+        """Apply one watch event; true to end this watch (stopping, or history expired)."""
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":  # 410 Gone: the version is too old, list again
+            self._version = None
+            return True
+        self._version = obj.get("metadata", {}).get("resourceVersion", self._version)
+        if kind in ("ADDED", "MODIFIED", "DELETED"):
+            self._record(obj, deleted=kind == "DELETED")
+        return self._stop.is_set()
+
+    def _watch(self) -> None:
         while not self._stop.is_set():
             try:
-                items = self.node.get(f"/api/v1/namespaces/{SPARK_NAMESPACE}/pods")["items"]
-            except OSError:  # the API server busy: try again
+                if self._version is None:
+                    listed = self.node.get(PODS)
+                    for pod in listed["items"]:
+                        self._record(pod)
+                    now_listed = {pod["metadata"]["uid"] for pod in listed["items"]}
+                    for uid in set(self.pods) - now_listed:
+                        self.deleted_seen.setdefault(uid, time.monotonic())  # gone meanwhile
+                    self._version = listed["metadata"]["resourceVersion"]
+                query = f"?watch=true&resourceVersion={self._version}&timeoutSeconds=5"
+                self.node.watch(f"{PODS}{query}&allowWatchBookmarks=true", self._event)
+            except (OSError, ValueError, http.client.HTTPException):  # busy, expired: list again
+                self._version = None
                 self._stop.wait(0.5)
-                continue
-            listed = {pod["metadata"]["uid"] for pod in items}
-            for uid in set(self.pods) - listed:
-                self.deleted_seen.setdefault(uid, time.monotonic())  # gone between polls
-            for pod in items:
-                uid = pod["metadata"]["uid"]
-                if uid in self.earlier:
-                    continue
-                self.first_seen.setdefault(uid, time.monotonic())
-                if pod["metadata"].get("deletionTimestamp"):
-                    self.deleted_seen.setdefault(uid, time.monotonic())
-                self.pods[uid] = pod
-            self._stop.wait(0.5)
 
     def role(self, role: str) -> list[dict[str, Any]]:
-        return [p for p in self.pods.values() if p["metadata"]["labels"].get("spark-role") == role]
+        pods = list(self.pods.values())  # a copy: the watch thread adds to it
+        return [p for p in pods if p["metadata"]["labels"].get("spark-role") == role]
 
     def close(self) -> None:
         self._stop.set()
@@ -585,8 +610,19 @@ def test_a_wedged_executor_is_deleted_spark_replaces_it_and_the_job_completes(
         f"verdict->pod deleted {w.deleted_at - w.verdict_at:.1f} s, "
         f"deleted->replacement pod created {w.created_at - w.deleted_at:.1f} s, "
         f"deleted->replacement running {w.replaced_at - w.deleted_at:.1f} s, "
-        f"fault->job done {done_at - w.fault_at:.1f} s; reasons {w.hung['reasons']}"
+        f"fault->job done {done_at - w.fault_at:.1f} s; executor ended "
+        f"{executor_end(run.recorder.pods[w.target['metadata']['uid']])}; "
+        f"reasons {w.hung['reasons']}"
     )
+
+
+def executor_end(pod: dict[str, Any]) -> dict[str, Any]:
+    """How the pod's Spark container ended (its `terminated` state; empty if it had not)."""
+    for container in pod["status"].get("containerStatuses", ()):
+        if container["name"] == "spark-kubernetes-executor":
+            ended: dict[str, Any] = container["state"].get("terminated") or {}
+            return ended
+    return {}
 
 
 POLICIES = f"/apis/hangwatch.dev/v1alpha1/namespaces/{SPARK_NAMESPACE}/producerhealthpolicies"
@@ -631,37 +667,38 @@ def test_under_a_decommission_policy_a_wedged_executor_is_decommissioned_and_rep
 ) -> None:
     """The policy says `decommission` for producer_hung: the wedged executor's pod is
     deleted with its own grace period, which runs Spark's preStop hook (decom.sh ->
-    SIGPWR); the executor decommissions (its own log says so), the driver replaces it
-    and the job completes with every event verified. The policy records the action as
-    a decommission; the sidecar of the decommissioned pod exits 0."""
+    SIGPWR); the executor decommissions (the driver receives its decommissioned message)
+    and leaves by itself (exit 0, within the grace period), the driver replaces it and
+    the job completes with every event verified. The policy records the action as a
+    decommission, never a restart; the sidecar of the decommissioned pod exits 0."""
     with (
         producer_hung_actions(node, ["decommission", "alert"]),
         paced_run(node, spark_image, kafka, tmp_path, "decom", DECOMMISSION_CONF) as run,
     ):
         w = wedge_one_executor(run, release)
         name = w.target["metadata"]["name"]
-        assert w.target["metadata"]["deletionGracePeriodSeconds"] == 30, w.target["metadata"]
-        executor_log = wait_for(
-            "the executor's log of its decommissioning",
-            lambda: (
-                (text := pod_log(node, w.target, "spark-kubernetes-executor"))
-                and "decommission" in text.lower()
-                and text
-            ),
-            timeout=60,
-        )
+        deletion = run.recorder.deletion[w.target["metadata"]["uid"]]["metadata"]
+        assert deletion["deletionGracePeriodSeconds"] == 30, deletion  # the pod's own
         submitted = run.submission.wait()
     actions = node.get(f"{POLICIES}/{POLICY_NAME}")["status"]["recentActions"]
     taken = [a for a in actions if a.get("pod") == name and a.get("action") == "decommission"]
     assert taken and taken[0].get("verdict") == "producer_hung", actions
     assert not [a for a in actions if a.get("pod") == name and a.get("action") == "restart"]
-    completed_run(node, run.recorder, submitted, kafka, run.run_id, PACED_EVENTS)
+    summary = completed_run(node, run.recorder, submitted, kafka, run.run_id, PACED_EVENTS)
+    final = run.recorder.pods[w.target["metadata"]["uid"]]
+    # decommissioned, the JVM left by itself (a deleted wedged executor is killed instead)
+    assert executor_end(final).get("exitCode") == 0, final["status"]
+    driver_log = pod_log(node, run.recorder.role("driver")[0], "spark-kubernetes-driver")
+    exec_id = w.target["metadata"]["labels"]["spark-exec-id"]
+    told = [ln for ln in driver_log.splitlines() if f"executor {exec_id} decommissioned" in ln]
+    assert told, driver_log[-5000:]  # the driver's scheduler backend heard it from the executor
     print(
         "spark-on-kubernetes decommission: "
         f"fault->verdict {w.verdict_at - w.fault_at:.1f} s, "
         f"verdict->pod deleted {w.deleted_at - w.verdict_at:.1f} s, "
-        f"deleted->replacement running {w.replaced_at - w.deleted_at:.1f} s; executor log: "
-        + " | ".join(ln for ln in executor_log.splitlines() if "ecommission" in ln)[-600:]
+        f"deleted->replacement running {w.replaced_at - w.deleted_at:.1f} s; "
+        f"failed_attempts {summary.get('failed_attempts')}, retried {summary.get('retried_tasks')}"
+        f"; driver: {told[0]}"
     )
 
 
