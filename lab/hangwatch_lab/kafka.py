@@ -1085,13 +1085,21 @@ class KafkaLab(Lab):
         log.info("fault shrink", extra={"to": to, "removed": removed, "dead": dead})
 
     def _wait_shrunk(self, keep: set[int]) -> None:
+        """Until every kept broker's own metadata lists exactly `keep`: each learns of the
+        removed brokers' fencing from the metadata log in its own time (one that still
+        listed a removed broker after another had dropped it failed a fresh-clone run)."""
         deadline = time.monotonic() + 60
+        last = "no answer yet"
         while True:
             try:
-                if set(self._metadata(timeout=1.0).brokers) == keep:
+                views = {b: set(self._metadata(self.brokers[b].address, 1.0).brokers) for b in keep}
+                lagging = {b: sorted(v) for b, v in views.items() if v != keep}
+                if not lagging:
                     return
-            except KafkaException:
-                pass
+                last = "; ".join(f"broker {b} lists {v}" for b, v in sorted(lagging.items()))
+            except KafkaException as exc:
+                last = str(exc)[:200]
             if time.monotonic() > deadline:
-                raise LabError(f"shrink: metadata still lists brokers beyond {sorted(keep)}")
+                beyond = sorted(keep)
+                raise LabError(f"shrink: metadata still lists brokers beyond {beyond} ({last})")
             time.sleep(0.2)
