@@ -529,6 +529,15 @@ class Wedged:
     created_at: float
     replaced_at: float
 
+    def intervals(self) -> str:
+        """The measured steps, as the tests print them (the README quotes them)."""
+        return (
+            f"fault->verdict {self.verdict_at - self.fault_at:.1f} s, "
+            f"verdict->pod deleted {self.deleted_at - self.verdict_at:.1f} s, "
+            f"deleted->replacement pod created {self.created_at - self.deleted_at:.1f} s, "
+            f"deleted->replacement running {self.replaced_at - self.deleted_at:.1f} s"
+        )
+
 
 def wedge_one_executor(run: PacedRun, release: HelmRelease) -> Wedged:
     """Blackhole one writing executor's producer connections in its pod's network
@@ -606,10 +615,7 @@ def test_a_wedged_executor_is_deleted_spark_replaces_it_and_the_job_completes(
     assert summary["failed_attempts"] >= 1 or summary["retried_tasks"] >= 1, summary
     print(
         "spark-on-kubernetes fault: "
-        f"fault->verdict {w.verdict_at - w.fault_at:.1f} s, "
-        f"verdict->pod deleted {w.deleted_at - w.verdict_at:.1f} s, "
-        f"deleted->replacement pod created {w.created_at - w.deleted_at:.1f} s, "
-        f"deleted->replacement running {w.replaced_at - w.deleted_at:.1f} s, "
+        f"{w.intervals()}, "
         f"fault->job done {done_at - w.fault_at:.1f} s; executor ended "
         f"{executor_end(run.recorder.pods[w.target['metadata']['uid']])}; "
         f"reasons {w.hung['reasons']}"
@@ -694,9 +700,7 @@ def test_under_a_decommission_policy_a_wedged_executor_is_decommissioned_and_rep
     assert told, driver_log[-5000:]  # the driver's scheduler backend heard it from the executor
     print(
         "spark-on-kubernetes decommission: "
-        f"fault->verdict {w.verdict_at - w.fault_at:.1f} s, "
-        f"verdict->pod deleted {w.deleted_at - w.verdict_at:.1f} s, "
-        f"deleted->replacement running {w.replaced_at - w.deleted_at:.1f} s; "
+        f"{w.intervals()}; "
         f"failed_attempts {summary.get('failed_attempts')}, retried {summary.get('retried_tasks')}"
         f"; driver: {told[0]}"
     )
