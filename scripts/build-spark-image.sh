@@ -18,10 +18,16 @@ base_tarball=$1 mode=${2:-build}
 [ -s "$base_tarball" ] || fail "reading the base" "no root filesystem tarball at $base_tarball (tests/image/containers.py bookworm_python_rootfs makes it)" 3
 command -v buildah >/dev/null 2>&1 || fail "finding buildah" "install it (apt-get install buildah; scripts/setup.sh does)" 3
 
+# Spark's Kafka connector (spark-sql-kafka-0-10 and the three jars it needs), resolved
+# from Maven Central by the pipeline's pom into its cache (once), goes into Spark's own
+# jars directory: jobs in the image use df.write.format("kafka") with no --jars.
+connector_jars=$(PYTHONPATH=pipeline:core python3 -m hangwatch_pipeline.spark_kafka --print) \
+  || fail "resolving Spark's Kafka connector" "the line above names what is missing" 3
 pyspark_version=$(python3 -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb")); print(next(r.split("==")[1] for r in d["project"]["optional-dependencies"]["spark"] if r.startswith("pyspark==")))')
 sources=$(git ls-files -co --exclude-standard -- pyproject.toml README.md core lab sidecar pipeline operator demo image/spark \
   | grep -v -e '__pycache__' -e '^.*\.pyc$' | sort)
 key=$( { echo "base $(basename "$base_tarball") pyspark $pyspark_version"; \
+  for j in $connector_jars; do echo "jar $(basename "$j")"; done; \
   for f in $sources; do [ -f "$f" ] && sha256sum "$f"; done; } | sha256sum | cut -c1-16)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/hangwatch/spark-image
 image=localhost/hangwatch-spark:$key
@@ -50,7 +56,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-mkdir -p "$work/context/spark-dist" "$work/tmp"
+mkdir -p "$work/context/spark-dist" "$work/context/spark-jars" "$work/tmp"
+for j in $connector_jars; do cp "$j" "$work/context/spark-jars/"; done
 cat > "$work/storage.conf" <<CONF
 [storage]
 driver = "vfs"

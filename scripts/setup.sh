@@ -29,6 +29,7 @@ command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)  # the Kafka lab's brokers die with it
+command -v ss >/dev/null 2>&1 || need_apt+=(iproute2)  # the node tier lists a process's connections in its pod
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)  # sarama's zstd dependency uses cgo
