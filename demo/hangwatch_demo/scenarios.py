@@ -51,6 +51,8 @@ class Context:
     lab: Lab
     wedge_file: Path
     dead_bootstrap: list[str] = field(default_factory=list)
+    executor_pids: list[int] = field(default_factory=list)
+    """The executors' JVMs at the fault (the processes whose connections it may target)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,22 @@ def _s4(ctx: Context) -> None:
     ctx.wedge_file.touch()
 
 
+UNANSWERING_BROKER = 1
+"""The broker that stops answering the executors in `jvm-leader-stops-answering`."""
+
+
+def _leader_stops_answering(ctx: Context) -> None:
+    # The broker keeps its leadership and answers everyone else (the sidecars' probes, any
+    # new connection); the executors' producers' requests on their open connections to it
+    # are acknowledged by TCP and never answered.
+    for pid in ctx.executor_pids:
+        ctx.lab.withhold_answers(UNANSWERING_BROKER, pid)
+
+
+def _one_blackholed(ctx: Context) -> None:
+    ctx.lab.blackhole(UNANSWERING_BROKER)
+
+
 def _nothing(ctx: Context) -> None:
     return None
 
@@ -201,6 +219,11 @@ _WAIT = Pause(every_events=300, seconds=PAUSE_STALLS * Timing().stall_seconds, k
 _WATCH = 2 * _COMPUTE.seconds + 10.0
 JVM_SINK = 'Spark\'s Kafka sink (df.write.format("kafka"): the JVM KafkaProducer)'
 JVM_STREAM = 'Spark\'s Kafka sink (writeStream.format("kafka"): the JVM KafkaProducer)'
+JVM_NEVER_TIMES_OUT_MS = 300_000
+"""`kafka.request.timeout.ms` of the JVM sink's unanswered-leader scenario: at the Java
+client's default (30 s) it drops the connection and retries elsewhere after 30 s by
+itself; raised, a request never answered holds the task in the connector's `flush`, which
+has no timeout of its own, as long as the leader stays silent."""
 TRIGGER_SECONDS = PAUSE_STALLS * Timing().stall_seconds
 """The streaming controls' trigger interval: the query idles most of it."""
 ROWS_PER_BATCH = 600
@@ -388,6 +411,48 @@ SCENARIOS: dict[str, Scenario] = {
             "jvm",
             engine="kafka",
         ),
+        Scenario(
+            "jvm-leader-stops-answering",
+            "S2",
+            f"{JVM_SINK}, kafka.request.timeout.ms={JVM_NEVER_TIMES_OUT_MS}: broker "
+            f"{UNANSWERING_BROKER}, a partition leader, stops answering the executors' open "
+            "connections (it keeps its leadership and serves everyone else)",
+            _leader_stops_answering,
+            Verdict.PRODUCER_HUNG,
+            # the unanswered request reaches the stall threshold + 1 round + Spark's read
+            lambda t: t.stall_seconds + t.probe_interval_seconds + t.spark_interval_seconds,
+            restart_helps=True,
+            label="JVM sink: leader stops answering",
+            producer="jvm",
+            producer_conf={"kafka.request.timeout.ms": str(JVM_NEVER_TIMES_OUT_MS)},
+            engine="kafka",
+        ),
+        Scenario(
+            "jvm-blackholed-broker",
+            "S3",
+            f"{JVM_SINK}: broker {UNANSWERING_BROKER} blackholed (a dead host: every packet "
+            "to and from it dropped)",
+            _one_blackholed,
+            Verdict.BROKER_DEGRADED,
+            lambda t: 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000,
+            label="JVM sink: 1 broker blackholed",
+            producer="jvm",
+            engine="kafka",
+        ),
+        Scenario(
+            "jvm-election-recovers",
+            "S2 control",
+            f"{JVM_SINK}: a real 1.5 s leader election (the leader frozen until the "
+            "controller fences it), the producer recovers",
+            _s2_recovers,
+            Verdict.HEALTHY,
+            lambda t: 20.0,
+            control=True,
+            forbidden=RESTART_VERDICTS,
+            label="JVM sink: 1.5 s election",
+            producer="jvm",
+            engine="kafka",
+        ),
         _silence_control(
             "jvm-computes-between-writes",
             f"{JVM_SINK}: a Python step upstream of the sink computes for {PAUSE_STALLS} "
@@ -431,7 +496,8 @@ ON_REQUEST = (
     "jvm-long-linger",
 )
 """Run on request (`--scenario`), not by default: the streaming silence controls and
-Spark's JVM Kafka sink's (on the real Kafka engine, which the default run does not start)."""
+the JVM Kafka sink's silence controls (the default run has the sink's faults and its
+election control; `tests/demo` runs these)."""
 DEMO_ORDER = (
     "healthy",
     "s0-blackholed-cluster",
@@ -448,5 +514,9 @@ DEMO_ORDER = (
     "plain-waits-on-input",
     "wrapper-computes-between-writes",
     "plain-long-linger",
+    "jvm-leader-stops-answering",
+    "jvm-blackholed-broker",
+    "jvm-election-recovers",
 )
-"""The order `hangwatch demo` runs scenarios in."""
+"""The order `hangwatch demo` runs scenarios in (the `jvm-*` ones on the real Kafka
+engine: Spark's own Kafka sink cannot talk to the mock)."""

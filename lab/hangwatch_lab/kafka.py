@@ -1085,19 +1085,32 @@ class KafkaLab(Lab):
         log.info("fault shrink", extra={"to": to, "removed": removed, "dead": dead})
 
     def _wait_shrunk(self, keep: set[int]) -> None:
-        """Until every kept broker's own metadata lists exactly `keep`: each learns of the
-        removed brokers' fencing from the metadata log in its own time (one that still
-        listed a removed broker after another had dropped it failed a fresh-clone run)."""
+        """Until every kept broker's own metadata has listed exactly `keep` for two
+        session timeouts in a row. Each learns of the removed brokers' fencing from the
+        metadata log in its own time (one that still listed a removed broker after
+        another had dropped it failed a fresh-clone run), and a removed broker was listed
+        again after every kept broker had dropped it (another fresh-clone run; the cause
+        was not established). The controller fences or unfences a broker on its heartbeats
+        and their absence within a session timeout, so a view held for two of them, with
+        the removed brokers' processes gone, is taken as final."""
+        settle_seconds = 2 * self.session_timeout_ms / 1000
         deadline = time.monotonic() + 60
         last = "no answer yet"
+        agreed_since: float | None = None
         while True:
             try:
                 views = {b: set(self._metadata(self.brokers[b].address, 1.0).brokers) for b in keep}
                 lagging = {b: sorted(v) for b, v in views.items() if v != keep}
-                if not lagging:
-                    return
-                last = "; ".join(f"broker {b} lists {v}" for b, v in sorted(lagging.items()))
+                if lagging:
+                    agreed_since = None
+                    last = "; ".join(f"broker {b} lists {v}" for b, v in sorted(lagging.items()))
+                else:
+                    now = time.monotonic()
+                    agreed_since = now if agreed_since is None else agreed_since
+                    if now - agreed_since >= settle_seconds:
+                        return
             except KafkaException as exc:
+                agreed_since = None
                 last = str(exc)[:200]
             if time.monotonic() > deadline:
                 beyond = sorted(keep)

@@ -22,7 +22,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from hangwatch.errors import UsageError
+from hangwatch.errors import LabError, UsageError
 from hangwatch_lab import netfilter
 
 log = logging.getLogger(__name__)
@@ -188,6 +188,21 @@ class Lab:
         state.blackholed = True
         log.info("fault blackhole", extra={"broker": broker, "port": state.port})
 
+    def withhold_answers(self, broker: int, pid: int) -> list[int]:
+        """The broker stops answering one client: its data to the connections process
+        `pid` has open to it is dropped in the kernel, its TCP acknowledgements let
+        through, so that client's requests are acknowledged and never answered (a leader
+        frozen for it alone, which keeps its leadership and serves everyone else, new
+        connections included). Undone by `restore`. Returns the connections' local ports."""
+        state = self._broker(broker)
+        ports = netfilter.connection_ports(pid, state.port)
+        if not ports:
+            raise LabError(f"process {pid} has no connection to broker {broker}")
+        with self._lock:
+            self._blackholes.withhold(state.port, ports)
+        log.info("fault withhold-answers", extra={"broker": broker, "pid": pid, "ports": ports})
+        return ports
+
     # -- faults each engine makes its own way -------------------------------------------------
     def down(self, broker: int) -> None:
         raise NotImplementedError
@@ -238,7 +253,7 @@ class Lab:
             brokers=[{**asdict(b), "condition": b.condition} for b in self.brokers.values()],
             topics=dict(self.topics),
             elections=self.elections_under_way(),
-            chain=self._blackholes.chain if self._blackholes.ports else None,
+            chain=self._blackholes.chain if self._blackholes.active else None,
             engine=self.engine,
             election_results=list(self.election_results),
         )

@@ -6,6 +6,12 @@ data on established connections) and packets *from* it (answers already in
 flight). On loopback both directions pass INPUT, so nothing is dropped at send time
 and the broker never sees an error: exactly what a dead host looks like.
 
+Withholding a broker's answers from one client adds, per connection that client has
+open to the broker, a DROP rule for the broker's packets to that connection that carry
+data (`ANSWER_MIN_BYTES` and more): bare TCP acknowledgements still pass, so the
+client's requests are acknowledged and never answered, while every other client and
+every new connection is served.
+
 The owner removes its chain on every exit path it controls (`close`). A lab killed
 with SIGKILL cannot, so `remove_stale_chains` — called when any lab starts — removes
 every `HWLAB-<pid>-<n>` chain whose process no longer exists.
@@ -18,6 +24,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable, Sequence
 from itertools import count
 
 from hangwatch.errors import LabError
@@ -50,6 +57,56 @@ def available() -> str | None:
     if probe.returncode != 0:
         return f"iptables does not work here: {probe.stderr.decode().strip()}"
     return None
+
+
+ANSWER_MIN_BYTES = 53
+"""IPv4 packets this long or longer carry data: a bare TCP acknowledgement with the
+timestamps option (Linux's default) is 52 bytes, 20 of IP and 32 of TCP."""
+
+
+def withhold_rule(broker_port: int, local_port: int, broker_host: str | None = None) -> list[str]:
+    """The iptables rule (without chain) dropping the data `broker_port` sends to the
+    connection whose local port is `local_port`, its bare acknowledgements let through."""
+    source = ["-s", broker_host] if broker_host else []
+    return [
+        "-p", "tcp", *source, "--sport", str(broker_port), "--dport", str(local_port),
+        "-m", "length", "--length", f"{ANSWER_MIN_BYTES}:65535", "-j", "DROP",
+    ]  # fmt: skip
+
+
+def parse_ss_ports(text: str, pid: int, broker_port: int, broker_host: str | None) -> list[int]:
+    """Local ports of `pid`'s connections to the broker in `ss -Htnp state established`
+    output (IPv4 or IPv4-mapped IPv6 addresses, as the JVM opens them)."""
+    ports = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 4 or f"pid={pid}," not in line:
+            continue
+        local, peer = fields[2], fields[3]
+        host, _, port = peer.rpartition(":")
+        host = host.strip("[]").removeprefix("::ffff:")
+        if port == str(broker_port) and (broker_host is None or host == broker_host):
+            ports.append(int(local.rpartition(":")[2]))
+    return sorted(ports)
+
+
+def connection_ports(
+    pid: int, broker_port: int, broker_host: str | None = None, enter: Sequence[str] = ()
+) -> list[int]:
+    """Local ports of the established connections process `pid` has to the broker, as
+    iproute2's `ss` lists them; `enter` prefixes the command (`nsenter --target=P --net`
+    for another network namespace)."""
+    if not enter and shutil.which("ss") is None:
+        raise LabError("withholding answers needs ss (install it: apt-get install iproute2)")
+    listed = subprocess.run(
+        [*enter, "ss", "-Htnp", "state", "established"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if listed.returncode != 0:
+        raise LabError(f"ss failed: {listed.stderr.strip()}")
+    return parse_ss_ports(listed.stdout, pid, broker_port, broker_host)
 
 
 def pid_alive(pid: int) -> bool:
@@ -105,6 +162,8 @@ class Blackholes:
     def __init__(self) -> None:
         self.chain = f"{CHAIN_PREFIX}{os.getpid()}-{next(_serial)}"
         self.ports: set[int] = set()
+        self.withheld: dict[int, set[int]] = {}
+        """Broker port -> local ports of the connections whose answers are withheld."""
         self._created = False
 
     def _ensure_chain(self) -> None:
@@ -127,8 +186,25 @@ class Blackholes:
         _iptables("-A", self.chain, "-p", "tcp", "--sport", str(port), "-j", "DROP")
         self.ports.add(port)
 
+    @property
+    def active(self) -> bool:
+        """Whether any rule is in force (a blackhole or answers withheld)."""
+        return bool(self.ports or any(self.withheld.values()))
+
+    def withhold(self, port: int, local_ports: Iterable[int]) -> None:
+        """Drop the data broker `port` sends to these connections (their local ports),
+        letting its bare acknowledgements through."""
+        for local in local_ports:
+            if local in self.withheld.get(port, set()):
+                continue
+            self._ensure_chain()
+            _iptables("-A", self.chain, *withhold_rule(port, local))
+            self.withheld.setdefault(port, set()).add(local)
+
     def remove(self, port: int) -> None:
-        """Let packets to and from `port` through again."""
+        """Let packets to and from `port` through again (answers withheld included)."""
+        for local in self.withheld.pop(port, set()):
+            _iptables("-D", self.chain, *withhold_rule(port, local), check=False)
         if port not in self.ports:
             return
         _iptables("-D", self.chain, "-p", "tcp", "--dport", str(port), "-j", "DROP", check=False)
@@ -141,3 +217,4 @@ class Blackholes:
             _remove_chain(self.chain)
             self._created = False
         self.ports.clear()
+        self.withheld.clear()

@@ -5,17 +5,22 @@ and stalls a producer's established connections until its own timeout; `unrespon
 accepts TCP but never answers ApiVersions; `rtt` delays answers; `election` makes
 metadata report LEADER_NOT_AVAILABLE and fails produce requests, then leaders move
 and producing works; `request-errors` fails the next N produce requests with the
-named error; `restore` brings every broker back; kcat (librdkafka's CLI, Debian
-package) sees refused vs. timed-out brokers the same way.
+named error; `withhold-answers` leaves one process's requests acknowledged and
+unanswered while the broker serves new connections; `restore` brings every broker
+back; kcat (librdkafka's CLI, Debian package) sees refused vs. timed-out brokers the
+same way.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 
+import pytest
 from confluent_kafka import KafkaError, Producer
 
+from hangwatch.errors import LabError
 from hangwatch_lab import Lab
 from tests.lab.clients import api_versions_answered, connect_outcome, produce
 
@@ -172,3 +177,34 @@ def test_stall_produce_wedges_the_live_producer_but_not_a_new_one(lab: Lab) -> N
     assert restarted == [None] * 3, "a new client (a restart) delivers at once"
     live.purge()
     live.flush(0)
+
+
+def test_withhold_answers_wedges_one_clients_connections_until_restore(
+    lab: Lab, kernel_faults: None
+) -> None:
+    """The broker keeps serving everyone else (a new connection of this same process
+    included); the live producer's requests are acknowledged and never answered, and
+    once the rules go the broker's retransmitted answers complete them."""
+    partition = 0
+    lab.move_leader("t", partition, 2)
+    live = Producer({"bootstrap.servers": lab.bootstrap, "linger.ms": 0, "log_level": 0})
+    outcomes: list[KafkaError | None] = []
+    live.produce("t", b"before", partition=partition, callback=lambda e, _m: outcomes.append(e))
+    live.flush(5)
+    assert outcomes == [None]
+    ports = lab.withhold_answers(2, os.getpid())
+    assert ports and lab.status().chain is not None
+    for _ in range(5):
+        live.produce("t", b"x", partition=partition, callback=lambda e, _m: outcomes.append(e))
+    live.flush(4)
+    assert outcomes == [None], "the client whose answers are withheld must complete nothing"
+    assert api_versions_answered(lab.brokers[2].port), "a new connection is answered"
+    lab.restore(2)
+    assert lab.status().chain is None
+    live.flush(30)
+    assert outcomes == [None] * 6, "the answers arrive once the rules are gone"
+
+
+def test_withhold_answers_needs_a_connection(lab: Lab, kernel_faults: None) -> None:
+    with pytest.raises(LabError, match="has no connection to broker 1"):
+        lab.withhold_answers(1, os.getpid())

@@ -43,6 +43,7 @@ from typing import Any
 import pytest
 import yaml
 
+from hangwatch_lab import netfilter
 from hangwatch_lab.kafka import KafkaLab
 from hangwatch_operator.injection import POLICY_LABEL, SIDECAR_CONTAINER
 from hangwatch_testing.emulated_cluster import OperatorRun
@@ -454,39 +455,17 @@ class PodNetworkFault:
             rule += ["-m", "owner", "--uid-owner", str(uid)]
         self._insert(pid, "OUTPUT", [*rule, "-j", "DROP"])
 
-    def connections(self, pid: int) -> list[int]:
-        """Local ports of the established connections process `pid` has to the broker
-        (`ss` in its network namespace; IPv4 or IPv4-mapped, as the JVM opens them)."""
-        listed = subprocess.run(
-            ["nsenter", f"--target={pid}", "--net", "ss", "-Htnp", "state", "established"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        ports = []
-        for line in listed.stdout.splitlines():
-            fields = line.split()
-            if len(fields) < 4 or f"pid={pid}," not in line:
-                continue
-            local, peer = fields[2], fields[3]
-            if peer.rsplit(":", 1)[0].strip("[]").removeprefix("::ffff:") == self.host and (
-                peer.rsplit(":", 1)[1] == self.port
-            ):
-                ports.append(int(local.rsplit(":", 1)[1]))
-        return ports
-
     def withhold_answers(self, pid: int) -> list[int]:
         """The broker's data to `pid`'s open connections to it dropped, its bare TCP
-        acknowledgements let through (packets of 52 bytes at most: IP and TCP headers with
-        timestamps): the process's requests are acknowledged and never answered, a frozen
-        partition leader as that one client sees it. New connections (other ports) and the
-        sidecar's probes are untouched. Returns the ports."""
-        ports = self.connections(pid)
+        acknowledgements let through (the lab's rule, `netfilter.withhold_rule`): the
+        process's requests are acknowledged and never answered, a frozen partition leader
+        as that one client sees it. New connections (other ports) and the sidecar's probes
+        are untouched. Returns the ports."""
+        enter = ["nsenter", f"--target={pid}", "--net"]
+        ports = netfilter.connection_ports(pid, int(self.port), self.host, enter)
         assert ports, f"process {pid} has no connection to {self.host}:{self.port}"
         for port in ports:
-            rule = ["-p", "tcp", "-s", self.host, "--sport", self.port, "--dport", str(port)]
-            rule += ["-m", "length", "--length", "53:65535", "-j", "DROP"]
-            self._insert(pid, "INPUT", rule)
+            self._insert(pid, "INPUT", netfilter.withhold_rule(int(self.port), port, self.host))
         return ports
 
     def clear(self) -> None:
