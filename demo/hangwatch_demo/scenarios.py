@@ -140,20 +140,25 @@ def _s4(ctx: Context) -> None:
     ctx.wedge_file.touch()
 
 
-UNANSWERING_BROKER = 1
-"""The broker that stops answering the executors in `jvm-leader-stops-answering`."""
+BLACKHOLED_BROKER = 1
+"""The broker `jvm-blackholed-broker` blackholes."""
 
 
-def _leader_stops_answering(ctx: Context) -> None:
-    # The broker keeps its leadership and answers everyone else (the sidecars' probes, any
-    # new connection); the executors' producers' requests on their open connections to it
-    # are acknowledged by TCP and never answered.
-    for pid in ctx.executor_pids:
-        ctx.lab.withhold_answers(UNANSWERING_BROKER, pid)
+FROZEN_LEADER_SECONDS = 20.0
+"""How long `jvm-frozen-leader` keeps the leader frozen (a long GC pause or a hung disk):
+past the detection bound, short of the Java client's default request timeout (30 s)."""
+
+
+def _frozen_leader(ctx: Context) -> None:
+    # A real election: the topic's leaders gathered on one broker (not the controller),
+    # which is then frozen (SIGSTOP: its kernel still acknowledges, nothing answers); the
+    # controller fences it after the session timeout and elects new leaders. The
+    # producers' requests already sent to it wait until it is continued.
+    ctx.lab.election(TOPIC, FROZEN_LEADER_SECONDS, how="freeze")
 
 
 def _one_blackholed(ctx: Context) -> None:
-    ctx.lab.blackhole(UNANSWERING_BROKER)
+    ctx.lab.blackhole(BLACKHOLED_BROKER)
 
 
 def _nothing(ctx: Context) -> None:
@@ -219,11 +224,6 @@ _WAIT = Pause(every_events=300, seconds=PAUSE_STALLS * Timing().stall_seconds, k
 _WATCH = 2 * _COMPUTE.seconds + 10.0
 JVM_SINK = 'Spark\'s Kafka sink (df.write.format("kafka"): the JVM KafkaProducer)'
 JVM_STREAM = 'Spark\'s Kafka sink (writeStream.format("kafka"): the JVM KafkaProducer)'
-JVM_NEVER_TIMES_OUT_MS = 300_000
-"""`kafka.request.timeout.ms` of the JVM sink's unanswered-leader scenario: at the Java
-client's default (30 s) it drops the connection and retries elsewhere after 30 s by
-itself; raised, a request never answered holds the task in the connector's `flush`, which
-has no timeout of its own, as long as the leader stays silent."""
 TRIGGER_SECONDS = PAUSE_STALLS * Timing().stall_seconds
 """The streaming controls' trigger interval: the query idles most of it."""
 ROWS_PER_BATCH = 600
@@ -412,25 +412,23 @@ SCENARIOS: dict[str, Scenario] = {
             engine="kafka",
         ),
         Scenario(
-            "jvm-leader-stops-answering",
+            "jvm-frozen-leader",
             "S2",
-            f"{JVM_SINK}, kafka.request.timeout.ms={JVM_NEVER_TIMES_OUT_MS}: broker "
-            f"{UNANSWERING_BROKER}, a partition leader, stops answering the executors' open "
-            "connections (it keeps its leadership and serves everyone else)",
-            _leader_stops_answering,
-            Verdict.PRODUCER_HUNG,
-            # the unanswered request reaches the stall threshold + 1 round + Spark's read
-            lambda t: t.stall_seconds + t.probe_interval_seconds + t.spark_interval_seconds,
-            restart_helps=True,
-            label="JVM sink: leader stops answering",
+            f"{JVM_SINK}: the topic's leader frozen for {FROZEN_LEADER_SECONDS:g} s; the "
+            "controller fences it and elects new leaders, the requests already sent to it "
+            "wait for it",
+            _frozen_leader,
+            Verdict.BROKER_DEGRADED,
+            # leaders gathered and frozen, fenced (1.5 s) + the unanswered request's stall
+            lambda t: 3.0 + t.stall_seconds + t.probe_interval_seconds,
+            label="JVM sink: leader frozen 20 s",
             producer="jvm",
-            producer_conf={"kafka.request.timeout.ms": str(JVM_NEVER_TIMES_OUT_MS)},
             engine="kafka",
         ),
         Scenario(
             "jvm-blackholed-broker",
             "S3",
-            f"{JVM_SINK}: broker {UNANSWERING_BROKER} blackholed (a dead host: every packet "
+            f"{JVM_SINK}: broker {BLACKHOLED_BROKER} blackholed (a dead host: every packet "
             "to and from it dropped)",
             _one_blackholed,
             Verdict.BROKER_DEGRADED,
@@ -514,7 +512,7 @@ DEMO_ORDER = (
     "plain-waits-on-input",
     "wrapper-computes-between-writes",
     "plain-long-linger",
-    "jvm-leader-stops-answering",
+    "jvm-frozen-leader",
     "jvm-blackholed-broker",
     "jvm-election-recovers",
 )

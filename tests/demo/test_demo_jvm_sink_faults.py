@@ -1,5 +1,5 @@
-"""Hangs of Spark's own Kafka sink (the connector's JVM `KafkaProducer`), caught without
-its cooperation, and its election control.
+"""Broker faults under Spark's own Kafka sink (the connector's JVM `KafkaProducer`), judged
+without its cooperation, and its election control.
 
 Covers, with the real `hangwatch demo` command (subprocess, `--json`) on `local-cluster`
 executors writing with `spark-sql-kafka-0-10` to the real Apache Kafka lab engine, one
@@ -7,11 +7,11 @@ real sidecar per executor (no telemetry: the socket view narrowed to that execut
 process tree and Spark's view with the executor's thread dump), the operator's own
 decision code, under the demo's fast settings (stall threshold 5 s):
 
-- `jvm-leader-stops-answering`: a partition leader stops answering the executors' open
-  connections (their requests acknowledged by TCP, never answered; it keeps its
-  leadership and serves every new connection) -> `producer_hung` from the socket view
-  -> each executor restarted -> Spark runs the lost tasks again on replacements, whose
-  new connections are served -> every event in the topic;
+- `jvm-frozen-leader`: the topic's leader frozen for 20 s (SIGSTOP: its kernel
+  acknowledges, nothing answers) and fenced by the controller, which elects new
+  leaders; the producers' requests already sent to it wait -> `broker_degraded` (the
+  unanswered connection's own broker fails the sidecar's probes: evidence against the
+  broker), an alert, no restart; the producers move on once it is back, nothing lost;
 - `jvm-blackholed-broker`: one broker blackholed -> `broker_degraded`, an alert, no
   restart; healed, the job finishes with every event;
 - `jvm-election-recovers`: a real 1.5 s election (the leader frozen until the controller
@@ -26,7 +26,7 @@ import pytest
 
 from tests.demo.running import run_demo
 
-SCENARIOS = ("jvm-leader-stops-answering", "jvm-blackholed-broker", "jvm-election-recovers")
+SCENARIOS = ("jvm-frozen-leader", "jvm-blackholed-broker", "jvm-election-recovers")
 RESTART_VERDICTS = {"producer_hung", "metadata_stale"}
 
 
@@ -35,7 +35,7 @@ def _seen(row: dict[str, object]) -> set[str]:
 
 
 @pytest.mark.timeout(900)
-def test_spark_kafka_sink_hangs_are_judged_without_its_cooperation(
+def test_spark_kafka_sink_broker_faults_alert_and_an_election_is_left_alone(
     kernel_faults: None, tmp_path: Path
 ) -> None:
     rows, _ = run_demo(*SCENARIOS, keep=tmp_path, timeout_seconds=840)
@@ -44,16 +44,12 @@ def test_spark_kafka_sink_hangs_are_judged_without_its_cooperation(
         assert row["producer"] == "jvm", row
         assert row["ok"] and row["lost"] == 0 and row["events"] > 100, row
 
-    hung = rows["jvm-leader-stops-answering"]
-    assert hung["verdict"] == "producer_hung" and hung["restarts"] >= 1, hung
-    assert hung["action"].startswith("restart"), hung
-    assert any(r.startswith("socket view:") and "unanswered" in r for r in hung["reasons"]), hung
-    assert hung["detect_seconds"] <= hung["restart_seconds"] < hung["progress_again_seconds"]
-
-    degraded = rows["jvm-blackholed-broker"]
-    assert degraded["verdict"] == "broker_degraded", degraded
-    assert not _seen(degraded) & RESTART_VERDICTS and degraded["restarts"] == 0, degraded
-    assert degraded["action"] == "alert only (broker_degraded)", degraded
+    for name in ("jvm-frozen-leader", "jvm-blackholed-broker"):
+        degraded = rows[name]
+        assert degraded["verdict"] == "broker_degraded", degraded
+        assert not _seen(degraded) & RESTART_VERDICTS and degraded["restarts"] == 0, degraded
+        assert degraded["action"] == "alert only (broker_degraded)", degraded
+        assert degraded["progress_again_seconds"] is not None, degraded
 
     election = rows["jvm-election-recovers"]
     assert not _seen(election) & RESTART_VERDICTS and election["restarts"] == 0, election
