@@ -87,6 +87,7 @@ def _table(rows: list[DemoRow]) -> str:
     columns = [
         ("scenario", [r.scenario for r in rows], "<"),
         ("producer", [r.producer for r in rows], "<"),
+        ("engine", [r.engine for r in rows], "<"),
         ("fault injected", [r.fault_short for r in rows], "<"),
         ("verdict", [r.verdict for r in rows], "<"),
         ("detect s", [_seconds(r.detect_seconds) for r in rows], ">"),

@@ -110,6 +110,9 @@ class DemoRow:
     scenario: str
     seed: str
     producer: str
+    engine: str
+    """The lab engine the scenario ran on: `kafka` (Apache Kafka) or `mock` (librdkafka's
+    protocol emulation, for faults only it can make)."""
     fault: str
     fault_short: str
     expected: str
@@ -718,6 +721,7 @@ def _row(
         scenario=s.name,
         seed=s.seed,
         producer=s.producer,
+        engine=s.engine,
         fault=s.fault,
         fault_short=s.label or s.fault,
         expected=str(s.expect),

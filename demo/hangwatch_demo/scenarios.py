@@ -258,6 +258,7 @@ SCENARIOS: dict[str, Scenario] = {
             Verdict.CLUSTER_UNREACHABLE,
             lambda t: 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000,
             label="all 3 brokers blackholed",
+            engine="kafka",
         ),
         Scenario(
             "s1-stale-metadata",
@@ -293,6 +294,7 @@ SCENARIOS: dict[str, Scenario] = {
             control=True,
             forbidden=frozenset({Verdict.PRODUCER_HUNG, Verdict.METADATA_STALE}),
             label="1.5 s election",
+            engine="kafka",
         ),
         Scenario(
             "s3-one-dead-host",
@@ -302,6 +304,7 @@ SCENARIOS: dict[str, Scenario] = {
             Verdict.BROKER_DEGRADED,
             lambda t: 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000,
             label="1 broker blackholed, 1 refusing",
+            engine="kafka",
         ),
         Scenario(
             "s4-blocked-io-thread",
