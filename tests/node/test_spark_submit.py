@@ -34,7 +34,7 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +43,6 @@ from typing import Any
 import pytest
 import yaml
 
-from hangwatch_lab import netfilter
 from hangwatch_lab.kafka import KafkaLab
 from hangwatch_operator.injection import POLICY_LABEL, SIDECAR_CONTAINER
 from hangwatch_testing.emulated_cluster import OperatorRun
@@ -423,55 +422,37 @@ def process_uid(pid: int) -> int:
 
 
 class PodNetworkFault:
-    """DROP rules in pods' own network namespaces (iptables through nsenter) on the traffic
-    with one broker address: all of one user's traffic to it (the executor's, so its
-    producer's connections go silent while the sidecar, another user, still probes the
-    broker), all of the pod's, or only the broker's data to the connections one process
-    has open (`withhold_answers`). The rules go with the pod's namespace; `clear` removes
+    """DROP rules in pods' own network namespaces (iptables through nsenter) for the
+    traffic to one broker address: of one user only (the executor's, so its producer's
+    connections go silent while the sidecar, another user, still probes the broker), or
+    of every process in the pod. The rules go with the pod's namespace; `clear` removes
     the ones of pods still there."""
 
     def __init__(self, broker: str) -> None:
         self.host, self.port = broker.rsplit(":", 1)
-        self.rules: list[tuple[int, str, list[str]]] = []
+        self.rules: list[tuple[int, list[str]]] = []
 
-    def _iptables(
-        self, pid: int, action: str, chain: str, rule: list[str]
-    ) -> subprocess.CompletedProcess[str]:
+    def _iptables(self, pid: int, action: str, rule: list[str]) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["nsenter", f"--target={pid}", "--net", "iptables", "-w", action, chain, *rule],
+            ["nsenter", f"--target={pid}", "--net", "iptables", "-w", action, "OUTPUT", *rule],
             capture_output=True,
             text=True,
             check=False,
         )
 
-    def _insert(self, pid: int, chain: str, rule: list[str]) -> None:
-        done = self._iptables(pid, "-I", chain, rule)
-        assert done.returncode == 0, f"iptables in the pod of pid {pid}: {done.stderr}"
-        self.rules.append((pid, chain, rule))
-
     def drop(self, pid: int, uid: int | None = None) -> None:
         rule = ["-p", "tcp", "-d", self.host, "--dport", self.port]
         if uid is not None:
             rule += ["-m", "owner", "--uid-owner", str(uid)]
-        self._insert(pid, "OUTPUT", [*rule, "-j", "DROP"])
-
-    def withhold_answers(self, pid: int) -> list[int]:
-        """The broker's data to `pid`'s open connections to it dropped, its bare TCP
-        acknowledgements let through (the lab's rule, `netfilter.withhold_rule`): the
-        process's requests are acknowledged and never answered, a frozen partition leader
-        as that one client sees it. New connections (other ports) and the sidecar's probes
-        are untouched. Returns the ports."""
-        enter = ["nsenter", f"--target={pid}", "--net"]
-        ports = netfilter.connection_ports(pid, int(self.port), self.host, enter)
-        assert ports, f"process {pid} has no connection to {self.host}:{self.port}"
-        for port in ports:
-            self._insert(pid, "INPUT", netfilter.withhold_rule(int(self.port), port, self.host))
-        return ports
+        rule += ["-j", "DROP"]
+        done = self._iptables(pid, "-I", rule)
+        assert done.returncode == 0, f"iptables in the pod of pid {pid}: {done.stderr}"
+        self.rules.append((pid, rule))
 
     def clear(self) -> None:
-        for pid, chain, rule in self.rules:
+        for pid, rule in self.rules:
             if Path(f"/proc/{pid}").exists():
-                self._iptables(pid, "-D", chain, rule)
+                self._iptables(pid, "-D", rule)
         self.rules.clear()
 
 
@@ -506,14 +487,13 @@ def paced_run(
     workdir: Path,
     kind: str,
     conf: dict[str, str] | None = None,
-    job: tuple[str, ...] = (),
 ) -> Iterator[PacedRun]:
-    """Submit the paced job (`job` arguments added, `conf` too); afterwards (whatever
-    happened) lift the faults, end spark-submit if it still runs and stop recording."""
+    """Submit the paced job (with `conf` added); afterwards (whatever happened) lift the
+    faults, end spark-submit if it still runs and stop recording."""
     run_id = f"k8s-{kind}-{uuid.uuid4().hex[:8]}"
     recorder = PodRecorder(node)
     fault = PodNetworkFault(kafka.bootstrap.split(",")[0])
-    submission = Submission(node, image, kafka, run_id, workdir, (*job, *PACED_JOB), conf)
+    submission = Submission(node, image, kafka, run_id, workdir, PACED_JOB, conf)
     try:
         yield PacedRun(run_id, recorder, fault, submission)
     finally:
@@ -523,27 +503,14 @@ def paced_run(
         recorder.close()
 
 
-def wrapper_writing(status: dict[str, Any]) -> bool:
-    """The sidecar reads a producer's telemetry (the pipeline's wrapper writes it)."""
-    return bool(status.get("producers"))
-
-
-def connector_writing(status: dict[str, Any]) -> bool:
-    """Spark's view shows a task running and the JVM producer's network thread in the
-    executor's thread dump (Spark's Kafka sink: no telemetry)."""
-    spark = status.get("spark") or {}
-    return bool(spark.get("task_running")) and spark.get("producer_threads_total", 0) > 0
-
-
-def writing_executors(
-    recorder: PodRecorder, port: int, writing: Callable[[dict[str, Any]], bool] = wrapper_writing
-) -> list[tuple[dict[str, Any], Any]]:
-    """Both executors Running, each sidecar's /status showing its task `writing`."""
+def writing_executors(recorder: PodRecorder, port: int) -> list[tuple[dict[str, Any], Any]]:
+    """Both executors Running, each sidecar's /status showing a producer (telemetry of
+    the task writing)."""
     running = [p for p in recorder.role("executor") if p["status"].get("phase") == "Running"]
     if len(running) < 2:
         return []
     statuses = [(pod, sidecar_status(pod, port)) for pod in running]
-    if all(status and writing(status) for _, status in statuses):
+    if all(status and status.get("producers") for _, status in statuses):
         return statuses
     return []
 
@@ -572,29 +539,20 @@ class Wedged:
         )
 
 
-def blackhole_user(fault: PodNetworkFault, pid: int) -> None:
-    """Every packet of the process's user to the broker dropped."""
-    fault.drop(pid, uid=process_uid(pid))
-
-
-def wedge_one_executor(
-    run: PacedRun,
-    release: HelmRelease,
-    writing: Callable[[dict[str, Any]], bool] = wrapper_writing,
-    wedge: Callable[[PodNetworkFault, int], object] = blackhole_user,
-) -> Wedged:
-    """Wedge one writing executor's producer connections in its pod's network namespace
-    (`wedge`: by default its user's traffic blackholed), then wait for its sidecar's
-    producer_hung, the pod's deletion and a replacement executor Running; the other
-    executor must not be touched."""
+def wedge_one_executor(run: PacedRun, release: HelmRelease) -> Wedged:
+    """Blackhole one writing executor's producer connections in its pod's network
+    namespace (its user's traffic only), then wait for its sidecar's producer_hung, the
+    pod's deletion and a replacement executor Running; the other executor must not be
+    touched."""
     recorder, fault = run.recorder, run.fault
     (target, _), (other, _) = wait_for(
         "both executors writing",
-        lambda: writing_executors(recorder, release.sidecar_port, writing),
+        lambda: writing_executors(recorder, release.sidecar_port),
         timeout=600,
     )
     known = {p["metadata"]["uid"] for p in recorder.role("executor")}
-    wedge(fault, executor_pid(target["metadata"]["name"]))
+    pid = executor_pid(target["metadata"]["name"])
+    fault.drop(pid, uid=process_uid(pid))
     fault_at = time.monotonic()
     hung = wait_for(
         "the sidecar's verdict producer_hung",
@@ -745,44 +703,6 @@ def test_under_a_decommission_policy_a_wedged_executor_is_decommissioned_and_rep
         f"{w.intervals()}; "
         f"failed_attempts {summary.get('failed_attempts')}, retried {summary.get('retried_tasks')}"
         f"; driver: {told[0]}"
-    )
-
-
-CONNECTOR_JOB = ("--sink", "connector", "--option", "kafka.request.timeout.ms=300000")
-"""Spark's own Kafka sink (`df.write.format("kafka")`, the connector in the image's jars):
-no hangwatch code where the messages are produced, no telemetry. The Java client's own
-request timeout (30 s by default) raised to 300 s, so that a request never answered
-holds the task in the connector's flush as long as a frozen leader does, instead of the
-client reconnecting after 30 s."""
-
-
-def test_a_wedged_executor_on_spark_kafka_sink_is_deleted_and_the_job_completes(
-    node: NodeCluster,
-    release: HelmRelease,
-    spark_image: str,
-    kafka: KafkaLab,
-    operator: OperatorRun,
-    tmp_path: Path,
-) -> None:
-    """The paced job on Spark's own Kafka sink: the broker's answers to one executor's JVM
-    producer withheld in its pod's network namespace (its requests acknowledged by TCP,
-    never answered) -> its sidecar's verdict producer_hung from what it sees without the
-    producer's cooperation (the pod's own connection, Spark's thread dump) -> the
-    operator deletes that pod -> Spark runs the task again on a replacement ->
-    the job completes and verify finds every event (duplicates allowed)."""
-    with paced_run(node, spark_image, kafka, tmp_path, "connector", job=CONNECTOR_JOB) as run:
-        w = wedge_one_executor(run, release, connector_writing, PodNetworkFault.withhold_answers)
-        submitted = run.submission.wait()
-        done_at = time.monotonic()
-    summary = completed_run(node, run.recorder, submitted, kafka, run.run_id, PACED_EVENTS)
-    assert w.fault_at < w.verdict_at <= w.deleted_at <= w.created_at <= w.replaced_at < done_at
-    assert summary["failed_attempts"] >= 1 or summary["retried_tasks"] >= 1, summary
-    assert not w.hung.get("producers"), w.hung  # no telemetry: the verdict came without it
-    print(
-        f"spark-on-kubernetes connector fault: {w.intervals()}, "
-        f"fault->job done {done_at - w.fault_at:.1f} s; executor ended "
-        f"{executor_end(run.recorder.pods[w.target['metadata']['uid']])}; "
-        f"reasons {w.hung['reasons']}"
     )
 
 
