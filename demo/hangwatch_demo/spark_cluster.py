@@ -53,6 +53,12 @@ EXECUTOR_CLASS = b"org.apache.spark.executor.CoarseGrainedExecutorBackend"
 SPARK_CONF = {
     # A task lost with a killed executor, or failed during an outage, is retried.
     "spark.task.maxFailures": "8",
+    # The demo kills executors on purpose, scenario after scenario, in this one
+    # application (up to 8 restarts in a full run); Spark's default budget here is 3, and
+    # the operator rightly refuses a restart that would exceed the budget the sidecar
+    # reads from the driver. A standalone master (local-cluster) ends no application for
+    # executor failures anyway, so the demo states a budget that fits what it does.
+    "spark.executor.maxNumFailures": "1000",
     "spark.executor.memory": "512m",
     "spark.python.worker.reuse": "true",
     # The driver's UI serves the REST API the sidecars' Spark view reads (running tasks).
