@@ -673,10 +673,7 @@ def _replay(
     run.fault_at, run.fault_wall = time.monotonic(), time.time()
     run.record.fault(run.fault_wall)
     wedge = executors[0].work_dir / spark_tasks.WEDGE_FILE
-    pids = [e.pid for e in cluster.executors()]
-    scenario.inject(
-        Context(lab=run.lab, wedge_file=wedge, dead_bootstrap=run.dead, executor_pids=pids)
-    )
+    scenario.inject(Context(lab=run.lab, wedge_file=wedge, dead_bootstrap=run.dead))
     if not scenario.injects:
         run.fault_ends("nothing injected (a control)")
     _watch(run)

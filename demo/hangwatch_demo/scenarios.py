@@ -51,8 +51,6 @@ class Context:
     lab: Lab
     wedge_file: Path
     dead_bootstrap: list[str] = field(default_factory=list)
-    executor_pids: list[int] = field(default_factory=list)
-    """The executors' JVMs at the fault (the processes whose connections it may target)."""
 
 
 @dataclass(frozen=True)

@@ -188,10 +188,6 @@ class Lab:
         state.blackholed = True
         log.info("fault blackhole", extra={"broker": broker, "port": state.port})
 
-    def connection_ports(self, broker: int, pid: int) -> list[int]:
-        """Local ports of the established connections process `pid` has to the broker."""
-        return netfilter.connection_ports(pid, self._broker(broker).port)
-
     def withhold_answers(self, broker: int, pid: int) -> list[int]:
         """The broker stops answering one client: its data to the connections process
         `pid` has open to it is dropped in the kernel, its TCP acknowledgements let
@@ -199,7 +195,7 @@ class Lab:
         frozen for it alone, which keeps its leadership and serves everyone else, new
         connections included). Undone by `restore`. Returns the connections' local ports."""
         state = self._broker(broker)
-        ports = self.connection_ports(broker, pid)
+        ports = netfilter.connection_ports(pid, state.port)
         if not ports:
             raise LabError(f"process {pid} has no connection to broker {broker}")
         with self._lock:

@@ -157,14 +157,23 @@ def test_kcat_sees_refused_and_blackholed_brokers(lab: Lab, kernel_faults: None)
     assert "timed out" in blackholed.stderr.lower() or "timeout" in blackholed.stderr.lower()
 
 
-def test_stall_produce_wedges_the_live_producer_but_not_a_new_one(lab: Lab) -> None:
-    partition = 0
-    lab.move_leader("t", partition, 2)
+def _delivering_producer(
+    lab: Lab, partition: int, broker: int
+) -> tuple[Producer, list[KafkaError | None]]:
+    """A producer whose first message to `partition`, now led by `broker`, was delivered
+    (its connection to that broker is open); its delivery outcomes list."""
+    lab.move_leader("t", partition, broker)
     live = Producer({"bootstrap.servers": lab.bootstrap, "linger.ms": 0, "log_level": 0})
     outcomes: list[KafkaError | None] = []
     live.produce("t", b"before", partition=partition, callback=lambda e, _m: outcomes.append(e))
     live.flush(5)
     assert outcomes == [None]
+    return live, outcomes
+
+
+def test_stall_produce_wedges_the_live_producer_but_not_a_new_one(lab: Lab) -> None:
+    partition = 0
+    live, outcomes = _delivering_producer(lab, partition, broker=2)
     lab.stall_produce(2)
     assert lab.status().brokers[1]["condition"] == "stall-produce"
     for _ in range(5):
@@ -186,12 +195,7 @@ def test_withhold_answers_wedges_one_clients_connections_until_restore(
     included); the live producer's requests are acknowledged and never answered, and
     once the rules go the broker's retransmitted answers complete them."""
     partition = 0
-    lab.move_leader("t", partition, 2)
-    live = Producer({"bootstrap.servers": lab.bootstrap, "linger.ms": 0, "log_level": 0})
-    outcomes: list[KafkaError | None] = []
-    live.produce("t", b"before", partition=partition, callback=lambda e, _m: outcomes.append(e))
-    live.flush(5)
-    assert outcomes == [None]
+    live, outcomes = _delivering_producer(lab, partition, broker=2)
     ports = lab.withhold_answers(2, os.getpid())
     assert ports and lab.status().chain is not None
     for _ in range(5):
