@@ -170,12 +170,13 @@ class StatusServer:
         self._thread.start()
         self._ready.wait(10.0)
 
-    def close(self) -> None:
-        """Stop serving, drop open connections and release the port."""
+    def close(self, wait_seconds: float = 5.0) -> None:
+        """Stop serving, drop open connections and release the port; waits at most
+        `wait_seconds` for the serving thread (a daemon) to end."""
         if self._thread.is_alive() and self._stop is not None:
             with contextlib.suppress(RuntimeError):  # the loop already ended
                 self._loop.call_soon_threadsafe(self._stop.set)
-            self._thread.join(5.0)
+            self._thread.join(wait_seconds)
         elif not self._thread.is_alive() and not self._loop.is_closed():
             self._loop.close()  # never started
         self.socket.close()

@@ -9,9 +9,14 @@ least the kubelet's 2 s minimum; an executor wedged by a hung producer often use
 whole grace period, so the sidecar gets just those 2 s. A round can be waiting on a
 blackholed broker for up to connect + request timeout (6 s by default), and the probe
 threads are joined at interpreter exit, so the rounds run in their own thread and the
-process ends `STOP_WITHIN_SECONDS` after the signal with a round still in flight:
-nothing is lost, since the sidecar's state lives in memory and was published by the
-last finished round.
+process ends at most `STOP_WITHIN_SECONDS` after the signal, with a round still in
+flight or not: nothing is lost, since the sidecar's state lives in memory and was
+published by the last finished round. It never ends through the interpreter's own
+shutdown (joining thread pools, destroying Kafka client handles, collecting garbage),
+whose length nothing bounds: once the HTTP server and the rounds are done, or the time
+is up, the logs are flushed and the process exits. The signal and the way it stopped
+are logged, so a sidecar SIGKILLed anyway shows in its last lines whether the signal
+reached it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import sys
 import threading
 import time
 from types import FrameType
+from typing import NoReturn
 
 from hangwatch import logs
 from hangwatch.contracts import ExitCode
@@ -63,7 +69,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot listen on port {settings.port}: {exc.strerror}") from None
     stop = threading.Event()
 
+    received: list[str] = []
+
     def on_signal(signum: int, frame: FrameType | None) -> None:
+        received.append(signal.Signals(signum).name)
         stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)
@@ -94,18 +103,27 @@ def run(args: argparse.Namespace) -> int:
     worker.start()
     while not stop.wait(1.0):
         pass
-    server.close()
-    busy = _finish(worker, time.monotonic() + STOP_WITHIN_SECONDS)
+    deadline = time.monotonic() + STOP_WITHIN_SECONDS
+    if received:
+        log.info("stopping", extra={"signal": received[0]})
+    server.close(wait_seconds=STOP_WITHIN_SECONDS / 2)
+    busy = _finish(worker, deadline)
+    if failed and not busy:
+        raise failed[0]
     if busy:
         # A round or a probe is still waiting on a broker; the interpreter would join it.
         log.info("stopped with work in flight", extra={"threads": busy})
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(ExitCode.OK)
-    if failed:
-        raise failed[0]
-    return ExitCode.OK
+    else:
+        log.info("stopped")
+    _exit(ExitCode.OK)
+
+
+def _exit(code: int) -> NoReturn:
+    """End the process now, logs flushed, without the interpreter's shutdown."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _finish(worker: threading.Thread, deadline: float) -> list[str]:

@@ -3,7 +3,8 @@
 Covers, with the real `hangwatch sidecar` command: the only broker accepts TCP and
 never answers a request, the request timeout is 120 s; once the sidecar's
 probe is connected (its request in flight), SIGTERM ends the process with exit 0 long
-before that request could time out, and the log says work was left in flight.
+before that request could time out, and the log names the signal and says work was
+left in flight.
 
 Why it matters: a native sidecar is stopped after the executor's container exits, and
 an executor wedged by a hung producer uses the pod's whole grace period, leaving the
@@ -14,6 +15,7 @@ node tier, for the very executor hangwatch had restarted.
 
 from __future__ import annotations
 
+import json
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,5 +51,7 @@ def test_sigterm_ends_the_sidecar_with_a_request_in_flight(tmp_path: Path) -> No
         # exit precedes the in-flight request's own timeout by far
         assert sidecar.proc.wait(timeout=REQUEST_TIMEOUT_S / 2) == 0, sidecar.log_text()
         log = sidecar.log_text()
+    stopping = [json.loads(line) for line in log.splitlines() if '"stopping"' in line]
+    assert [line.get("signal") for line in stopping] == ["SIGTERM"], log
     assert "stopped with work in flight" in log, log
     assert "Traceback" not in log, log
