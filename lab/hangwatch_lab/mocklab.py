@@ -65,7 +65,9 @@ class MockLab(Lab):
         super().__init__(brokers, topics)
         self._proc: subprocess.Popen[str] | None = None
         self._elections: dict[str, threading.Timer] = {}
-        self._leader_shift = 0
+        self._leaders: dict[tuple[str, int], int] = {}
+        """Each partition's leader as the lab set it (the mock's own first choice is
+        random, so the lab sets every leader itself and an election can move each one)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> MockLab:
@@ -87,6 +89,8 @@ class MockLab(Lab):
         replication = min(3, self.broker_count)
         for name, parts in self.topics.items():
             self._call("create_topic", topic=name, partitions=parts, replication=replication)
+            for partition in range(parts):
+                self._set_leader(name, partition, partition % self.broker_count + 1)
         log.info("lab up", extra={"bootstrap": self.bootstrap, "mock_pid": self._proc.pid})
         return self
 
@@ -196,7 +200,7 @@ class MockLab(Lab):
 
     def _drain_produce_stall(self, state: BrokerState) -> None:
         """Consume the broker's pushed Produce delays with throwaway requests."""
-        self._call("set_leader", topic=DRAIN_TOPIC, partition=0, broker=state.id)
+        self._set_leader(DRAIN_TOPIC, 0, state.id)
         drain = Producer(
             {
                 "bootstrap.servers": state.address,
@@ -241,7 +245,11 @@ class MockLab(Lab):
     def move_leader(self, topic: str, partition: int, broker: int) -> None:
         """Make `broker` the leader of `topic`/`partition`."""
         self._broker(broker)
+        self._set_leader(topic, partition, broker)
+
+    def _set_leader(self, topic: str, partition: int, broker: int) -> None:
         self._call("set_leader", topic=topic, partition=partition, broker=broker)
+        self._leaders[(topic, partition)] = broker
 
     def election(self, topic: str, seconds: float, how: str | None = None) -> None:
         """Leaderless partitions of `topic` for `seconds`, then leaders move (an election, S2).
@@ -278,10 +286,10 @@ class MockLab(Lab):
                 return
             self._call("clear_request_errors", api_key=API_KEYS["produce"])
             self._call("set_topic_error", topic=topic, error=0)
-            self._leader_shift += 1
             for partition in range(self.topics[topic]):
-                leader = (partition + self._leader_shift) % self.broker_count + 1
-                self._call("set_leader", topic=topic, partition=partition, broker=leader)
+                # the next broker: a different one whenever there are two or more
+                leader = self._leaders[(topic, partition)] % self.broker_count + 1
+                self._set_leader(topic, partition, leader)
             # Over only once the leaders have moved: `status().elections` empties after that.
             self._elections.pop(topic, None)
         log.info("election over: leaders moved", extra={"topic": topic})

@@ -57,9 +57,11 @@ def alarms(result: Replay) -> list[str]:
 
 def test_s0_all_brokers_blackholed_sarama(kernel_faults: None) -> None:
     result = replay(BY_ID["S0"], watch_seconds=30)  # the client is silent for minutes
-    # silent from the fault on, but for the one request a SyncProducer may have had in
-    # flight when the brokers' packets started to be dropped (seen once in CI)
-    assert result.acks_after <= 1, result.describe()
+    # silent from the fault on, but for what was already on its way when the brokers'
+    # packets started to be dropped: an acknowledgement is timed when the test reads the
+    # client's output line, so one or two (seen in CI) land within a moment of the fault
+    assert result.last_ack_after is None or result.last_ack_after < 1.0, result.describe()
+    assert result.longest_pause >= result.watched_seconds - 1.0, result.describe()
     first = alarms(result)
     assert first and first[0] in expected_alarm("S0"), result.describe()
     alarm_at = result.first(first[0])
@@ -91,15 +93,18 @@ def test_s2_sarama_1_37_through_an_election() -> None:
     # a fresh cluster; how often the client reproduces is benchmarks/incidents.py's to
     # measure. What this test holds hangwatch to, either way: reproduced, the client's
     # "not the leader" error with nothing answered after it and only the alarms S2 may
-    # raise; not reproduced, the client went on through the election and hangwatch
-    # called nothing hung.
+    # raise; not reproduced, the client went on through the election (acknowledgements
+    # after any error of its own) and hangwatch called nothing hung.
     for _ in range(3):
         result = replay(BY_ID["S2"])
         assert result.election.get("leaderless_seconds"), result.election  # it happened
         if result.first_error_after is not None:
             break
     error, last_ack = result.first_error_after, result.last_ack_after
-    if error is None:
+    if error is None or (last_ack is not None and last_ack > error):
+        # not reproduced: the client went on through the election (once with an error of
+        # its own first, "assertion failed: message out of sequence added to a batch",
+        # then 2,829 acknowledgements)
         assert last_ack is not None, result.describe()
         assert not RESTARTING & set(result.verdicts), result.describe()
         return
