@@ -1,5 +1,6 @@
-"""What every benchmark prints first: the machine its figures were measured on; and the
-`--report DIR` plumbing of the benchmarks that replay faults.
+"""What every benchmark prints first: the machine its figures were measured on; the
+`--report DIR` plumbing of the benchmarks that replay faults; and the `--engine` option
+of the benchmarks that run a lab (which engine a figure came from is printed with it).
 
 Benchmarks run as scripts (`python benchmarks/NAME.py`), so this sibling module is
 importable as `machine`.
@@ -7,6 +8,7 @@ importable as `machine`.
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import signal
@@ -16,8 +18,9 @@ from types import FrameType
 
 from hangwatch.errors import HangwatchError, one_line
 from hangwatch_demo.report.recorder import Recorder, cpu_model
+from hangwatch_lab import ENGINES
 
-__all__ = ["cpu_model", "describe", "report_problem", "run_report"]
+__all__ = ["add_engine_option", "cpu_model", "describe", "report_problem", "run_report"]
 
 
 def describe() -> str:
@@ -47,3 +50,14 @@ def report_problem(problem: str | None) -> bool:
     if problem:
         print(f"{Path(sys.argv[0]).name}: error: {problem}", file=sys.stderr)
     return problem is not None
+
+
+def add_engine_option(parser: argparse.ArgumentParser, default: str, *extra: str) -> None:
+    """`--engine`: the lab engine the benchmark runs on (`extra`: choices of its own)."""
+    choices = [*extra, *ENGINES]
+    parser.add_argument(
+        "--engine",
+        choices=choices,
+        default=default,
+        help=f"lab engine: {', '.join(choices)} (default {default})",
+    )

@@ -1,7 +1,8 @@
 """Probing cost: what one sidecar costs each broker in steady state, before vs after.
 
-One lab (3 brokers), one plain confluent-kafka producer writing steadily (it talks to
-the brokers that lead its partitions, as a real executor does), and two real
+One lab (3 brokers; Apache Kafka unless `--engine mock`), one plain confluent-kafka
+producer writing steadily (it talks to the brokers that lead its partitions, as a real
+executor does), and two real
 `hangwatch sidecar` processes side by side in the same run, watching the same pod:
 
 - before: `--probe-mode fresh --socket-view false` (a new connection to every broker
@@ -17,7 +18,7 @@ measured for `--seconds` at the default 5 s probe interval and 30 s metadata int
 then extrapolated to 1,000 sidecars. Prints the machine first. Needs root (iptables,
 setpriv).
 
-    python benchmarks/probing_cost.py [--seconds 330] [--warmup-seconds 15]
+    python benchmarks/probing_cost.py [--seconds 330] [--warmup-seconds 15] [--engine kafka]
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from machine import describe
+from machine import add_engine_option, describe
 
 from hangwatch_demo.harness import stop_process
 from hangwatch_demo.sidecars import announced_port
@@ -126,9 +127,9 @@ def _requests(doc: dict[str, Any]) -> tuple[int, int]:
     return sum(side.get("probe_requests", {}).values()), int(side.get("metadata_requests", 0))
 
 
-def measure(seconds: float, warmup: float) -> None:
+def measure(seconds: float, warmup: float, engine: str) -> None:
     with (
-        Lab(brokers=3, topics={"t": 6}) as lab,
+        Lab(brokers=3, topics={"t": 6}, engine=engine) as lab,
         tempfile.TemporaryDirectory() as tmp,
         ExitStack() as stack,
     ):
@@ -165,7 +166,7 @@ def measure(seconds: float, warmup: float) -> None:
         syn1 = _syn_counts()
         docs = {n: _status(p) for n, p in sidecar_ports.items()}
         req1 = {n: _requests(d) for n, d in docs.items()}
-    _report(ports, elapsed, syn0, syn1, req0, req1, docs)
+    _report(ports, elapsed, syn0, syn1, req0, req1, docs, engine)
 
 
 def _report(
@@ -176,9 +177,13 @@ def _report(
     req0: dict[str, tuple[int, int]],
     req1: dict[str, tuple[int, int]],
     docs: dict[str, dict[str, Any]],
+    engine: str,
 ) -> None:
     brokers = len(ports)
-    print(f"\nsteady state over {elapsed:.0f} s, 3 brokers, probe interval 5 s, metadata 30 s")
+    print(
+        f"\nsteady state over {elapsed:.0f} s, 3 brokers (lab engine {engine}), "
+        "probe interval 5 s, metadata 30 s"
+    )
     header = (
         f"{'':8} {'new conns/broker':>17} {'conns/s per broker':>19} {'at 1,000 sidecars':>18} "
         f"{'ApiVersions/broker':>19} {'metadata':>9} {'requests/s per broker':>22} "
@@ -219,12 +224,13 @@ def main() -> int:
         help="330: one fresh-connect interval (300 s) included",
     )
     parser.add_argument("--warmup-seconds", type=float, default=15.0)
+    add_engine_option(parser, "kafka")
     args = parser.parse_args()
     if os.geteuid() != 0 or shutil.which("iptables") is None or shutil.which("setpriv") is None:
         print("probing_cost: needs root, iptables and setpriv", file=sys.stderr)
         return 3
     print(f"machine: {describe()}")
-    measure(args.seconds, args.warmup_seconds)
+    measure(args.seconds, args.warmup_seconds, args.engine)
     return 0
 
 

@@ -1,8 +1,9 @@
 """Runs one scenario end to end: lab, real producer process, real sidecar loop.
 
-`run_scenario` starts a lab, a workload process writing through the hangwatch
-wrapper, and a `SidecarLoop` (the sidecar's own code, in this process) watching the
-workload's telemetry directory. Once the sidecar reports `healthy`, it injects the
+`run_scenario` starts a lab (on the scenario's engine, as the demo runs it, unless
+told otherwise), a workload process writing through the hangwatch wrapper, and a
+`SidecarLoop` (the sidecar's own code, in this process) watching the workload's
+telemetry directory. Once the sidecar reports `healthy`, it injects the
 scenario's fault and runs sidecar rounds on their normal cadence until the expected
 verdict is reported (or, for controls, for the whole watch period), recording every
 verdict change with its time since the fault. It also notes when the producer itself
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hangwatch.contracts import Verdict
+from hangwatch.errors import UsageError
 from hangwatch.wire.telemetry import to_builtins
 from hangwatch_demo.report.recorder import Recorder, ScenarioRecorder
 from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing
@@ -209,13 +211,19 @@ def run_scenario(
     producer_error_wait_seconds: float = 0.0,
     recorder: Recorder | None = None,
     label: str = "",
+    engine: str | None = None,
 ) -> ScenarioResult:
-    """Run `scenario` once and return what the sidecar concluded, and when; recorded as
-    `label` (default: the scenario's name) with `recorder`, when given."""
+    """Run `scenario` once on `engine` (default: the scenario's own, as the demo runs it)
+    and return what the sidecar concluded, and when; recorded as `label` (default: the
+    scenario's name) with `recorder`, when given."""
+    if scenario.producer == "jvm":
+        raise UsageError(
+            f"{scenario.name}: Spark's own Kafka sink runs in `hangwatch demo`, not here"
+        )
     timing = timing or Timing()
     bound = scenario.bound(timing)
     with (
-        Lab(brokers=3, topics={TOPIC: PARTITIONS}) as lab,
+        Lab(brokers=3, topics={TOPIC: PARTITIONS}, engine=engine or scenario.engine) as lab,
         tempfile.TemporaryDirectory(prefix="hangwatch-scenario-") as tmp,
     ):
         telemetry = Path(tmp) / "telemetry"
