@@ -65,7 +65,7 @@ def detection(repeats: int, recorder: Recorder, engine: str) -> None:
         f"{timing.producer_message_timeout_ms})"
     )
     header = (
-        f"{'scenario':26} {'engine':6} {'verdict':20} {'median s':>9} {'max s':>7} {'bound s':>8}"
+        f"{'scenario':29} {'engine':6} {'verdict':20} {'median s':>9} {'max s':>7} {'bound s':>8}"
     )
     print(header + f"  {'producer 1st error s (median, max)':>34}")
     print(f"(producer errors are waited for up to {ERROR_WAIT:.0f} s after the fault)")
@@ -89,12 +89,12 @@ def detection(repeats: int, recorder: Recorder, engine: str) -> None:
                 detected.append(result.detected_seconds)
                 first_error.append(result.producer_first_error_seconds)
         except HangwatchError as exc:  # a fault this engine cannot make
-            print(f"{name:26} {on:6} not run: {one_line(str(exc))}", flush=True)
+            print(f"{name:29} {on:6} not run: {one_line(str(exc))}", flush=True)
             continue
         med, mx = _fmt(detected)
         err_med, err_max = _fmt(first_error)
         print(
-            f"{name:26} {on:6} {scenario.expect!s:20} {med:>9} {mx:>7} "
+            f"{name:29} {on:6} {scenario.expect!s:20} {med:>9} {mx:>7} "
             f"{scenario.bound(timing):>8.1f}  {err_med + ', ' + err_max:>34}",
             flush=True,
         )
