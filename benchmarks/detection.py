@@ -21,7 +21,7 @@ With `--report DIR`, part 1's runs are recorded as the demo records its scenario
 the HTML report with a timeline per run, its path printed last.
 
     python benchmarks/detection.py [--repeats 3] [--cost-seconds 60] [--engine scenario]
-        [--report DIR]
+        [--scenario NAME ...] [--skip-cost] [--report DIR]
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _fmt(values: list[float | None]) -> tuple[str, str]:
     return f"{statistics.median(known):.1f}", f"{max(known):.1f}"
 
 
-def detection(repeats: int, recorder: Recorder, engine: str) -> None:
+def detection(repeats: int, recorder: Recorder, engine: str, only: list[str]) -> None:
     timing = Timing()
     print(
         f"\npart 1: fault to verdict, {repeats} runs each (probe interval "
@@ -70,7 +70,7 @@ def detection(repeats: int, recorder: Recorder, engine: str) -> None:
     print(header + f"  {'producer 1st error s (median, max)':>34}")
     print(f"(producer errors are waited for up to {ERROR_WAIT:.0f} s after the fault)")
     for name, scenario in SCENARIOS.items():
-        if scenario.control or scenario.producer == "jvm":
+        if scenario.control or scenario.producer == "jvm" or (only and name not in only):
             continue
         on = scenario.engine if engine == "scenario" else engine
         detected: list[float | None] = []
@@ -138,13 +138,22 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cost-seconds", type=float, default=60.0)
     parser.add_argument("--skip-cost", action="store_true", help="part 1 only")
+    faults = [n for n, s in SCENARIOS.items() if not s.control and s.producer != "jvm"]
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        choices=faults,
+        default=[],
+        metavar="NAME",
+        help=f"part 1 for this scenario only (repeatable): {', '.join(faults)}",
+    )
     add_engine_option(parser, "scenario", "scenario")
     add_report_option(parser)
     args = parser.parse_args()
     print(f"machine: {describe()}")
     recorder = run_report(args.report, "detection benchmark")
     try:
-        detection(args.repeats, recorder, args.engine)
+        detection(args.repeats, recorder, args.engine, args.scenario)
         if not args.skip_cost:
             cost(args.cost_seconds, "mock" if args.engine == "mock" else "kafka")
     except KeyboardInterrupt:

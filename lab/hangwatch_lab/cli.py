@@ -100,7 +100,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     fault.add_argument(
         "--how",
         default=None,
-        help="election on the kafka engine: freeze (SIGSTOP the leader, default) or kill (SIGKILL)",
+        help="election on the kafka engine: freeze (SIGSTOP the leader, default) or kill "
+        "(SIGKILL); down: stop (controlled shutdown, default) or kill (a crash)",
     )
     fault.add_argument("--to", type=int, help="shrink: how many brokers remain")
     fault.add_argument(

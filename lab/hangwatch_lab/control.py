@@ -56,7 +56,9 @@ def _need(params: dict[str, Any], key: str, kind: str) -> Any:
 
 def apply_fault(lab: Lab, kind: str, params: dict[str, Any]) -> None:
     """Apply fault `kind` with `params` (broker, ms, topic, seconds, ...) to `lab`."""
-    if kind in ("down", "blackhole", "unresponsive", "stall-produce"):
+    if kind == "down":
+        lab.down(int(_need(params, "broker", kind)), params.get("how"))
+    elif kind in ("blackhole", "unresponsive", "stall-produce"):
         getattr(lab, kind.replace("-", "_"))(int(_need(params, "broker", kind)))
     elif kind == "rtt":
         lab.rtt(int(_need(params, "broker", kind)), int(_need(params, "ms", kind)))

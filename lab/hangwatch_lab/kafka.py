@@ -51,7 +51,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from hangwatch.errors import LabError, LabSetupError, UsageError
 from hangwatch_lab import kafkajars, netfilter
-from hangwatch_lab.lab import BrokerState, Lab
+from hangwatch_lab.lab import BrokerState, Lab, down_cause
 
 log = logging.getLogger(__name__)
 
@@ -815,15 +815,21 @@ class KafkaLab(Lab):
             raise LabError(f"broker {broker} was removed by shrink; {fault} does not apply")
         return state, self._nodes[broker]
 
-    def down(self, broker: int) -> None:
-        """Stop the broker's process (SIGTERM: Kafka's controlled shutdown); port closed."""
+    def down(self, broker: int, how: str | None = None) -> None:
+        """Stop the broker's process, port closed: `how` `stop` (SIGTERM: Kafka's controlled
+        shutdown, up to the stop timeout) or `kill` (SIGKILL: a crash, at once)."""
+        how = down_cause(how)
         state, node = self._live(broker, "down")
         if state.down:
             return
         state.down = True  # first: `alive()` must not take the stopping broker for a crash
+        if how == "kill" and node.proc is not None and node.proc.poll() is None:
+            node.proc.kill()
+            node.proc.wait()
+            state.frozen = False
         self._stop(node)
         state.pid = 0
-        log.info("fault down", extra={"broker": broker})
+        log.info("fault down", extra={"broker": broker, "how": how})
 
     def _stop(self, node: _Node) -> None:
         proc = node.proc

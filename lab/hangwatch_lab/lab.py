@@ -31,6 +31,22 @@ ENGINES = ("mock", "kafka")
 """Lab engines: `mock` (librdkafka's protocol emulation, the default) and `kafka` (Apache Kafka)."""
 
 DEFAULT_ENGINE = "mock"
+
+DOWN_CAUSES = ("stop", "kill")
+"""How `down` takes a broker away: `stop` (SIGTERM: Kafka's controlled shutdown, the
+default) or `kill` (SIGKILL: a crash, no controlled shutdown; on the kafka engine the way
+to take a whole cluster down at once, since the last broker of a KRaft quorum cannot
+finish a controlled shutdown). The mock closes the broker's port at once either way."""
+
+
+def down_cause(how: str | None) -> str:
+    """`how` checked against `DOWN_CAUSES` (None: `stop`)."""
+    how = how or "stop"
+    if how not in DOWN_CAUSES:
+        raise UsageError(f"--how for down must be one of {', '.join(DOWN_CAUSES)}, got {how!r}")
+    return how
+
+
 """The mock stays the default: it starts in well under a second and needs neither Java nor
 the jars, and most tests exercise hangwatch's own logic, not a broker's behaviour."""
 
@@ -204,7 +220,7 @@ class Lab:
         return ports
 
     # -- faults each engine makes its own way -------------------------------------------------
-    def down(self, broker: int) -> None:
+    def down(self, broker: int, how: str | None = None) -> None:
         raise NotImplementedError
 
     def unresponsive(self, broker: int) -> None:

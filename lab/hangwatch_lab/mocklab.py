@@ -23,7 +23,7 @@ from confluent_kafka import KafkaError, Producer, libversion
 
 from hangwatch.errors import LabError, UsageError
 from hangwatch_lab import netfilter
-from hangwatch_lab.lab import UNRESPONSIVE_RTT_MS, BrokerState, Lab
+from hangwatch_lab.lab import UNRESPONSIVE_RTT_MS, BrokerState, Lab, down_cause
 from hangwatch_lab.mock import API_KEYS
 
 log = logging.getLogger(__name__)
@@ -158,8 +158,10 @@ class MockLab(Lab):
         return reply
 
     # -- faults ------------------------------------------------------------------------------
-    def down(self, broker: int) -> None:
-        """Close the broker's connections and refuse new ones (a stopped process, port closed)."""
+    def down(self, broker: int, how: str | None = None) -> None:
+        """Close the broker's connections and refuse new ones (a stopped process, port
+        closed); `how` (stop or kill) looks the same on the mock."""
+        down_cause(how)
         state = self._broker(broker)
         self._call("set_down", broker=broker)
         state.down = True

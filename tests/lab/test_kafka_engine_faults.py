@@ -121,6 +121,25 @@ def test_down_stops_the_process_and_restore_starts_it_on_the_same_port(
     assert 2 in _metadata(kafka_lab, [1]).brokers  # type: ignore[attr-defined]
 
 
+def test_down_how_kill_crashes_the_process_at_once_and_restore_brings_it_back(
+    kafka_lab: KafkaLab,
+) -> None:
+    """A crash, not a controlled shutdown: the JVM is gone when `down` returns and its port
+    refuses; a cause the lab does not know is a one-line usage error."""
+    port = kafka_lab.brokers[3].port
+    old_pid = kafka_lab.broker_pids()[3]
+    with pytest.raises(UsageError, match="--how for down must be one of stop, kill"):
+        kafka_lab.down(3, how="pause")
+    assert run_state(old_pid) != "gone"
+    kafka_lab.down(3, how="kill")
+    assert run_state(old_pid) == "gone"
+    assert connect_outcome(port) == "refused"
+    assert kafka_lab.status().brokers[2]["condition"] == "down"
+    kafka_lab.restore(3)
+    assert kafka_lab.broker_pids()[3] != old_pid
+    assert metadata_through(kafka_lab.brokers[3].address, 10) == "answered"
+
+
 def test_blackhole_makes_requests_time_out(kafka_lab: KafkaLab, kernel_faults: None) -> None:
     leaders = {
         p: part.leader

@@ -34,7 +34,7 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -487,13 +487,14 @@ def paced_run(
     workdir: Path,
     kind: str,
     conf: dict[str, str] | None = None,
+    job: tuple[str, ...] = (),
 ) -> Iterator[PacedRun]:
-    """Submit the paced job (with `conf` added); afterwards (whatever happened) lift the
-    faults, end spark-submit if it still runs and stop recording."""
+    """Submit the paced job (`job` arguments added, `conf` too); afterwards (whatever
+    happened) lift the faults, end spark-submit if it still runs and stop recording."""
     run_id = f"k8s-{kind}-{uuid.uuid4().hex[:8]}"
     recorder = PodRecorder(node)
     fault = PodNetworkFault(kafka.bootstrap.split(",")[0])
-    submission = Submission(node, image, kafka, run_id, workdir, PACED_JOB, conf)
+    submission = Submission(node, image, kafka, run_id, workdir, (*job, *PACED_JOB), conf)
     try:
         yield PacedRun(run_id, recorder, fault, submission)
     finally:
@@ -503,14 +504,37 @@ def paced_run(
         recorder.close()
 
 
-def writing_executors(recorder: PodRecorder, port: int) -> list[tuple[dict[str, Any], Any]]:
-    """Both executors Running, each sidecar's /status showing a producer (telemetry of
-    the task writing)."""
+def wrapper_writing(status: dict[str, Any]) -> bool:
+    """The sidecar reads a producer's telemetry (the pipeline's wrapper writes it)."""
+    return bool(status.get("producers"))
+
+
+def connector_writing(status: dict[str, Any]) -> bool:
+    """Spark's view shows a task running and the JVM producer's network thread in the
+    executor's thread dump (Spark's Kafka sink: no telemetry)."""
+    spark = status.get("spark") or {}
+    return bool(spark.get("task_running")) and spark.get("producer_threads_total", 0) > 0
+
+
+SINKS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], bool]]] = {
+    "wrapper": ((), wrapper_writing),
+    "connector": (("--sink", "connector"), connector_writing),
+}
+"""The paced job's sinks: the job's arguments, and how a sidecar's /status shows its
+task writing. `connector` is Spark's own Kafka sink (`df.write.format("kafka")`, the
+connector's jars in the Spark image, the Java client's defaults): no hangwatch code where
+messages are produced, no telemetry."""
+
+
+def writing_executors(
+    recorder: PodRecorder, port: int, writing: Callable[[dict[str, Any]], bool] = wrapper_writing
+) -> list[tuple[dict[str, Any], Any]]:
+    """Both executors Running, each sidecar's /status showing its task `writing`."""
     running = [p for p in recorder.role("executor") if p["status"].get("phase") == "Running"]
     if len(running) < 2:
         return []
     statuses = [(pod, sidecar_status(pod, port)) for pod in running]
-    if all(status and status.get("producers") for _, status in statuses):
+    if all(status and writing(status) for _, status in statuses):
         return statuses
     return []
 
@@ -706,6 +730,7 @@ def test_under_a_decommission_policy_a_wedged_executor_is_decommissioned_and_rep
     )
 
 
+@pytest.mark.parametrize("sink", SINKS)
 def test_every_broker_unreachable_from_the_executors_alerts_and_deletes_no_pod(
     node: NodeCluster,
     release: HelmRelease,
@@ -713,17 +738,19 @@ def test_every_broker_unreachable_from_the_executors_alerts_and_deletes_no_pod(
     kafka: KafkaLab,
     operator: OperatorRun,
     tmp_path: Path,
+    sink: str,
 ) -> None:
     """Every broker unreachable from every executor pod (all their traffic to Kafka
-    dropped, the sidecars' probes included): the operator alerts (cluster_unreachable)
-    and deletes no pod; once the fault is lifted the job completes and verify finds
-    every event."""
+    dropped, the sidecars' probes included), with the pipeline's wrapper and with Spark's
+    own Kafka sink: the operator alerts (cluster_unreachable) and deletes no pod; once the
+    fault is lifted the job completes and verify finds every event."""
     base = POLICIES
-    with paced_run(node, spark_image, kafka, tmp_path, "outage") as run:
+    job, writing = SINKS[sink]
+    with paced_run(node, spark_image, kafka, tmp_path, f"outage-{sink}", job=job) as run:
         recorder, fault = run.recorder, run.fault
         executors = wait_for(
             "both executors writing",
-            lambda: writing_executors(recorder, release.sidecar_port),
+            lambda: writing_executors(recorder, release.sidecar_port, writing),
             timeout=600,
         )
         names = {pod["metadata"]["name"] for pod, _ in executors}
