@@ -82,6 +82,7 @@ def main() -> int:
     print(f"message.timeout.ms {MESSAGE_TIMEOUT_MS}, {PARTITIONS} partitions, {args.runs} runs")
     seconds: list[float] = []
     with Lab(brokers=3, topics={"t": PARTITIONS}) as lab:
+        print(f"lab engine: {lab.engine_description}")
         for n in range(1, args.runs + 1):
             print(f"  run {n}/{args.runs}", file=sys.stderr, flush=True)
             seconds += one_round(lab)

@@ -77,6 +77,7 @@ def main() -> int:
     )
     results: dict[str, tuple[float, float]] = {}
     with Lab(brokers=3, topics={"t": 3}) as lab:
+        print(f"lab engine: {lab.engine_description}")
         print("measuring (progress on stderr)", file=sys.stderr)
         results["healthy, 3 brokers"] = scenario(lab, "healthy", HEALTHY_RUNS)
         lab.blackhole(2)

@@ -125,6 +125,7 @@ def _round_times(label: str, settings: SidecarSettings, rounds: int) -> str:
 
 def part2(rounds: int, driver: Driver) -> list[str]:
     with Lab(brokers=3, topics={"events": 3}) as lab, tempfile.TemporaryDirectory() as tmp:
+        print(f"lab engine: {lab.engine_description}")
         base = SidecarSettings(
             bootstrap=lab.bootstrap,
             telemetry_dir=tmp,
