@@ -45,6 +45,9 @@ from hangwatch_demo.scenarios import SCENARIOS, TOPIC, Timing
 from hangwatch_lab import Lab
 from hangwatch_testing.processes import SidecarCost, sidecar_command
 
+MEASURED = [n for n, s in SCENARIOS.items() if not s.control and s.producer != "jvm"]
+"""The scenarios part 1 replays: the faults, without the rows of Spark's own sink."""
+
 ERROR_WAIT = 40.0
 """How long after the fault the producer's own first error is waited for ("never" beyond)."""
 
@@ -69,9 +72,8 @@ def detection(repeats: int, recorder: Recorder, engine: str, only: list[str]) ->
     )
     print(header + f"  {'producer 1st error s (median, max)':>34}")
     print(f"(producer errors are waited for up to {ERROR_WAIT:.0f} s after the fault)")
-    for name, scenario in SCENARIOS.items():
-        if scenario.control or scenario.producer == "jvm" or (only and name not in only):
-            continue
+    for name in [n for n in MEASURED if not only or n in only]:
+        scenario = SCENARIOS[name]
         on = scenario.engine if engine == "scenario" else engine
         detected: list[float | None] = []
         first_error: list[float | None] = []
@@ -138,14 +140,13 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cost-seconds", type=float, default=60.0)
     parser.add_argument("--skip-cost", action="store_true", help="part 1 only")
-    faults = [n for n, s in SCENARIOS.items() if not s.control and s.producer != "jvm"]
     parser.add_argument(
         "--scenario",
         action="append",
-        choices=faults,
+        choices=MEASURED,
         default=[],
         metavar="NAME",
-        help=f"part 1 for this scenario only (repeatable): {', '.join(faults)}",
+        help=f"part 1 for this scenario only (repeatable): {', '.join(MEASURED)}",
     )
     add_engine_option(parser, "scenario", "scenario")
     add_report_option(parser)

@@ -823,21 +823,22 @@ class KafkaLab(Lab):
         if state.down:
             return
         state.down = True  # first: `alive()` must not take the stopping broker for a crash
-        if how == "kill" and node.proc is not None and node.proc.poll() is None:
-            node.proc.kill()
-            node.proc.wait()
-            state.frozen = False
-        self._stop(node)
+        self._stop(node, kill=how == "kill")
         state.pid = 0
         log.info("fault down", extra={"broker": broker, "how": how})
 
-    def _stop(self, node: _Node) -> None:
+    def _stop(self, node: _Node, kill: bool = False) -> None:
+        """End the broker's JVM: SIGTERM (a controlled shutdown, SIGKILL after the stop
+        timeout) or, with `kill`, SIGKILL at once (a crash)."""
         proc = node.proc
         if proc is None or proc.poll() is not None:
             return
         proc.send_signal(signal.SIGCONT)
         self.brokers[node.id].frozen = False
-        proc.terminate()
+        if kill:
+            proc.kill()
+        else:
+            proc.terminate()
         try:
             proc.wait(timeout=STOP_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:

@@ -31,6 +31,8 @@ ENGINES = ("mock", "kafka")
 """Lab engines: `mock` (librdkafka's protocol emulation, the default) and `kafka` (Apache Kafka)."""
 
 DEFAULT_ENGINE = "mock"
+"""The mock stays the default: it starts in well under a second and needs neither Java nor
+the jars, and most tests exercise hangwatch's own logic, not a broker's behaviour."""
 
 DOWN_CAUSES = ("stop", "kill")
 """How `down` takes a broker away: `stop` (SIGTERM: Kafka's controlled shutdown, the
@@ -46,9 +48,6 @@ def down_cause(how: str | None) -> str:
         raise UsageError(f"--how for down must be one of {', '.join(DOWN_CAUSES)}, got {how!r}")
     return how
 
-
-"""The mock stays the default: it starts in well under a second and needs neither Java nor
-the jars, and most tests exercise hangwatch's own logic, not a broker's behaviour."""
 
 UNRESPONSIVE_RTT_MS = 3_600_000
 """An hour of RTT: the mock broker accepts TCP and reads requests but never answers in time."""
