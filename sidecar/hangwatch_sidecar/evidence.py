@@ -90,6 +90,9 @@ class ProducerObservation:
     """Requests the producer waits an answer for on brokers that answered nothing since its
     previous telemetry document (waits on brokers that keep answering are not counted)."""
     metadata_age_seconds: float | None = None
+    disagreeing_seconds: float = 0.0
+    """How long, without interruption, the producer's leaders have disagreed with the
+    cluster's as the sidecar saw both (0: they agree, or it has not been seen yet)."""
     identity: Mapping[str, object] = field(default_factory=dict)
     problem: str | None = None
     """Set when the telemetry could not be used (garbage, too large, wrong schema...)."""

@@ -6,13 +6,15 @@ broker's probe passive-first (`probing`: none for a broker that just answered th
 pod's own connection, an ApiVersions request on the kept probe connection otherwise, a
 new connection only at the slow fresh-connect cadence or on doubt), probe concurrently,
 fetch cluster metadata through one kept metadata client when it is due (metadata
-interval) or at once when anything looks wrong, read the telemetry directory, take the
-newest Spark view (read in the background every Spark interval by `spark.watch`; a
-round never waits for the driver), run the pure verdict engine, debounce, and publish
-a new immutable `SidecarState`. Steady-state cost per sidecar and broker: no new
-connection between fresh-connect intervals, at most one ApiVersions request per probe
-interval (none while the producer's own connection answers), one Metadata request per
-metadata interval; and one thread dump request to the Spark driver per Spark interval.
+interval) or at once when anything looks wrong (a broker failing, a partition
+leaderless, a producer's leaders newly disagreeing with ours), read the telemetry
+directory, take the newest Spark view (read in the background every Spark interval by
+`spark.watch`; a round never waits for the driver), run the pure verdict engine,
+debounce, and publish a new immutable `SidecarState`. Steady-state cost per sidecar
+and broker: no new connection between fresh-connect intervals, at most one ApiVersions
+request per probe interval (none while the producer's own connection answers), one
+Metadata request per metadata interval (and one per new leader disagreement); and one
+thread dump request to the Spark driver per Spark interval.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from hangwatch_sidecar.spark.tracking import SparkTracker
 from hangwatch_sidecar.spark.watch import SparkWatch
 from hangwatch_sidecar.state import SidecarState
 from hangwatch_sidecar.tracking import ProducerTracker
-from hangwatch_sidecar.verdicts import Debouncer, Thresholds, evaluate
+from hangwatch_sidecar.verdicts import Debouncer, Thresholds, evaluate, leader_disagreements
 
 log = logging.getLogger(__name__)
 JITTER = 0.2
@@ -89,6 +91,8 @@ class SidecarLoop:
         self.metadata_at: float | None = None
         self.metadata_ts: float | None = None
         self.leaderless_since: float | None = None
+        self.disagreeing_since: dict[str, float] = {}
+        """Per producer, since when its leaders disagree with the cluster's (none: agree)."""
         self.probe_errors: Counter[str] = Counter()
         self.verdict_changes: Counter[str] = Counter()
         self.telemetry_problems: Counter[str] = Counter()
@@ -139,6 +143,8 @@ class SidecarLoop:
             return True
         if now - self.metadata_at >= self.settings.metadata_interval_seconds:
             return True
+        if any(since > self.metadata_at for since in self.disagreeing_since.values()):
+            return True  # a producer's leaders disagree with ours: ours may be the old ones
         if previous is None:
             return False
         looks_wrong = bool(previous.failing) or bool(previous.leaderless_for(frozenset()))
@@ -205,6 +211,21 @@ class SidecarLoop:
         self._exited &= {read.key for read in reads}
         return observations
 
+    def _with_disagreement(
+        self, cluster: ClusterObservation, producers: list[ProducerObservation], now: float
+    ) -> list[ProducerObservation]:
+        """Each producer with how long its leaders have disagreed with the cluster's."""
+        since: dict[str, float] = {}
+        out = []
+        for p in producers:
+            if leader_disagreements(p, cluster):
+                since[p.key] = self.disagreeing_since.get(p.key, now)
+                out.append(replace(p, disagreeing_seconds=now - since[p.key]))
+            else:
+                out.append(p)
+        self.disagreeing_since = since
+        return out
+
     def _note_exited(self, key: str) -> None:
         """A producer whose lock is free exited without removing its files: ignored (and
         forgotten), logged once; the next producer opening in the directory removes them."""
@@ -255,7 +276,7 @@ class SidecarLoop:
             self.leaderless_since = self.leaderless_since or now
         else:
             self.leaderless_since = None
-        producers = self._read_producers(now)
+        producers = self._with_disagreement(cluster, self._read_producers(now), now)
         spark = self.spark.poll() if self.spark else None
         stacks: HeldView | None = sampling.result() if sampling is not None else None
         assessment = evaluate(

@@ -110,7 +110,8 @@ def _brokers_evidence(cluster: ClusterObservation) -> dict[str, Any]:
     }
 
 
-def _leader_disagreements(producer: ProducerObservation, cluster: ClusterObservation) -> list[str]:
+def leader_disagreements(producer: ProducerObservation, cluster: ClusterObservation) -> list[str]:
+    """Partitions whose leader the producer names differently from the cluster's metadata."""
     out = []
     for tp, leader in sorted(producer.leaders.items()):
         actual = cluster.leaders.get(tp)
@@ -205,25 +206,35 @@ def _assess_metadata(
     ev: dict[str, Any],
 ) -> Assessment:
     reasons = []
-    disagreements = _leader_disagreements(producer, cluster)
+    disagreements = leader_disagreements(producer, cluster)
     if disagreements:
         ev["leader_disagreements"] = disagreements[:20]
     if producer.metadata_age_seconds is not None:
         ev["metadata_age_seconds"] = round(producer.metadata_age_seconds, 1)
+    if disagreements:
+        ev["disagreeing_seconds"] = round(producer.disagreeing_seconds, 1)
+    grace = thresholds.election_grace_seconds
     if (
         disagreements
         and producer.pending > 0
+        and producer.disagreeing_seconds > grace
         and producer.metadata_age_seconds is not None
-        and producer.metadata_age_seconds > thresholds.election_grace_seconds
+        and producer.metadata_age_seconds > grace
     ):
-        # Leaders moved and the producer, with messages to send, has not refreshed for
-        # longer than an election. An idle producer's cached leaders are no fault: its next
-        # send is answered NOT_LEADER and refreshes them, or its periodic refresh does (a
-        # task paused through an election was restarted for this in the false-restart soak);
-        # if its sends then keep failing, `failing_seconds` below says so.
+        # Leaders moved longer than an election ago and the producer, with messages to
+        # send, has not refreshed since. Both clocks count: its metadata's age alone is no
+        # proof (a producer that last refreshed 9 s before an election has 9 s old metadata
+        # the moment leaders move; on Apache Kafka that was called stale while the producer
+        # recovered), nor is the disagreement's age alone (the sidecar's own metadata may be
+        # the old one: it is fetched again when a disagreement starts). An idle producer's
+        # cached leaders are no fault: its next send is answered NOT_LEADER and refreshes
+        # them, or its periodic refresh does (a task paused through an election was
+        # restarted for this in the false-restart soak); if its sends then keep failing,
+        # `failing_seconds` below says so.
         reasons.append(
-            f"producer's leaders disagree with the cluster on {len(disagreements)} partitions "
-            f"and its metadata is {producer.metadata_age_seconds:.0f} s old"
+            f"producer's leaders have disagreed with the cluster's on {len(disagreements)} "
+            f"partitions for {producer.disagreeing_seconds:.0f} s (election grace "
+            f"{grace:.0f} s) and its metadata is {producer.metadata_age_seconds:.0f} s old"
         )
     elif (
         producer.metadata_age_seconds is not None

@@ -173,14 +173,37 @@ def test_stalled_during_broker_failure_is_broker_degraded_never_hung() -> None:
 
 def test_s1_leader_disagreement_with_old_metadata_is_metadata_stale() -> None:
     leaders = {("t", 0): 3, ("t", 1): 2, ("t", 2): 3}
-    stale = producer(leaders=leaders, metadata_age_seconds=90, pending=12, pending_seconds=2.0)
+    stale = producer(
+        leaders=leaders,
+        metadata_age_seconds=90,
+        disagreeing_seconds=60,
+        pending=12,
+        pending_seconds=2.0,
+    )
     result = evaluate(cluster(), [stale], thresholds=T, now=100)
     assert result.pod.verdict is V.METADATA_STALE
     assert result.producers["producer-42-1"].evidence["leader_disagreements"] == [
         "t/0: producer says 3, cluster says 1"
     ]
+    assert "for 60 s" in result.pod.reasons[0]
     fresh = replace(stale, metadata_age_seconds=5)  # within election grace
     assert evaluate(cluster(), [fresh], thresholds=T, now=100).pod.verdict is V.HEALTHY
+
+
+def test_leaders_that_just_moved_are_no_proof_however_old_the_producers_metadata() -> None:
+    # Apache Kafka, a real 1.5 s election: the producer last refreshed 9 s before the
+    # leaders moved, so its metadata was "older than an election" the moment they moved,
+    # and it was called stale while it recovered. The grace counts from the disagreement.
+    moved = producer(
+        leaders={("t", 0): 3}, metadata_age_seconds=40, disagreeing_seconds=0.0, pending=12
+    )
+    assert evaluate(cluster(), [moved], thresholds=T, now=100).pod.verdict is V.HEALTHY
+    within = replace(moved, disagreeing_seconds=T.election_grace_seconds)
+    assert evaluate(cluster(), [within], thresholds=T, now=100).pod.verdict is V.HEALTHY
+    past = replace(moved, disagreeing_seconds=T.election_grace_seconds + 1)
+    result = evaluate(cluster(), [past], thresholds=T, now=100)
+    assert result.pod.verdict is V.METADATA_STALE
+    assert result.producers["producer-42-1"].evidence["disagreeing_seconds"] == 16.0
 
 
 def test_an_idle_producer_with_leaders_from_before_an_election_is_healthy() -> None:
