@@ -34,7 +34,7 @@ check:
 PYTEST_WORKERS ?= 3
 
 pytest:
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=25
 
 # Like setup, plus the Kubernetes of tests/kube and tests/node (built once, then cached).
 test:

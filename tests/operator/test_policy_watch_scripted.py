@@ -220,12 +220,13 @@ def test_a_410_status_relists_and_old_content_serves_until_then(tmp_path: Path) 
         async with watching(api, tmp_path) as watch:
             await asyncio.wait_for(watch.ready.wait(), 10)
             await until("the failed relist", lambda: len(api.seen("list")) == 2)
+            # the request is seen before its failure is handled: wait for the gauge
+            await until("the failed relist reported", lambda: watch_up() == 0.0)
             assert names(watch) == {"a": ["one"]}  # kept while the relist fails
-            assert watch_up() == 0.0
             await until("the relist", lambda: len(api.seen("list")) == 3)
             await until("the emptied store", lambda: names(watch) == {})
             await until("watching again", lambda: len(api.seen("watch")) == 2)
-            assert watch_up() == 1.0
+            await until("the watch reported up", lambda: watch_up() == 1.0)
 
     asyncio.run(scenario())
     assert api.seen("watch")[1].params["resourceVersion"] == "9"
