@@ -206,7 +206,10 @@ def test_election_moves_leaders_off_a_fenced_broker_which_then_rejoins(
     assert result["fault_seconds"] >= result["leaderless_seconds"] > 0
     others = [b for b in (1, 2, 3) if b != victim]
     partitions = _metadata(kafka_lab, others).topics["t"].partitions  # type: ignore[attr-defined]
-    assert all(p.leader in others for p in partitions.values())
+    leaders = {n: p.leader for n, p in partitions.items()}
+    # (fresh-clone run 15, a loaded machine: once a partition's leader was not among the
+    # others after the victim came back; this says which, next to what the election did)
+    assert all(leader in others for leader in leaders.values()), (leaders, result)
     assert kafka_lab.status().brokers[victim - 1]["condition"] == "up"
     pid = kafka_lab.broker_pids()[victim]
     assert run_state(pid) not in ("T", "gone"), "continued or restarted once the election was over"
