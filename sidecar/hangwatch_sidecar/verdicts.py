@@ -209,10 +209,9 @@ def _assess_metadata(
     disagreements = leader_disagreements(producer, cluster)
     if disagreements:
         ev["leader_disagreements"] = disagreements[:20]
+        ev["disagreeing_seconds"] = round(producer.disagreeing_seconds, 1)
     if producer.metadata_age_seconds is not None:
         ev["metadata_age_seconds"] = round(producer.metadata_age_seconds, 1)
-    if disagreements:
-        ev["disagreeing_seconds"] = round(producer.disagreeing_seconds, 1)
     grace = thresholds.election_grace_seconds
     if (
         disagreements

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hangwatch.contracts import Verdict
 from hangwatch_demo.harness import workload
@@ -25,11 +27,11 @@ from tests.sidecar.lab_loop import fast_loop
 ROUNDS_MAX = 30
 
 
-def _rounds(loop: SidecarLoop, until: object, what: str) -> SidecarState:
+def _rounds(loop: SidecarLoop, until: Callable[[Any], object], what: str) -> SidecarState:
     for _ in range(ROUNDS_MAX):
         state = loop.round()
         assert state.verdict is not Verdict.METADATA_STALE, state.assessment
-        if until(state):  # type: ignore[operator]
+        if until(state):
             return state
         time.sleep(0.5)
     raise AssertionError(f"{what} not within {ROUNDS_MAX} rounds: {loop.state().assessment}")

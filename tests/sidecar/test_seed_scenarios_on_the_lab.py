@@ -1,10 +1,10 @@
 """Every seed incident, replayed on the real lab, reaches its verdict after the fault.
 
 Each scenario runs a real producer process (the hangwatch wrapper) against the lab, on
-the engine the scenario's demo row uses (Apache Kafka for S0 and S3; librdkafka's mock
-for the protocol faults of S1 and S2, for S4, whose fault is in the producer, and for the
-S2 control, see its test), the sidecar's own evaluation loop on its normal cadence, and
-injects the fault once the sidecar reports the baseline. Covered (timing: 1 s probe
+the engine the scenario's demo row uses (Apache Kafka for S0, S3 and the S2 control;
+librdkafka's mock for the protocol faults of S1 and S2 and for S4, whose fault is in the
+producer), the sidecar's own evaluation loop on its normal cadence, and injects the
+fault once the sidecar reports the baseline. Covered (timing: 1 s probe
 interval, 1 s connect timeout, stall 5 s, heartbeat 4 s; each fault is watched for
 twice its bound in `hangwatch_demo.scenarios` + 10 s, and the detection times next to
 those bounds are measured by `benchmarks/detection.py`, not asserted here):
