@@ -4,10 +4,14 @@ and a long healthy run with idle periods (false positives, sidecar CPU and RSS).
 Part 1, per client (sarama, kafka-go, kcat, a plain confluent-kafka producer) and fault
 (stall-produce: S2's unanswered request; every broker blackholed: S0; the leader
 blackholed: S3; every broker down), one run each: the lab, the client, a real
-`hangwatch sidecar` process with an EMPTY telemetry directory (1 s probes, 5 s stall),
-the fault; prints the seconds from the fault to the sidecar's verdict (polled every
-0.25 s) next to the seconds to the client's own first error (waited for up to
-`--error-wait-seconds`, "none" beyond) and their ratio.
+`hangwatch sidecar` process with an EMPTY telemetry directory (1 s probes, 5 s stall,
+the default 30 s producer request timeout), the fault; prints the seconds from the
+fault to the sidecar's verdict (polled every 0.25 s) next to the seconds to the
+client's own first error (waited for up to `--error-wait-seconds`, "none" beyond) and
+their ratio, and every verdict change the run saw. A request left unanswered is the
+broker's (`broker_degraded`) within the request timeout: the stall-produce runs watch
+on for `STALL_WATCH_SECONDS` to show which clients then give the wedged connection up
+by themselves and which are `producer_hung` past that timeout.
 
 Part 2: all four clients at once in one "pod" (the same network namespace), each
 writing in bursts separated by idle periods (staggered), next to one sidecar with the
@@ -22,7 +26,7 @@ the sidecar's verdict changes, the client's own first error, the detection) and 
 gets the HTML report with a timeline per run, its path printed last.
 
     python benchmarks/real_clients.py [--error-wait-seconds 40] [--healthy-seconds 600]
-        [--report DIR]
+        [--faults stall-produce,...] [--report DIR]
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ from hangwatch_testing.clients.workloads import CLIENTS, Rhythm, Workload
 from hangwatch_testing.processes import SidecarCost
 
 FAULTS: dict[str, tuple[str, Callable[[Lab], None], str]] = {
-    "stall-produce": ("S2", on_each_broker(Lab.stall_produce), "producer_hung"),
+    "stall-produce": ("S2", on_each_broker(Lab.stall_produce), "broker_degraded"),
     "blackhole-all": ("S0", on_each_broker(Lab.blackhole), "cluster_unreachable"),
     "blackhole-leader": ("S3", on_the_leader(Lab.blackhole), "broker_degraded"),
     "down-all": ("outage", on_each_broker(Lab.down), "cluster_unreachable"),
@@ -95,27 +99,37 @@ def record_run(recorder: Recorder, result: Run, seed: str, expect: str, bound: f
     )
 
 
-def matrix(error_wait: float, recorder: Recorder) -> None:
+def _changes(result: Run) -> str:
+    return ", ".join(f"{t:.1f} {v}" for t, v, _ in result.changes[:5])
+
+
+def matrix(error_wait: float, recorder: Recorder, faults: list[str]) -> None:
     print(
         f"\npart 1: fault to verdict, empty telemetry (1 s probes, 5 s stall); the client's "
         f"own first error waited for up to {error_wait:.0f} s"
     )
     print(
         f"{'client':16} {'fault':18} {'verdict':20} {'hangwatch s':>11} "
-        f"{'client 1st error s':>19} {'ratio':>6}  client's error"
+        f"{'client 1st error s':>19} {'ratio':>6}  client's error | verdict changes (s)"
     )
     ratios = []
     for client in CLIENTS:
-        for fault, (seed, inject, expect) in FAULTS.items():
+        for fault in faults:
+            seed, inject, expect = FAULTS[fault]
             print(f"  ... {client} {fault}", file=sys.stderr, flush=True)
+            stall = fault == "stall-produce"
             result = run(
                 client,
                 fault,
                 inject,
-                expect=expect,
-                seconds=WATCH_SECONDS,
+                expect=None if stall else expect,
+                seconds=STALL_WATCH_SECONDS if stall else WATCH_SECONDS,
                 error_wait_seconds=error_wait,
             )
+            if stall:
+                result.detected_seconds = next(
+                    (t for t, v, _ in result.changes if v == expect), None
+                )
             record_run(recorder, result, seed, expect, WATCH_SECONDS)
             got = result.changes[-1][1] if result.changes else result.baseline
             detect = result.detected_seconds
@@ -127,7 +141,7 @@ def matrix(error_wait: float, recorder: Recorder) -> None:
                 f"{client:16} {fault + ' (' + seed + ')':18} {got:20} "
                 f"{detect if detect is not None else 'never':>11} "
                 f"{error if error is not None else 'none':>19} {ratio:>6}  "
-                f"{result.client_error[:60]}",
+                f"{result.client_error[:60]} | {_changes(result)}",
                 flush=True,
             )
     if ratios:
@@ -136,6 +150,9 @@ def matrix(error_wait: float, recorder: Recorder) -> None:
 
 WATCH_SECONDS = 40.0
 """How long part 1 watches for the verdict after each fault (the report's bound)."""
+
+STALL_WATCH_SECONDS = 60.0
+"""How long part 1 watches a stall-produce run: past the 30 s request timeout + 5 s."""
 
 
 def healthy(seconds: float) -> None:
@@ -192,8 +209,14 @@ def main() -> int:
     parser.add_argument("--error-wait-seconds", type=float, default=40.0)
     parser.add_argument("--healthy-seconds", type=float, default=600.0)
     parser.add_argument("--skip-matrix", action="store_true")
+    parser.add_argument(
+        "--faults", default=",".join(FAULTS), help=f"part 1's faults, of {', '.join(FAULTS)}"
+    )
     add_report_option(parser)
     args = parser.parse_args()
+    faults = [f for f in args.faults.split(",") if f]
+    if unknown := sorted(set(faults) - set(FAULTS)):
+        parser.error(f"--faults: unknown {', '.join(unknown)} (one of {', '.join(FAULTS)})")
     print(f"machine: {describe()}")
     recorder = run_report(args.report, "real clients benchmark")
     subprocess.run(
@@ -203,7 +226,7 @@ def main() -> int:
     )
     try:
         if not args.skip_matrix:
-            matrix(args.error_wait_seconds, recorder)
+            matrix(args.error_wait_seconds, recorder, faults)
         if args.healthy_seconds > 0:
             healthy(args.healthy_seconds)
     except KeyboardInterrupt:

@@ -37,6 +37,14 @@ class DetectionDefaults:
     election_grace_seconds: int
     """Leaderless partitions are an expected election this long (managed Kafka elections
     take 1-2 s, controlled shutdowns up to ~10 s)."""
+    producer_request_timeout_seconds: int
+    """The producers' own request timeout (Java's and librdkafka's `request.timeout.ms`,
+    30 s by default). A broker may hold a Produce request this long before it must answer
+    (with `acks=all` it waits for its in-sync replicas: a frozen or slow follower holds
+    every write until the controller fences it or the follower falls out of the ISR), so a
+    request the socket view sees unanswered for less is no proof that the client hangs;
+    past it, a client that still waits on the same connection has stopped enforcing its
+    own timeout."""
     time_to_error_budget_seconds: int
     """Longest a producer's own timeouts may keep a send silent before it reports an error."""
 
@@ -47,6 +55,7 @@ STANDALONE = DetectionDefaults(
     heartbeat_seconds=15,
     metadata_max_age_seconds=180,
     election_grace_seconds=15,
+    producer_request_timeout_seconds=30,
     time_to_error_budget_seconds=60,
 )
 """A sidecar without a policy: next to the wrapper, judged fast."""
@@ -57,6 +66,7 @@ POLICY = DetectionDefaults(
     heartbeat_seconds=30,
     metadata_max_age_seconds=900,
     election_grace_seconds=30,
+    producer_request_timeout_seconds=30,
     time_to_error_budget_seconds=120,
 )
 """A `ProducerHealthPolicy` field left out: any client, verdicts that restart executors."""

@@ -132,6 +132,7 @@ def sidecar_args(policy: Policy, settings: OperatorSettings, mode: InjectionMode
         "--heartbeat-seconds": det.heartbeat_seconds,
         "--metadata-max-age-seconds": det.metadata_max_age_seconds,
         "--election-grace-seconds": det.election_grace_seconds,
+        "--producer-request-timeout-seconds": det.producer_request_timeout_seconds,
         "--time-to-error-budget-seconds": det.time_to_error_budget_seconds,
     }
     for flag, value in numbers.items():

@@ -105,6 +105,7 @@ INTEGER_BOUNDS: dict[str, tuple[int, int]] = {
     "detection.heartbeatSeconds": (5, 3600),
     "detection.metadataMaxAgeSeconds": (30, 86400),
     "detection.electionGraceSeconds": (1, 600),
+    "detection.producerRequestTimeoutSeconds": (1, 3600),
     "detection.timeToErrorBudgetSeconds": (1, 3600),
     "actions.autoUncordon.healthyForSeconds": (60, 86400),
     "safety.maxConcurrent": (1, 100),
@@ -236,6 +237,7 @@ class Detection:
     heartbeat_seconds: int = POLICY.heartbeat_seconds
     metadata_max_age_seconds: int = POLICY.metadata_max_age_seconds
     election_grace_seconds: int = POLICY.election_grace_seconds
+    producer_request_timeout_seconds: int = POLICY.producer_request_timeout_seconds
     time_to_error_budget_seconds: int = POLICY.time_to_error_budget_seconds
 
 

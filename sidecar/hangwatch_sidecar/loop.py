@@ -81,6 +81,7 @@ class SidecarLoop:
             heartbeat_seconds=settings.heartbeat_seconds,
             metadata_max_age_seconds=settings.metadata_max_age_seconds,
             election_grace_seconds=settings.election_grace_seconds,
+            producer_request_timeout_seconds=settings.producer_request_timeout_seconds,
         )
         self.tracker = ProducerTracker()
         self.debouncer = Debouncer(hold=settings.hysteresis_intervals)

@@ -122,6 +122,14 @@ class SidecarSettings:
             "Leaderless partitions are an expected election this long (S2: 1-2 s elections)."
         ),
     )
+    producer_request_timeout_seconds: float = field(
+        default=float(STANDALONE.producer_request_timeout_seconds),
+        metadata=_doc(
+            "The producers' own request timeout (request.timeout.ms): a request unanswered on "
+            "a live connection is the broker's (broker_degraded) until it has waited this long, "
+            "producer_hung only past it (a broker may hold a write for its in-sync replicas)."
+        ),
+    )
     time_to_error_budget_seconds: float = field(
         default=float(STANDALONE.time_to_error_budget_seconds),
         metadata=_doc(
@@ -299,6 +307,7 @@ class SidecarSettings:
             "heartbeat_seconds",
             "metadata_max_age_seconds",
             "election_grace_seconds",
+            "producer_request_timeout_seconds",
             "time_to_error_budget_seconds",
             "spark_interval_seconds",
             "fresh_connect_interval_seconds",

@@ -78,6 +78,10 @@ class Thresholds:
     election_grace_seconds: float = float(STANDALONE.election_grace_seconds)
     """Leaderless partitions are expected this long (S2: managed Kafka elections take
     1-2 s; controlled shutdowns up to ~10 s); past it they still block restarts."""
+    producer_request_timeout_seconds: float = float(STANDALONE.producer_request_timeout_seconds)
+    """The producers' own request timeout: a request the socket view sees unanswered is the
+    broker's business until it has waited this long (a broker may hold it), the
+    producer's fault only past it (`sockets.judge`)."""
 
 
 @dataclass(frozen=True)
@@ -296,7 +300,12 @@ def evaluate(
     brokers = _brokers_evidence(cluster)
     if not cluster.answering:
         failing = ", ".join(f"{b.address} {b.reachability}" for b in cluster.brokers)
-        seen = judge_sockets(sockets, stall_seconds=thresholds.stall_seconds, cluster_healthy=False)
+        seen = judge_sockets(
+            sockets,
+            stall_seconds=thresholds.stall_seconds,
+            request_timeout_seconds=thresholds.producer_request_timeout_seconds,
+            cluster_healthy=False,
+        )
         pod = Assessment(
             Verdict.CLUSTER_UNREACHABLE,
             (
@@ -420,6 +429,7 @@ def _findings(
     socket_findings = judge_sockets(
         sockets,
         stall_seconds=thresholds.stall_seconds,
+        request_timeout_seconds=thresholds.producer_request_timeout_seconds,
         cluster_healthy=cluster_healthy,
         spark_task_running=spark_task_running,
         failing_brokers=failing_brokers,

@@ -16,8 +16,10 @@ tree and Spark's view of that executor:
   Python workers and idle past the stall threshold (the sidecars' /status shows the
   silence) with no task running -> never flagged, never restarted;
 - `plain-s2-stuck-after-election`: an election, then the producers' batches are never
-  answered -> producer_hung from a request unanswered on a live connection -> then a
-  restart -> then events flow again;
+  answered -> broker_degraded from a request unanswered on a live connection, within the
+  producers' request timeout (a broker may hold a write that long) -> no restart: the
+  client gives up on the request by its own message timeout, Spark re-runs the task and
+  events flow again;
 
 each with 0 lost events and exit code 0, and no kernel rule left behind.
 """
@@ -79,14 +81,18 @@ def test_blocked_callback_restarts_that_executor_and_idle_producers_are_left_alo
         assert row["ok"] and row["lost"] == 0 and row["events"] > 100, row
 
 
-def test_stuck_requests_after_an_election_are_found_on_the_socket_and_restarted(
+def test_stuck_requests_after_an_election_are_the_brokers_and_the_client_recovers_alone(
     kernel_faults: None, tmp_path: Path
 ) -> None:
     rows, _ = _demo("plain-s2-stuck-after-election", keep=tmp_path)
     s2 = rows["plain-s2-stuck-after-election"]
-    assert s2["verdict"] == "producer_hung" and s2["restarts"] >= 1, s2
-    _verdict_then_restart_then_flowing(s2)
-    assert any("socket view: connection" in r and "unanswered" in r for r in s2["reasons"]), s2[
-        "reasons"
-    ]
-    assert s2["ok"] and s2["lost"] == 0 and s2["progress_again_seconds"] is not None, s2
+    assert s2["verdict"] == "broker_degraded" and s2["restarts"] == 0, s2
+    assert _hung(s2) == set() and s2["action"] == "alert only (broker_degraded)", s2
+    assert any(
+        "socket view: connection" in r and "within the producers' request timeout" in r
+        for r in s2["reasons"]
+    ), s2["reasons"]
+    # the client's own timeout failed the task, Spark re-ran it: events flowed again
+    assert s2["task_retries"] >= 1 and s2["progress_again_seconds"] is not None, s2
+    assert s2["detect_seconds"] is not None and s2["detect_seconds"] >= 0, s2
+    assert s2["ok"] and s2["lost"] == 0, s2

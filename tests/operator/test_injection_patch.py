@@ -148,6 +148,7 @@ def test_sidecar_follows_the_contract() -> None:
         "--heartbeat-seconds", "30",
         "--metadata-max-age-seconds", "900",
         "--election-grace-seconds", "30",
+        "--producer-request-timeout-seconds", "30",
         "--time-to-error-budget-seconds", "120",
         "--telemetry-dir", "/var/run/hangwatch/telemetry",
     ]  # fmt: skip

@@ -1,27 +1,40 @@
 """What the socket view concludes (`sockets.judge`), on constructed evidence.
 
 Covered: an unanswered request on a live connection past the threshold -> producer_hung
-naming the connection and broker when the cluster is healthy, broker_degraded (never a
-producer fault) when brokers fail; blackholed connections and unanswered connects ->
-broker_degraded naming the broker, grouped per broker; silence (every connection idle
-past the threshold) -> producer_hung only when Spark says a task of this executor runs
-(`spark_task_running=True`), never when no task runs or Spark's view is unknown, never
-while the cluster is unhealthy, never with a request outstanding; an unavailable view
-yields nothing; failed connects corroborate refusing entries only; long lists of
-connections are capped in reasons.
+naming the connection and broker when the cluster is healthy and it has waited longer
+than the producers' request timeout, broker_degraded naming the broker while it is
+within that timeout (a broker may hold a write that long; the rule for any wait and
+timeout is a property), broker_degraded (never a producer fault) when brokers fail;
+blackholed connections and unanswered connects -> broker_degraded naming the broker,
+grouped per broker; silence (every connection idle past the threshold) -> producer_hung
+only when Spark says a task of this executor runs (`spark_task_running=True`), never
+when no task runs or Spark's view is unknown, never while the cluster is unhealthy,
+never with a request outstanding; an unavailable view yields nothing; failed connects
+corroborate refusing entries only; long lists of connections are capped in reasons.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hangwatch.contracts import Verdict as V
-from hangwatch_sidecar.sockets.judge import MAX_NAMED, failed_connects_reason, judge_sockets
+from hangwatch_sidecar.sockets.judge import (
+    MAX_NAMED,
+    TIMEOUT_MARGIN_SECONDS,
+    failed_connects_reason,
+)
+from hangwatch_sidecar.sockets.judge import judge_sockets as judge_with_timeout
 from hangwatch_sidecar.sockets.types import ConnectionEvidence, Pattern, TcpState
 from tests.sidecar.builders import connection, socket_view
 
 C = connection(quiet_seconds=40.0, last_received_seconds=40.0)
 view = socket_view
+REQUEST_TIMEOUT_SECONDS = 30.0
+judge_sockets = partial(judge_with_timeout, request_timeout_seconds=REQUEST_TIMEOUT_SECONDS)
 
 
 def unanswered(waiting: float = 45.0, **kw: object) -> ConnectionEvidence:
@@ -33,6 +46,36 @@ def test_unanswered_request_with_healthy_cluster_is_producer_hung_naming_it() ->
     assert finding.verdict is V.PRODUCER_HUNG
     assert C.connection in finding.reason and "broker 10.0.0.1:9092" in finding.reason
     assert "45 s" in finding.reason and finding.brokers == ("10.0.0.1:9092",)
+    assert "past the producers' request timeout (30 s + 5 s)" in finding.reason
+
+
+def test_unanswered_request_within_the_producers_request_timeout_is_the_brokers() -> None:
+    (finding,) = judge_sockets(view(unanswered(12.0)), stall_seconds=5, cluster_healthy=True)
+    assert finding.verdict is V.BROKER_DEGRADED and finding.brokers == ("10.0.0.1:9092",)
+    assert "within the producers' request timeout (30 s)" in finding.reason
+    assert C.connection in finding.reason and "12 s" in finding.reason
+
+
+@given(
+    waiting=st.floats(0.0, 1e6, allow_nan=False),
+    timeout=st.floats(0.1, 1e5, allow_nan=False),
+    healthy=st.booleans(),
+    own_broker_failing=st.booleans(),
+)
+def test_only_a_wait_past_the_request_timeout_on_a_healthy_cluster_is_producer_hung(
+    waiting: float, timeout: float, healthy: bool, own_broker_failing: bool
+) -> None:
+    failing = frozenset({"10.0.0.1:9092"}) if own_broker_failing else frozenset()
+    (finding,) = judge_with_timeout(
+        view(unanswered(waiting)),
+        stall_seconds=5,
+        cluster_healthy=healthy,
+        request_timeout_seconds=timeout,
+        failing_brokers=failing,
+    )
+    hung = healthy and not own_broker_failing and waiting > timeout + TIMEOUT_MARGIN_SECONDS
+    assert finding.verdict is (V.PRODUCER_HUNG if hung else V.BROKER_DEGRADED)
+    assert finding.brokers == ("10.0.0.1:9092",)
 
 
 def test_unanswered_request_while_brokers_fail_is_not_a_producer_fault() -> None:

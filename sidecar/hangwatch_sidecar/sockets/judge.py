@@ -6,12 +6,17 @@ no partition is leaderless), the stall threshold, and `spark_task_running`: Spar
 view of this executor (True: a task of this executor runs now; False: none; None:
 not known). Each finding names the connection, broker or task it rests on.
 
-- a request `unanswered` on a live connection past the stall threshold while the
-  cluster is healthy -> `producer_hung` (S2); while some broker fails, or when the
-  connection's own broker fails the sidecar's probes (a removed broker, frozen, left in
-  the bootstrap list: evidence against that broker, not the producer, which kafka-go
-  v0.4.8 showed by moving on by itself) -> it is `broker_degraded`'s business, never a
-  producer fault;
+- a request `unanswered` on a live connection past the stall threshold: while the
+  cluster is healthy and the request has waited longer than the producers' own request
+  timeout -> `producer_hung` (S2: a client that still waits on a request it should have
+  abandoned); shorter than that timeout -> `broker_degraded` naming the broker (Kafka
+  lets a broker hold a Produce until the request's timeout: with `acks=all` it waits for
+  its in-sync replicas, so a frozen or slow follower holds every write while every broker
+  answers the sidecar's probes; sarama v1.38.0 through a real election waited 6.3 s and
+  went on); while some broker fails, or when the connection's own broker fails the
+  sidecar's probes (a removed broker, frozen, left in the bootstrap list: evidence
+  against that broker, not the producer, which kafka-go v0.4.8 showed by moving on by
+  itself) -> `broker_degraded` too, never a producer fault;
 - the pod's own connections to a broker `blackholed` or their connects unanswered ->
   `broker_degraded` naming the broker (S0, S3; `cluster_unreachable` comes from the
   probes, these corroborate);
@@ -34,6 +39,13 @@ from hangwatch_sidecar.sockets.types import ConnectionEvidence, Pattern, SocketO
 MAX_NAMED = 5
 """Connections named in one reason at most (the rest are counted)."""
 
+TIMEOUT_MARGIN_SECONDS = 5.0
+"""How far past its request timeout a client may still hold a request before the socket
+view calls it stuck: clients act on their timeouts on their own cadence (librdkafka scans
+for timed-out requests once a second, then drops the connection; sarama's read deadline
+and the Java client's poll act at once) and the sidecar measures a wait once per round.
+kcat waited "30 s" on a request when librdkafka's 30 s timeout had not yet been acted on."""
+
 
 @dataclass(frozen=True)
 class SocketFinding:
@@ -54,6 +66,7 @@ def _names(connections: tuple[ConnectionEvidence, ...]) -> str:
 def _unanswered(
     view: SocketObservation,
     stall_seconds: float,
+    request_timeout_seconds: float,
     cluster_healthy: bool,
     failing_brokers: frozenset[str] = frozenset(),
 ) -> list[SocketFinding]:
@@ -74,9 +87,21 @@ def _unanswered(
                 "against the broker, not the producer"
             )
             verdict = Verdict.BROKER_DEGRADED
-        elif cluster_healthy:
-            reason = f"{what}, while every broker answers the sidecar's probes"
+        elif cluster_healthy and longest > request_timeout_seconds + TIMEOUT_MARGIN_SECONDS:
+            reason = (
+                f"{what}, past the producers' request timeout ({request_timeout_seconds:.0f} s "
+                f"+ {TIMEOUT_MARGIN_SECONDS:.0f} s) "
+                "while every broker answers the sidecar's probes: the client still waits on "
+                "a request it should have given up"
+            )
             verdict = Verdict.PRODUCER_HUNG
+        elif cluster_healthy:
+            reason = (
+                f"{what}, within the producers' request timeout ({request_timeout_seconds:.0f} s), "
+                "while every broker answers the sidecar's probes: a broker may hold a write "
+                "that long (acks=all waits for its in-sync replicas), not yet a producer fault"
+            )
+            verdict = Verdict.BROKER_DEGRADED
         else:
             reason = f"{what}, while some brokers fail: not judged a producer fault"
             verdict = Verdict.BROKER_DEGRADED
@@ -142,14 +167,18 @@ def judge_sockets(
     *,
     stall_seconds: float,
     cluster_healthy: bool,
+    request_timeout_seconds: float,
     spark_task_running: bool | None = None,
     failing_brokers: frozenset[str] = frozenset(),
 ) -> tuple[SocketFinding, ...]:
     """Findings from the socket view, most severe first (none when it is unavailable).
-    `failing_brokers`: the addresses the sidecar's probes found failing this round."""
+    `failing_brokers`: the addresses the sidecar's probes found failing this round;
+    `request_timeout_seconds`: the producers' own request timeout."""
     if view is None or not view.available:
         return ()
-    findings = _unanswered(view, stall_seconds, cluster_healthy, failing_brokers)
+    findings = _unanswered(
+        view, stall_seconds, request_timeout_seconds, cluster_healthy, failing_brokers
+    )
     findings += _silence(view, stall_seconds, cluster_healthy, spark_task_running)
     findings += _blackholed(view)
     order = {Verdict.PRODUCER_HUNG: 0, Verdict.PRODUCER_SILENT: 1, Verdict.BROKER_DEGRADED: 2}
