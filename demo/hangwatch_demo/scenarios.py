@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hangwatch.contracts import Verdict
+from hangwatch_demo import interceptor
 from hangwatch_demo.spark_tasks import Pause
 from hangwatch_lab import Lab
 
@@ -444,6 +445,22 @@ SCENARIOS: dict[str, Scenario] = {
             engine="kafka",
         ),
         Scenario(
+            "jvm-wedged-interceptor",
+            "S4",
+            f"{JVM_SINK}: a producer interceptor (the user's `kafka.interceptor.classes`) "
+            "blocks the JVM producer's I/O thread in one executor",
+            _s4,
+            Verdict.PRODUCER_HUNG,
+            # the I/O thread inside user code for the heartbeat threshold, seen in a thread
+            # dump the sidecar reads every Spark interval, + one round
+            lambda t: t.heartbeat_seconds + t.spark_interval_seconds + t.probe_interval_seconds,
+            restart_helps=True,
+            label="JVM sink: interceptor blocks I/O thread",
+            producer="jvm",
+            engine="kafka",
+            producer_conf={"kafka.interceptor.classes": interceptor.CLASS_NAME},
+        ),
+        Scenario(
             "jvm-election-recovers",
             "S2 control",
             f"{JVM_SINK}: a real 1.5 s leader election (the leader frozen until the "
@@ -520,6 +537,7 @@ DEMO_ORDER = (
     "plain-long-linger",
     "jvm-frozen-leader",
     "jvm-blackholed-broker",
+    "jvm-wedged-interceptor",
     "jvm-election-recovers",
 )
 """The order `hangwatch demo` runs scenarios in (the `jvm-*` ones on the real Kafka

@@ -39,7 +39,8 @@ import pyspark
 from pyspark.sql import SparkSession
 
 from hangwatch.errors import HangwatchError
-from hangwatch_pipeline import job
+from hangwatch_demo import interceptor
+from hangwatch_pipeline import job, spark_kafka
 from hangwatch_pipeline.connector_sink import query_name
 from hangwatch_pipeline.run_options import SINK_CONNECTOR, SINK_WRAPPER, RunOptions
 from hangwatch_pipeline.run_report import Summary
@@ -234,6 +235,14 @@ class LocalSparkCluster:
         self.work_root = root / "spark-home" / "work"
         self._saved_env: dict[str, str | None] = {}
 
+    def _interceptor_conf(self) -> dict[str, str]:
+        """With the connector: the demo's wedgeable interceptor's jar (`interceptor`),
+        built before any JVM starts; the scenarios that use it name it in their options."""
+        if not self.connector:
+            return {}
+        self.progress("building the demo's Kafka interceptor (cached after the first build)")
+        return {"spark.jars": str(interceptor.interceptor_jar(spark_kafka.jars()))}
+
     def start(self) -> None:
         home = private_spark_home(self.root)
         driver_log4j = self.root / "log4j2-driver.properties"
@@ -250,6 +259,7 @@ class LocalSparkCluster:
             spark_conf={
                 **SPARK_CONF,
                 "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{driver_log4j}",
+                **self._interceptor_conf(),
             },
             app_name="hangwatch-demo",
             spark_log_level="ERROR",

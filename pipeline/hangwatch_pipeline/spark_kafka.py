@@ -23,7 +23,6 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from hangwatch.errors import HangwatchError, UsageError
+from hangwatch.errors import HangwatchError, UsageError, run_step
 
 SPARK_VERSION = "4.2.0"
 """The pinned pyspark's version (pyproject.toml pins `pyspark==` this; a test checks)."""
@@ -196,16 +195,12 @@ def resolve(
             mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM), f"-Dspark.version={version}",
             f"-Doutput.dir={work}", "dependency:copy-dependencies",
         ]  # fmt: skip
-        try:
-            done = subprocess.run(
-                command, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_SECONDS,
-                check=False,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            raise UsageError(
-                f"resolving {CONNECTOR}:{version} from Maven Central took over "
-                f"{RESOLVE_TIMEOUT_SECONDS:.0f} s: check access to {MAVEN_CENTRAL}"
-            ) from None
+        done = run_step(
+            command,
+            timeout_seconds=RESOLVE_TIMEOUT_SECONDS,
+            step=f"resolving {CONNECTOR}:{version} from Maven Central",
+            hint=f"check access to {MAVEN_CENTRAL}",
+        )
         if done.returncode != 0:
             raise UsageError(_maven_failure(version, done.stdout + done.stderr))
         if find_jars(Path(work)) is None:

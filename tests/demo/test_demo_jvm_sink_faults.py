@@ -1,5 +1,6 @@
-"""Broker faults under Spark's own Kafka sink (the connector's JVM `KafkaProducer`), judged
-without its cooperation, and its election control.
+"""Faults under Spark's own Kafka sink (the connector's JVM `KafkaProducer`), judged without
+its cooperation: broker faults alert, a wedged producer is restarted, an election is left
+alone.
 
 Covers, with the real `hangwatch demo` command (subprocess, `--json`) on `local-cluster`
 executors writing with `spark-sql-kafka-0-10` to the real Apache Kafka lab engine, one
@@ -14,19 +15,31 @@ decision code, under the demo's fast settings (stall threshold 5 s):
   broker), an alert, no restart; the producers move on once it is back, nothing lost;
 - `jvm-blackholed-broker`: one broker blackholed -> `broker_degraded`, an alert, no
   restart; healed, the job finishes with every event;
+- `jvm-wedged-interceptor`: a producer interceptor (loaded through the connector's own
+  `kafka.interceptor.classes` option) blocks the JVM producer's I/O thread in one
+  executor -> `producer_hung` from Spark's view alone (the executor's real thread dump:
+  the `kafka-producer-network-thread` inside the interceptor's `onAcknowledgement`)
+  -> the operator restarts exactly that executor -> Spark re-runs its task on a new
+  one, events flow again, every event in the topic;
 - `jvm-election-recovers`: a real 1.5 s election (the leader frozen until the controller
   fences it) -> never a restart verdict, never a restart.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.demo.running import run_demo
 
-SCENARIOS = ("jvm-frozen-leader", "jvm-blackholed-broker", "jvm-election-recovers")
+SCENARIOS = (
+    "jvm-frozen-leader",
+    "jvm-blackholed-broker",
+    "jvm-wedged-interceptor",
+    "jvm-election-recovers",
+)
 RESTART_VERDICTS = {"producer_hung", "metadata_stale"}
 
 
@@ -34,11 +47,11 @@ def _seen(row: dict[str, object]) -> set[str]:
     return {str(c[1]).split(" ", 1)[1] for c in row["changes"]}  # type: ignore[attr-defined]
 
 
-@pytest.mark.timeout(900)
-def test_spark_kafka_sink_broker_faults_alert_and_an_election_is_left_alone(
+@pytest.mark.timeout(1200)
+def test_spark_kafka_sink_broker_faults_alert_a_wedge_restarts_an_election_is_left_alone(
     kernel_faults: None, tmp_path: Path
 ) -> None:
-    rows, _ = run_demo(*SCENARIOS, keep=tmp_path, timeout_seconds=840)
+    rows, _ = run_demo(*SCENARIOS, keep=tmp_path, timeout_seconds=1140)
     assert sorted(rows) == sorted(SCENARIOS)
     for row in rows.values():
         assert row["producer"] == "jvm", row
@@ -53,3 +66,20 @@ def test_spark_kafka_sink_broker_faults_alert_and_an_election_is_left_alone(
 
     election = rows["jvm-election-recovers"]
     assert not _seen(election) & RESTART_VERDICTS and election["restarts"] == 0, election
+
+    wedged = rows["jvm-wedged-interceptor"]
+    assert wedged["verdict"] == "producer_hung" and wedged["restarts"] == 1, wedged
+    assert re.fullmatch(r"restart exec-\d+ \(producer_hung\)", wedged["action"]), wedged
+    restarted = wedged["action"].split()[1]
+    hung = {str(c[1]).split(" ")[0] for c in wedged["changes"] if c[1].endswith("producer_hung")}
+    assert hung == {restarted}, "only the wedged executor's sidecar says producer_hung"
+    assert any(
+        "kafka-producer-network-thread" in r and "WedgeInterceptor.onAcknowledgement" in r
+        for r in wedged["reasons"]
+    ), wedged["reasons"]
+    detected, restarted_at, again = (
+        wedged["detect_seconds"], wedged["restart_seconds"], wedged["progress_again_seconds"]
+    )  # fmt: skip
+    assert detected is not None and restarted_at is not None and again is not None, wedged
+    assert 0 <= detected <= restarted_at < again, wedged
+    assert wedged["task_retries"] >= 1, wedged
