@@ -23,6 +23,11 @@ command -v buildah >/dev/null 2>&1 || fail "finding buildah" "install it (apt-ge
 # jars directory: jobs in the image use df.write.format("kafka") with no --jars.
 connector_jars=$(PYTHONPATH=pipeline:core python3 -m hangwatch_pipeline.spark_kafka --print) \
   || fail "resolving Spark's Kafka connector" "the line above names what is missing" 3
+# The demo's wedgeable producer interceptor (hangwatch_demo.interceptor, compiled once
+# against the connector's kafka-clients): the node tier's restart test of Spark's sink
+# names it in the job's kafka.interceptor.classes. Its source is among the hashed ones.
+interceptor_jar=$(PYTHONPATH=demo:pipeline:core python3 -m hangwatch_demo.interceptor) \
+  || fail "building the demo's Kafka interceptor" "the line above names what is missing" 3
 pyspark_version=$(python3 -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb")); print(next(r.split("==")[1] for r in d["project"]["optional-dependencies"]["spark"] if r.startswith("pyspark==")))')
 sources=$(git ls-files -co --exclude-standard -- pyproject.toml README.md core lab sidecar pipeline operator demo image/spark \
   | grep -v -e '__pycache__' -e '^.*\.pyc$' | sort)
@@ -57,7 +62,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 mkdir -p "$work/context/spark-dist" "$work/context/spark-jars" "$work/tmp"
-for j in $connector_jars; do cp "$j" "$work/context/spark-jars/"; done
+for j in $connector_jars $interceptor_jar; do cp "$j" "$work/context/spark-jars/"; done
 cat > "$work/storage.conf" <<CONF
 [storage]
 driver = "vfs"

@@ -19,12 +19,14 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from hangwatch.errors import UsageError, run_step
+from hangwatch.errors import HangwatchError, UsageError, run_step
+from hangwatch_pipeline import spark_kafka
 
 SOURCE = Path(__file__).with_name("WedgeInterceptor.java")
 CLASS_NAME = "dev.hangwatch.demo.WedgeInterceptor"
@@ -96,3 +98,18 @@ def interceptor_jar(connector_jars: Sequence[Path]) -> Path:
             return jar
         built.rename(target)
     return jar
+
+
+def main() -> int:
+    """`python3 -m hangwatch_demo.interceptor`: build (once) and print the jar's path (the
+    node tier's Spark image carries it, scripts/build-spark-image.sh)."""
+    try:
+        print(interceptor_jar(spark_kafka.jars()))
+    except HangwatchError as exc:
+        print(f"demo-interceptor: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -43,6 +43,7 @@ from typing import Any
 import pytest
 import yaml
 
+from hangwatch_demo.interceptor import CLASS_NAME as WEDGE_INTERCEPTOR
 from hangwatch_lab.kafka import KafkaLab
 from hangwatch_operator.injection import POLICY_LABEL, SIDECAR_CONTAINER
 from hangwatch_testing.emulated_cluster import OperatorRun
@@ -563,29 +564,45 @@ class Wedged:
         )
 
 
-def wedge_one_executor(run: PacedRun, release: HelmRelease) -> Wedged:
-    """Blackhole one writing executor's producer connections in its pod's network
-    namespace (its user's traffic only), then wait for its sidecar's producer_hung, the
-    pod's deletion and a replacement executor Running; the other executor must not be
-    touched."""
+def blackhole_user(fault: PodNetworkFault, pid: int) -> None:
+    """Every packet of the process's user to the broker dropped."""
+    fault.drop(pid, uid=process_uid(pid))
+
+
+def wedge_one_executor(
+    run: PacedRun,
+    release: HelmRelease,
+    writing: Callable[[dict[str, Any]], bool] = wrapper_writing,
+    wedge: Callable[[PodNetworkFault, int], object] = blackhole_user,
+) -> Wedged:
+    """Wedge one writing executor's producer (`wedge`, given the executor JVM's pid: by
+    default its user's traffic to the broker blackholed in its pod's network namespace),
+    then wait for its sidecar's producer_hung, the pod's deletion and a replacement
+    executor Running; the other executor must not be touched."""
     recorder, fault = run.recorder, run.fault
     (target, _), (other, _) = wait_for(
         "both executors writing",
-        lambda: writing_executors(recorder, release.sidecar_port),
+        lambda: writing_executors(recorder, release.sidecar_port, writing),
         timeout=600,
     )
     known = {p["metadata"]["uid"] for p in recorder.role("executor")}
-    pid = executor_pid(target["metadata"]["name"])
-    fault.drop(pid, uid=process_uid(pid))
+    wedge(fault, executor_pid(target["metadata"]["name"]))
     fault_at = time.monotonic()
-    hung = wait_for(
-        "the sidecar's verdict producer_hung",
-        lambda: (
-            (s := sidecar_status(target, release.sidecar_port))
-            and s["verdict"] == "producer_hung"
-            and s
-        ),
-    )
+    seen: list[dict[str, Any]] = []
+
+    def judged() -> dict[str, Any] | None:
+        status = sidecar_status(target, release.sidecar_port)
+        if status:
+            seen[:] = [status]
+        return status if status and status["verdict"] == "producer_hung" else None
+
+    try:
+        hung = wait_for("the sidecar's verdict producer_hung", judged)
+    except BaseException:
+        last = seen[0] if seen else {}
+        print(f"last sidecar status: verdict {last.get('verdict')}; reasons {last.get('reasons')}")
+        print(f"  spark {json.dumps(last.get('spark'))[:2000]}")
+        raise
     # when the sidecar's verdict began (its `since`, wall clock), on the monotonic clock
     verdict_at = time.monotonic() - (time.time() - float(hung["since"]))
     target_uid = target["metadata"]["uid"]
@@ -727,6 +744,55 @@ def test_under_a_decommission_policy_a_wedged_executor_is_decommissioned_and_rep
         f"{w.intervals()}; "
         f"failed_attempts {summary.get('failed_attempts')}, retried {summary.get('retried_tasks')}"
         f"; driver: {told[0]}"
+    )
+
+
+CONNECTOR_WEDGE_JOB = (
+    "--sink", "connector", "--option", f"kafka.interceptor.classes={WEDGE_INTERCEPTOR}",
+)  # fmt: skip
+"""Spark's own Kafka sink (`df.write.format("kafka")`, the connector in the image's jars)
+with a producer interceptor named through the connector's own option, as a user's
+monitoring interceptor is: the demo's `WedgeInterceptor` (in the image's jars), which
+blocks the JVM producer's I/O thread once a `wedge` file exists in the executor's
+working directory. No hangwatch code where the messages are produced, no telemetry."""
+
+
+def wedge_interceptor(fault: PodNetworkFault, pid: int) -> None:
+    """The `wedge` file created in the executor JVM's working directory (inside its
+    container, through /proc): its producer's I/O thread blocks at the next record
+    acknowledged, inside the interceptor."""
+    (Path(f"/proc/{pid}/cwd") / "wedge").touch()
+
+
+def test_a_wedged_producer_on_spark_kafka_sink_is_deleted_and_the_job_completes(
+    node: NodeCluster,
+    release: HelmRelease,
+    spark_image: str,
+    kafka: KafkaLab,
+    operator: OperatorRun,
+    tmp_path: Path,
+) -> None:
+    """The paced job on Spark's own Kafka sink: one executor's JVM producer wedged (its
+    I/O thread blocked in an interceptor) -> its sidecar's producer_hung from Spark's
+    view alone (the executor's real thread dump) -> the operator deletes that pod ->
+    Spark runs the task again on a replacement (a new container: no wedge) -> the job
+    completes and verify finds every event (duplicates allowed)."""
+    job = CONNECTOR_WEDGE_JOB
+    with paced_run(node, spark_image, kafka, tmp_path, "connector", job=job) as run:
+        w = wedge_one_executor(run, release, connector_writing, wedge_interceptor)
+        submitted = run.submission.wait()
+        done_at = time.monotonic()
+    summary = completed_run(node, run.recorder, submitted, kafka, run.run_id, PACED_EVENTS)
+    assert w.fault_at < w.verdict_at <= w.deleted_at <= w.created_at <= w.replaced_at < done_at
+    assert summary["failed_attempts"] >= 1 or summary["retried_tasks"] >= 1, summary
+    assert not w.hung.get("producers"), w.hung  # no telemetry: the verdict came without it
+    reasons = " ".join(w.hung["reasons"])
+    assert "kafka-producer-network-thread" in reasons and "WedgeInterceptor" in reasons, reasons
+    print(
+        f"spark-on-kubernetes connector wedge: {w.intervals()}, "
+        f"fault->job done {done_at - w.fault_at:.1f} s; executor ended "
+        f"{executor_end(run.recorder.pods[w.target['metadata']['uid']])}; "
+        f"reasons {w.hung['reasons']}"
     )
 
 
