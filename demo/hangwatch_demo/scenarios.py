@@ -229,6 +229,9 @@ TRIGGER_SECONDS = PAUSE_STALLS * Timing().stall_seconds
 """The streaming controls' trigger interval: the query idles most of it."""
 ROWS_PER_BATCH = 600
 """A streaming control's micro-batch: about 3 s of writing at the demo's rate."""
+STREAM_WEDGE_TRIGGER_SECONDS = 4.0
+"""The wedged streaming query's trigger: a micro-batch about every 4 s, so the wedge
+meets an acknowledgement soon after it is set."""
 
 
 def _streaming_control(name: str, fault: str, label: str, producer: str, **kw: object) -> Scenario:
@@ -461,6 +464,26 @@ SCENARIOS: dict[str, Scenario] = {
             producer_conf={"kafka.interceptor.classes": interceptor.CLASS_NAME},
         ),
         Scenario(
+            "jvm-streaming-wedged-interceptor",
+            "S4",
+            f"{JVM_STREAM}: micro-batches every {STREAM_WEDGE_TRIGGER_SECONDS:g} s; the "
+            "user's interceptor blocks the JVM producer's I/O thread in one executor",
+            _s4,
+            Verdict.PRODUCER_HUNG,
+            # the next micro-batch's first acknowledgement, then as the batch wedge
+            lambda t: STREAM_WEDGE_TRIGGER_SECONDS
+            + t.heartbeat_seconds
+            + t.spark_interval_seconds
+            + t.probe_interval_seconds,
+            restart_helps=True,
+            label="JVM stream: interceptor blocks I/O thread",
+            producer="jvm",
+            engine="kafka",
+            producer_conf={"kafka.interceptor.classes": interceptor.CLASS_NAME},
+            trigger_seconds=STREAM_WEDGE_TRIGGER_SECONDS,
+            rows_per_batch=ROWS_PER_BATCH,
+        ),
+        Scenario(
             "jvm-election-recovers",
             "S2 control",
             f"{JVM_SINK}: a real 1.5 s leader election (the leader frozen until the "
@@ -515,6 +538,7 @@ ON_REQUEST = (
     "jvm-computes-between-writes",
     "jvm-waits-on-input",
     "jvm-long-linger",
+    "jvm-streaming-wedged-interceptor",
 )
 """Run on request (`--scenario`), not by default: the streaming silence controls and
 the JVM Kafka sink's silence controls (the default run has the sink's faults and its
