@@ -471,10 +471,12 @@ SCENARIOS: dict[str, Scenario] = {
             _s4,
             Verdict.PRODUCER_HUNG,
             # the next micro-batch's first acknowledgement, then as the batch wedge
-            lambda t: STREAM_WEDGE_TRIGGER_SECONDS
-            + t.heartbeat_seconds
-            + t.spark_interval_seconds
-            + t.probe_interval_seconds,
+            lambda t: (
+                STREAM_WEDGE_TRIGGER_SECONDS
+                + t.heartbeat_seconds
+                + t.spark_interval_seconds
+                + t.probe_interval_seconds
+            ),
             restart_helps=True,
             label="JVM stream: interceptor blocks I/O thread",
             producer="jvm",
