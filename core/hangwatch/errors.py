@@ -6,7 +6,6 @@ stderr and an exit code, never a traceback.
 
 from __future__ import annotations
 
-import subprocess
 import unicodedata
 
 
@@ -47,19 +46,3 @@ def one_line(text: str) -> str:
 
 _ESCAPED = frozenset({"Cc", "Zl", "Zp"})
 """Control characters (newline, carriage return, escape...), line and paragraph separators."""
-
-
-def run_step(
-    command: list[str], *, timeout_seconds: float, step: str, hint: str = ""
-) -> subprocess.CompletedProcess[str]:
-    """`command` run to completion with its output captured (text); a `UsageError` line
-    naming `step` (and `hint`, what to check) when it outlasts `timeout_seconds`. The
-    caller judges the exit code: what a failure means is the step's own business."""
-    try:
-        return subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout_seconds, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise UsageError(
-            f"{step} took over {timeout_seconds:.0f} s" + (f": {hint}" if hint else "")
-        ) from None

@@ -25,7 +25,8 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from hangwatch.errors import HangwatchError, UsageError, run_step
+from hangwatch.build_steps import run_step
+from hangwatch.errors import HangwatchError, UsageError
 from hangwatch_pipeline import spark_kafka
 
 SOURCE = Path(__file__).with_name("WedgeInterceptor.java")

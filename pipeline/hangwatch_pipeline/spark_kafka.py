@@ -30,7 +30,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from hangwatch.errors import HangwatchError, UsageError, run_step
+from hangwatch.build_steps import run_step
+from hangwatch.errors import HangwatchError, UsageError
 
 SPARK_VERSION = "4.2.0"
 """The pinned pyspark's version (pyproject.toml pins `pyspark==` this; a test checks)."""
