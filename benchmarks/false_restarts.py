@@ -9,9 +9,11 @@ judge and act with the policy defaults (`--timing policy`: 10 s probes, 60 s sta
 30 s heartbeat) or the demo's fast settings (`--timing demo`). Counted: restarts (the
 target is 0), and every verdict change away from healthy, by verdict (alerts).
 
-Part 2 (side by side): the real hangs under the same settings - a plain producer whose
+Part 2 (side by side): the hangs under the same settings - a plain producer whose
 delivery callback blocks, the wrapper's blocked poll thread, a plain producer's request
-unanswered after an election - with the seconds from fault to verdict.
+unanswered after an election (the broker's, `broker_degraded`, until the producers'
+request timeout has passed; the client usually gives it up first) - with the seconds
+from fault to verdict.
 
     python benchmarks/false_restarts.py [--minutes 10] [--timing policy|demo]
         [--producers plain,wrapper] [--no-hangs | --hangs NAME,...]
