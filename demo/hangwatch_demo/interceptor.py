@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -66,9 +65,9 @@ def interceptor_jar(connector_jars: Sequence[Path]) -> Path:
     """The built interceptor's jar (building it first when it is not cached)."""
     javac = _javac()
     clients = _kafka_clients(connector_jars)
-    version = subprocess.run(
-        [javac, "-version"], capture_output=True, text=True, check=False
-    )  # fmt: skip
+    version = run_step(
+        [javac, "-version"], timeout_seconds=COMPILE_TIMEOUT_SECONDS, step="javac -version"
+    )
     key = hashlib.sha256(
         SOURCE.read_bytes() + clients.name.encode() + (version.stdout + version.stderr).encode()
     ).hexdigest()[:12]

@@ -635,6 +635,31 @@ def wedge_one_executor(
     )
 
 
+def wedged_run_completes(
+    node: NodeCluster,
+    release: HelmRelease,
+    spark_image: str,
+    kafka: KafkaLab,
+    tmp_path: Path,
+    kind: str,
+    job: tuple[str, ...] = (),
+    writing: Callable[[dict[str, Any]], bool] = wrapper_writing,
+    wedge: Callable[[PodNetworkFault, int], object] = blackhole_user,
+) -> tuple[Wedged, float, dict[str, Any]]:
+    """The paced job (`job` arguments) with one executor wedged and replaced
+    (`wedge_one_executor`), run to its end: the steps came in order, Spark ran a task
+    again, verify found every event. The wedge's record, when the job was done and the
+    wedged pod as last recorded."""
+    with paced_run(node, spark_image, kafka, tmp_path, kind, job=job) as run:
+        w = wedge_one_executor(run, release, writing, wedge)
+        submitted = run.submission.wait()
+        done_at = time.monotonic()
+    summary = completed_run(node, run.recorder, submitted, kafka, run.run_id, PACED_EVENTS)
+    assert w.fault_at < w.verdict_at <= w.deleted_at <= w.created_at <= w.replaced_at < done_at
+    assert summary["failed_attempts"] >= 1 or summary["retried_tasks"] >= 1, summary
+    return w, done_at, run.recorder.pods[w.target["metadata"]["uid"]]
+
+
 def test_a_wedged_executor_is_deleted_spark_replaces_it_and_the_job_completes(
     node: NodeCluster,
     release: HelmRelease,
@@ -647,18 +672,12 @@ def test_a_wedged_executor_is_deleted_spark_replaces_it_and_the_job_completes(
     -> its sidecar's verdict producer_hung -> the operator deletes that pod (and only
     it) -> Spark asks for a new executor, whose pod gets the sidecar -> the job ends
     Succeeded and verify finds every event. Prints the measured intervals."""
-    with paced_run(node, spark_image, kafka, tmp_path, "fault") as run:
-        w = wedge_one_executor(run, release)
-        submitted = run.submission.wait()
-        done_at = time.monotonic()
-    summary = completed_run(node, run.recorder, submitted, kafka, run.run_id, PACED_EVENTS)
-    assert w.fault_at < w.verdict_at <= w.deleted_at <= w.created_at <= w.replaced_at < done_at
-    assert summary["failed_attempts"] >= 1 or summary["retried_tasks"] >= 1, summary
+    w, done_at, ended = wedged_run_completes(node, release, spark_image, kafka, tmp_path, "fault")
     print(
         "spark-on-kubernetes fault: "
         f"{w.intervals()}, "
         f"fault->job done {done_at - w.fault_at:.1f} s; executor ended "
-        f"{executor_end(run.recorder.pods[w.target['metadata']['uid']])}; "
+        f"{executor_end(ended)}; "
         f"reasons {w.hung['reasons']}"
     )
 
@@ -777,21 +796,17 @@ def test_a_wedged_producer_on_spark_kafka_sink_is_deleted_and_the_job_completes(
     view alone (the executor's real thread dump) -> the operator deletes that pod ->
     Spark runs the task again on a replacement (a new container: no wedge) -> the job
     completes and verify finds every event (duplicates allowed)."""
-    job = CONNECTOR_WEDGE_JOB
-    with paced_run(node, spark_image, kafka, tmp_path, "connector", job=job) as run:
-        w = wedge_one_executor(run, release, connector_writing, wedge_interceptor)
-        submitted = run.submission.wait()
-        done_at = time.monotonic()
-    summary = completed_run(node, run.recorder, submitted, kafka, run.run_id, PACED_EVENTS)
-    assert w.fault_at < w.verdict_at <= w.deleted_at <= w.created_at <= w.replaced_at < done_at
-    assert summary["failed_attempts"] >= 1 or summary["retried_tasks"] >= 1, summary
+    w, done_at, ended = wedged_run_completes(
+        node, release, spark_image, kafka, tmp_path, "connector",
+        CONNECTOR_WEDGE_JOB, connector_writing, wedge_interceptor,
+    )  # fmt: skip
     assert not w.hung.get("producers"), w.hung  # no telemetry: the verdict came without it
     reasons = " ".join(w.hung["reasons"])
     assert "kafka-producer-network-thread" in reasons and "WedgeInterceptor" in reasons, reasons
     print(
         f"spark-on-kubernetes connector wedge: {w.intervals()}, "
         f"fault->job done {done_at - w.fault_at:.1f} s; executor ended "
-        f"{executor_end(run.recorder.pods[w.target['metadata']['uid']])}; "
+        f"{executor_end(ended)}; "
         f"reasons {w.hung['reasons']}"
     )
 
