@@ -89,6 +89,13 @@ soon after the scenario: a stalled task keeps it running through the fault anywa
 CONTROL_WATCH_SECONDS = 10.0
 """How long controls (healthy, S2's recovering election) are watched for wrong actions."""
 BASELINE_TIMEOUT_SECONDS = 45.0
+"""From the run's first written event, how long the sidecars may take to agree on the
+scenario's baseline."""
+START_TIMEOUT_SECONDS = 180.0
+"""How long the run's first event may take to be written (Spark schedules the tasks, the
+executors load the sink's classes and connect). Past it the scenario fails as not started,
+never as lost events: on a fresh 2-core machine running the suite's other tiers beside it,
+a first JVM-sink scenario had no task running 47 s after its submission."""
 RESTART_GRACE_SECONDS = 2.0
 RECOVERY_TIMEOUT_SECONDS = 45.0
 """How long events may take to flow again after the restart or heal: when both executors
@@ -122,6 +129,9 @@ class DemoRow:
     progress_again_seconds: float | None
     events: int
     lost: int
+    """Events of the run missing from the topic when it was read back after the run: each
+    was handed to a producer and never written (acknowledged or not). 0 when the run never
+    started (`not_started`): nothing was sent, so nothing can be lost."""
     duplicates: int
     ok: bool
     restarts: int = 0
@@ -138,6 +148,9 @@ class DemoRow:
     reasons: list[str] = field(default_factory=list)
     changes: list[tuple[float, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    not_started: bool = False
+    """No event of the run was written in time: nothing can have been lost, the row fails
+    on its problem ("not started ...") and `lost` stays 0."""
 
 
 @dataclass
@@ -177,6 +190,8 @@ class _Run:
     reasons: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     fault_ended: bool = False
+    started: bool = False
+    """An event of the run was written (`_until_started`): only then can events be lost."""
 
     def say(self, message: str) -> None:
         self.progress(f"{self.scenario.name}: {message}")
@@ -218,7 +233,36 @@ def _delivering_executors(run: _Run) -> set[str]:
     return found
 
 
+class NotStartedError(ScenarioError):
+    """No event of the run was written within `START_TIMEOUT_SECONDS`."""
+
+
+def _until_started(run: _Run, job: PipelineJob) -> None:
+    """Wait for the run's first written event (the wrapper's delivery reports, or the
+    topic's end offsets for plain producers); `NotStartedError` past the bound."""
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while not _written(run):
+        ended = not job.running and not run.scenario.idles_after_run
+        if ended or time.monotonic() > deadline:
+            state = "running" if job.running else job.error or "ended"
+            raise NotStartedError(
+                f"not started: no event of the run written within {START_TIMEOUT_SECONDS:.0f} s "
+                f"of its submission (job: {state})"
+            )
+        run.poll()
+        time.sleep(run.timing.probe_interval_seconds)
+
+
+def _written(run: _Run) -> bool:
+    """Whether any event of the run has been written yet."""
+    if run.ends is not None:
+        return run.ends.total() > 0
+    return bool(_delivering_executors(run))
+
+
 def _until_baseline(run: _Run, job: PipelineJob) -> None:
+    _until_started(run, job)
+    run.started = True
     baseline = run.scenario.baseline
     # Slower timing (the policy defaults' 10 s probes) needs more rounds' time to settle.
     allowed = max(BASELINE_TIMEOUT_SECONDS, 8 * run.timing.probe_interval_seconds)
@@ -727,9 +771,9 @@ def _row(
         action=action,
         progress_again_seconds=again,
         events=events,
-        lost=lost,
+        lost=lost if run.started else 0,
         duplicates=duplicates,
-        ok=behaved and lost == 0 and not run.problems,
+        ok=behaved and lost == 0 and run.started and not run.problems,
         restarts=len(run.restarted),
         task_retries=summary.failed_attempts if summary is not None else 0,
         longest_silence_seconds=run.longest_silence,
@@ -739,6 +783,7 @@ def _row(
         reasons=run.reasons,
         changes=run.changes,
         problems=run.problems,
+        not_started=not run.started,
     )
 
 

@@ -24,6 +24,26 @@ def run_demo(
         text=True,
     ) as proc:
         out, err = proc.communicate(timeout=timeout_seconds)
-    assert proc.returncode == 0, err[-3000:]
+    assert proc.returncode == 0, _failure(out, err)
     assert netfilter.list_chains(proc.pid) == [], "the demo left kernel rules behind"
     return {r["scenario"]: r for r in json.loads(out)["scenarios"]}, proc.pid
+
+
+def _failure(out: str, err: str) -> str:
+    """What a failed demo run says: each row's outcome and every failing row's reasons and
+    problems (from its JSON), else the end of its stderr."""
+    try:
+        rows = json.loads(out)["scenarios"]
+    except (ValueError, KeyError, TypeError):
+        return f"no JSON table; stderr ends:\n{err[-3000:]}"
+    lines = [
+        f"{r['scenario']}: ok={r['ok']} verdict={r['verdict']} action={r['action']} "
+        f"lost={r['lost']} not_started={r.get('not_started')}"
+        for r in rows
+    ]
+    for r in rows:
+        if not r["ok"]:
+            lines.append(f"{r['scenario']} problems: {r['problems']}")
+            lines.append(f"{r['scenario']} reasons: {r['reasons']}")
+            lines.append(f"{r['scenario']} changes: {r['changes']}")
+    return "\n".join(lines)

@@ -12,7 +12,8 @@ table's action cell names restarts, else a suppression, else alerts; the local
 operator runs the operator's own round (`rounds.plan_round`/`settle_round`): it
 remembers elections (grace) and the restarts it had carried out (cooldown), and keeps
 an hour of history, as the operator does; the demo's policy is one the API server
-accepts.
+accepts; a run whose first event is never written fails as not started, and its row
+counts no lost events.
 """
 
 from __future__ import annotations
@@ -21,12 +22,18 @@ import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from hangwatch.contracts import Verdict
 from hangwatch_demo.local_operator import DEMO_POLICY, LocalOperator
 from hangwatch_demo.runner import (
     CONTROL_WATCH_SECONDS,
     RATE_PER_SECOND,
+    NotStartedError,
+    _row,
+    _until_started,
     action_summary,
     job_options,
 )
@@ -197,3 +204,58 @@ def test_local_operator_keeps_an_hour_of_history_like_the_operator() -> None:
 
 def test_the_demo_policy_is_one_the_api_server_accepts() -> None:
     assert validation_errors(DEMO_POLICY) == []
+
+
+class _EndsAt:
+    """A topic whose end offsets sum to `total` (plain producers' progress)."""
+
+    def __init__(self, total: int) -> None:
+        self.written = total
+
+    def total(self) -> int:
+        return self.written
+
+
+def _unstarted_run(job_running: bool) -> tuple[SimpleNamespace, SimpleNamespace]:
+    scenario = SCENARIOS["jvm-frozen-leader"]
+    run = SimpleNamespace(
+        scenario=scenario,
+        timing=replace(Timing(), probe_interval_seconds=0.01),
+        ends=_EndsAt(0),
+        polls=0,
+    )
+    run.poll = lambda: setattr(run, "polls", run.polls + 1) or []
+    job = SimpleNamespace(running=job_running, error="the job ended" if not job_running else None)
+    return run, job
+
+
+def test_a_run_that_never_writes_fails_as_not_started_never_as_lost_events() -> None:
+    run, job = _unstarted_run(job_running=False)
+    with pytest.raises(NotStartedError, match="not started: no event of the run written"):
+        _until_started(run, job)  # type: ignore[arg-type]
+    run.ends.written = 5  # the first event written: started, the wait is over
+    job.running = True
+    _until_started(run, job)  # type: ignore[arg-type]
+
+
+def test_the_row_of_a_run_that_never_started_counts_no_lost_events() -> None:
+    scenario = SCENARIOS["jvm-frozen-leader"]
+    run = SimpleNamespace(
+        scenario=scenario,
+        timing=Timing(),
+        changes=[],
+        actions=[],
+        restarted=[],
+        detect=None,
+        restart_at=None,
+        longest_silence=None,
+        silence_cleared=[],
+        reasons=[],
+        problems=["not started: no event of the run written within 180 s"],
+        started=False,
+    )
+    row = _row(run, 4200, 4200, 0, None, None)  # type: ignore[arg-type]
+    assert row.not_started and row.lost == 0 and not row.ok
+    run.started, run.problems = True, []
+    row = _row(run, 4200, 7, 0, None, None)  # type: ignore[arg-type]
+    assert not row.not_started and row.lost == 7 and not row.ok
