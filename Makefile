@@ -1,7 +1,7 @@
 # The two Quickstart commands are `make demo` and `make test`; each installs what it needs.
 PY ?= python3
 
-.PHONY: setup demo test check pytest bench image kube
+.PHONY: setup demo test test-fast check pytest bench image kube
 
 # The image `make image` builds and the chart's default image (image.repository and
 # sidecar.image.repository, tag = the chart's appVersion): tests/chart checks they agree.
@@ -35,6 +35,10 @@ PYTEST_WORKERS ?= 3
 
 pytest:
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=25
+
+# The unit tier only (tests/conftest.py TIERS): nothing but Python, a couple of minutes.
+test-fast: setup
+	$(PY) -m pytest -m unit -n 2 -q
 
 # Like setup, plus the Kubernetes of tests/kube and tests/node (built once, then cached).
 test:

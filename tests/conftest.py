@@ -37,6 +37,46 @@ module's. `spark`: the Spark pipeline tests and the demo each start Spark JVMs t
 take both cores; two of them at once slow each other past their deadlines. The
 five-minute soak is a group of its own, so that the rest of its module runs beside it."""
 
+TIERS = {
+    "kube": "kube",
+    "node": "node",
+    "image": "image",
+    "demo": "spark",
+    "pipeline_spark": "spark",
+    "lab": "lab",
+    "demo/test_demo_parts.py": "unit",
+    "demo/test_interceptor_build.py": "unit",
+    "demo/test_demo_replays_seeds.py": "browser",
+    "report/test_run_record.py": "spark",
+    "sidecar/test_spark_view_on_a_real_driver.py": "spark",
+    "sidecar/test_failure_budget_on_a_real_driver.py": "spark",
+    "sidecar/test_spark_driver_down.py": "spark",
+    "sidecar/test_incidents_with_their_own_clients.py": "lab",
+    "sidecar/test_seed_scenarios_on_the_lab.py": "lab",
+    "sidecar/test_real_clients_on_the_lab.py": "lab",
+    "sidecar/test_passive_first_on_the_lab.py": "lab",
+    "sidecar/test_leader_moves_on_the_lab.py": "lab",
+    "sidecar/test_many_producers_stay_bounded.py": "lab",
+    "sidecar/test_bad_telemetry_never_stops_the_round.py": "lab",
+    "sidecar/test_socket_view_classifies_recordings.py": "lab",
+    "sidecar/test_time_to_error_budget.py": "lab",
+    "chart/test_alerts_fire_in_prometheus.py": "lab",
+    "operator/test_remediation_emulated.py": "lab",
+    "probe": "lab",
+    "probe/test_assessment_is_pure.py": "unit",
+    "probe/test_bad_input.py": "unit",
+    "config_check/test_librdkafka_model_bounds_real_producer.py": "lab",
+}
+"""Folder or module (under tests/) -> its tier, the `pytest -m` marker it gets (the most
+specific entry wins; unlisted: `unit`, or `lab` when it uses the `lab` or
+`kernel_faults` fixture). A tier names the heaviest thing its tests start: `unit` nothing
+but Python (`make test-fast`); `lab` a fault lab (the mock or real Apache Kafka, kernel
+rules, real clients); `spark` Spark JVMs (the pipeline, the demo, a real driver);
+`kube` a real API server; `node` a real kubelet running pods; `image` a container image
+build; `browser` headless Chromium."""
+
+TIER_NAMES = ("unit", "lab", "spark", "kube", "node", "image", "browser")
+
 FIRST = ("five-minute-soak", "spark", "kube", "node")
 """The longest groups, handed to workers first so that none of them finishes last
 (`kube`: the real API server tier, `node`: the single-node cluster tier, whose tests
@@ -49,13 +89,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     (a path under tests/); put the `FIRST` groups first."""
     root = Path(__file__).parent
     for item in items:
+        module = item.path.relative_to(root).as_posix()
+        item.add_marker(getattr(pytest.mark, tier_of(module, item.fixturenames)))
         if item.get_closest_marker("xdist_group") is not None:
             continue
-        module = item.path.relative_to(root).as_posix()
         test = f"{module}::{item.name}"
         group = GROUPS.get(test) or GROUPS.get(module) or GROUPS.get(module.split("/")[0])
         item.add_marker(pytest.mark.xdist_group(group or module))
     items.sort(key=lambda item: _rank(item, len(FIRST)))
+
+
+def tier_of(module: str, fixtures: list[str]) -> str:
+    """The tier of a test in `module` (a path under tests/) using `fixtures` (`TIERS`)."""
+    parts = module.split("/")
+    for n in range(len(parts), 0, -1):
+        if (tier := TIERS.get("/".join(parts[:n]))) is not None:
+            return tier
+    return "lab" if {"lab", "kernel_faults"} & set(fixtures) else "unit"
 
 
 def _rank(item: pytest.Item, last: int) -> int:
