@@ -31,6 +31,7 @@ command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)  # the Kafka lab's brokers die with it
 command -v ss >/dev/null 2>&1 || need_apt+=(iproute2)  # the lab's withhold-answers fault lists a process's connections
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+command -v prometheus-alertmanager >/dev/null 2>&1 || need_apt+=(prometheus-alertmanager)  # tests/chart's end-to-end alert test
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)  # sarama's zstd dependency uses cgo
 [ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || need_apt+=(golang-github-shopify-sarama-dev)
@@ -51,7 +52,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} from Debian" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  # The prometheus package must not start a server of its own (tests start theirs):
+  # The prometheus and alertmanager packages must not start a server of their own (tests start theirs):
   # forbid service starts during the install, only if nothing else already decides that.
   added_policy=""
   if [ ! -e /usr/sbin/policy-rc.d ]; then

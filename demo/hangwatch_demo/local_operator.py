@@ -8,7 +8,9 @@ decisions under every limit, with a real `ProducerHealthPolicy` parsed by
 `policies.parse_policy`) and, once the caller has carried out what the plan asks,
 `settle_round` (the history the next round starts from, trimmed as the operator's).
 The caller carries out `restart` by killing the executor JVM, as the operator deletes
-the pod and Spark replaces it; there are no nodes to cordon.
+the pod and Spark replaces it; there are no nodes to cordon. Each round updates the
+operator's metrics (`operator_metrics.measure_round`, the operator's registry), so a
+caller serving that registry shows Prometheus what the operator would.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import aiohttp
 
+from hangwatch_operator import operator_metrics
 from hangwatch_operator.decisions import Decision
 from hangwatch_operator.history import History
 from hangwatch_operator.policies import Policy, parse_policy, stale_after_seconds
@@ -123,4 +126,5 @@ class LocalOperator:
         )
         settled = settle_round(plan, [carry_out(d) for d in plan.to_carry_out])
         self.history = settled.history
+        operator_metrics.measure_round(POLICY_KEY, plan, settled)
         return list(settled.decisions)

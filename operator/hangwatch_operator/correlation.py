@@ -56,6 +56,8 @@ class PodFinding:
     """Why the sidecar did not answer."""
     failure_budget: FailureBudget | None = None
     """The application's executor failure budget, as the pod's sidecar read it."""
+    brokers: tuple[str, ...] = ()
+    """Broker addresses the pod's sidecar could not use in its last probe."""
 
     @property
     def unhealthy(self) -> bool:
@@ -153,6 +155,7 @@ def _finding(report: PodReport, faulty: Mapping[str, str]) -> PodFinding:
             reasons=(faulty[report.pod.node or ""], *status.reasons),
             since=status.since,
             failure_budget=status.failure_budget,
+            brokers=status.failing_brokers,
         )
     return PodFinding(
         report.pod,
@@ -161,4 +164,5 @@ def _finding(report: PodReport, faulty: Mapping[str, str]) -> PodFinding:
         status.reasons,
         status.since,
         failure_budget=status.failure_budget,
+        brokers=status.failing_brokers,
     )

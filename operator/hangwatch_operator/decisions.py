@@ -82,6 +82,8 @@ class Decision:
     """Why the verdict: the sidecar's reasons, or correlation's for node faults."""
     note: str = ""
     """Set by actuation: what happened (or the error)."""
+    brokers: tuple[str, ...] = ()
+    """Broker addresses the pod (for a node, its pods) could not use, sorted."""
 
     @property
     def target(self) -> str:
@@ -183,6 +185,7 @@ def decide(
                 Outcome.ACTED,
                 node=node,
                 reasons=(reason,),
+                brokers=_node_brokers(findings, node),
             )
             decisions.append(_limited(draft, policy, gates, history, tally, now))
     for finding in sorted(_unhealthy(findings), key=lambda f: (f.since or now, f.pod.key)):
@@ -197,6 +200,7 @@ def decide(
                 pod=finding.pod,
                 node=finding.pod.node,
                 reasons=finding.reasons,
+                brokers=tuple(sorted(finding.brokers)),
             )
             if action is not Operation.ALERT:
                 draft = _limited(draft, policy, gates, history, tally, now, finding)
@@ -208,6 +212,11 @@ def decide(
                                                      limit=""))  # fmt: skip
     decisions.extend(_uncordons(findings, policy, history, now))
     return decisions
+
+
+def _node_brokers(findings: Findings, node: str) -> tuple[str, ...]:
+    """The brokers the pods of a faulty node could not use."""
+    return tuple(sorted({b for f in findings.watched if f.pod.node == node for b in f.brokers}))
 
 
 def _unhealthy(findings: Findings) -> list[PodFinding]:

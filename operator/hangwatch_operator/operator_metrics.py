@@ -8,6 +8,15 @@ public contract (README: Contracts): change them only with a changelog entry.
 `policy` labels are `<namespace>/<name>`. Counters count *reported* decisions (the
 ones that also became Events), so an unchanged suppression is counted again only when
 it is reported again (`renotify_seconds`).
+
+`hangwatch_operator_remediation_timestamp_seconds` is what the chart's remediation
+alerts notify from: one series per remediation carried out (restart, decommission,
+cordonNode), labelled with what a person needs to act on it (`REMEDIATION_LABELS`),
+valued with when it happened. A gauge, not a counter: a counter per pod would appear
+already at 1, and `increase()` never sees a series' first increment. Each series is
+dropped `REMEDIATION_SERIES_SECONDS` after its remediation, so the per-pod labels cost
+at most one series per remediation of the last hour (the policies' rate limits bound
+that number).
 """
 
 from __future__ import annotations
@@ -18,8 +27,10 @@ from collections.abc import Iterable, Mapping
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from hangwatch.contracts import Verdict
+from hangwatch_operator import correlation
 from hangwatch_operator.decisions import Decision
-from hangwatch_operator.operations import Outcome
+from hangwatch_operator.operations import Operation, Outcome
+from hangwatch_operator.rounds import Plan, Settled
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 """Only the operator's own metrics (no process collectors from other libraries)."""
@@ -100,6 +111,40 @@ POLL_ROUNDS = Counter(
     registry=REGISTRY,
 )
 
+REMEDIATION_LABELS = (
+    "policy",
+    "namespace",
+    "application",
+    "executor",
+    "pod",
+    "node",
+    "verdict",
+    "action",
+    "broker",
+)
+"""Labels of `hangwatch_operator_remediation_timestamp_seconds`; the chart's remediation
+alerts keep them (tests/chart checks it). `namespace` and `pod` are the executor's: the
+chart's ServiceMonitor sets `honorLabels` so the operator pod's own do not replace them."""
+REMEDIATIONS = Gauge(
+    "hangwatch_operator_remediation_timestamp_seconds",
+    "When hangwatch carried out a remediation (restart, decommission, cordonNode), one "
+    "series per pod or node acted on, kept for an hour: policy, the executor's namespace, "
+    "application, executor and pod, node, verdict, action, and the brokers the pod could "
+    "not use (none when it could use them all).",
+    REMEDIATION_LABELS,
+    registry=REGISTRY,
+)
+REMEDIATION_OPERATIONS = frozenset(
+    {Operation.RESTART, Operation.DECOMMISSION, Operation.CORDON_NODE}
+)
+"""The operations that notify a person through the remediation alerts."""
+REMEDIATION_SERIES_SECONDS = 3600.0
+"""How long a remediation's series stays exported."""
+NO_BROKER = "none"
+"""The `broker` label when the pod could use every broker (Prometheus drops empty labels)."""
+BROKERS_NAMED = 3
+"""At most this many broker addresses in the `broker` label (the first, sorted)."""
+
 UNHEALTHY_VERDICTS = tuple(v for v in Verdict if v not in {Verdict.HEALTHY, Verdict.UNKNOWN})
 
 
@@ -112,6 +157,48 @@ def count_decisions(policy: str, decisions: Iterable[Decision]) -> None:
             SUPPRESSIONS.labels(policy, str(decision.suppression)).inc()
         if decision.outcome is Outcome.ACTED:
             ACTIONS.labels(policy, action).inc()
+
+
+def remediation_labels(policy: str, decision: Decision) -> dict[str, str]:
+    """The labels of one remediation's series (the executor's when it is a pod's)."""
+    pod = decision.pod
+    brokers = decision.brokers[:BROKERS_NAMED]
+    return {
+        "policy": policy,
+        "namespace": pod.namespace if pod is not None else policy.split("/", 1)[0],
+        "application": (pod.application_id if pod is not None else None) or "",
+        "executor": (pod.executor_id if pod is not None else None) or "",
+        "pod": pod.name if pod is not None else "",
+        "node": decision.node or "",
+        "verdict": str(decision.verdict),
+        "action": str(decision.operation),
+        "broker": ",".join(brokers) or NO_BROKER,
+    }
+
+
+def mark_remediations(policy: str, decisions: Iterable[Decision], now: float) -> None:
+    """Export each remediation carried out at `now`; drop series older than an hour."""
+    for decision in decisions:
+        if decision.outcome is Outcome.ACTED and decision.operation in REMEDIATION_OPERATIONS:
+            REMEDIATIONS.labels(**remediation_labels(policy, decision)).set(now)
+    for metric in REMEDIATIONS.collect():
+        for sample in metric.samples:
+            if sample.value < now - REMEDIATION_SERIES_SECONDS:
+                with contextlib.suppress(KeyError):
+                    REMEDIATIONS.remove(*(sample.labels[name] for name in REMEDIATION_LABELS))
+
+
+def measure_round(policy: str, plan: Plan, settled: Settled, cordoned: int | None = None) -> None:
+    """Every metric one round of a policy updates (`cordoned`: nodes hangwatch holds
+    cordoned across policies, None where the driver has no nodes)."""
+    counts = plan.findings.counts()
+    watched = len(plan.findings.watched)
+    set_pod_gauges(policy, watched, counts, counts[correlation.SIDECAR_UNREACHABLE])
+    count_decisions(policy, settled.reported)
+    mark_remediations(policy, settled.decisions, plan.now)
+    if cordoned is not None:
+        CORDONED_NODES.set(cordoned)
+    POLL_ROUNDS.labels(policy).inc()
 
 
 def set_pod_gauges(policy: str, watched: int, counts: Mapping[str, int], unreachable: int) -> None:

@@ -27,7 +27,6 @@ import aiohttp
 
 from hangwatch_operator import operator_metrics as metrics
 from hangwatch_operator.actuation import carry_out
-from hangwatch_operator.correlation import SIDECAR_UNREACHABLE
 from hangwatch_operator.decisions import Decision
 from hangwatch_operator.history import CordonLedger, History, seed_history
 from hangwatch_operator.kube_api import KubeApi, KubeApiError
@@ -44,7 +43,7 @@ from hangwatch_operator.reporting import (
     event_body,
     invalid_status,
 )
-from hangwatch_operator.rounds import EventDraft, Plan, Settled, plan_round, settle_round
+from hangwatch_operator.rounds import EventDraft, Plan, plan_round, settle_round
 from hangwatch_operator.settings import OperatorSettings
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_operator.status_polling import poll_sidecars
@@ -116,7 +115,7 @@ class PolicyWatch:
         settled = settle_round(plan, await self._carry_out(plan, logger))
         await self._post(settled.events, now)
         self.history = settled.history
-        self._measure(plan, settled, len(ledger.known(cordons, now)))
+        metrics.measure_round(self.key, plan, settled, len(ledger.known(cordons, now)))
         status = build_status(
             previous=self.status,
             findings=plan.findings,
@@ -207,14 +206,6 @@ class PolicyWatch:
             await self.runtime.api.create_event(body)
         except KubeApiError as exc:
             logging.getLogger(__name__).warning("Event %s not posted: %s", body["reason"], exc)
-
-    def _measure(self, plan: Plan, settled: Settled, cordoned: int) -> None:
-        counts = plan.findings.counts()
-        watched = len(plan.findings.watched)
-        metrics.set_pod_gauges(self.key, watched, counts, counts[SIDECAR_UNREACHABLE])
-        metrics.count_decisions(self.key, settled.reported)
-        metrics.CORDONED_NODES.set(cordoned)
-        metrics.POLL_ROUNDS.labels(self.key).inc()
 
     async def _write_status(self, status: dict[str, Any]) -> None:
         if status == self.status:

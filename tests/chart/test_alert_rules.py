@@ -4,7 +4,10 @@ Covers: the PrometheusRule's groups pass `promtool check rules`; `promtool test 
 runs tests/chart/rules_test.yaml (completed with the expected annotations rendered from
 the rules' templates, `alertname: "*"` expanded to every alert) and every alert has a
 case where it fires, including that a 1-2 s leader election fires nothing; every `for`
-is at least 2 minutes; annotations use only `{{ $labels.x }}` of labels the expression
+is at least 2 minutes, but for the remediation alerts, which read only the operator's
+remediation series and group by its labels (`operator_metrics.REMEDIATION_LABELS`);
+every verdict, class, action and reason an expression matches is a contract value;
+annotations use only `{{ $labels.x }}` of labels the expression
 keeps and no `$value`; the Grafana-managed rules (alerting file provisioning,
 `apiVersion: 1`) are structurally valid and express the same alerts as the
 PrometheusRule (names/titles, expressions, for, labels with severity, annotations), also
@@ -25,7 +28,14 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.chart.rendering import ALERTS_ON, ROOT, only, prometheus_rule_groups, render
+from tests.chart.rendering import (
+    ALERTS_ON,
+    ROOT,
+    metric_names,
+    only,
+    prometheus_rule_groups,
+    render,
+)
 from tests.chart.schemas import DURATION, closed, non_empty
 
 PROMTOOL = shutil.which("promtool")
@@ -120,9 +130,53 @@ def _seconds(duration: str) -> int:
     return sum(int(n) * units[u] for n, u in re.findall(r"(\d+)([smh])", duration))
 
 
+REMEDIATION_METRIC = "hangwatch_operator_remediation_timestamp_seconds"
+REMEDIATION_ALERTS = {"HangwatchExecutorRemediated", "HangwatchNodeCordoned"}
+
+
 def test_no_alert_can_fire_within_an_election() -> None:
+    """Alerts on a state wait 2 minutes; only the remediation alerts, which read nothing
+    but what the operator did (after its own election and outage limits), fire at once."""
     for rule in _rules():
+        if rule["alert"] in REMEDIATION_ALERTS:
+            assert metric_names(rule["expr"]) == {REMEDIATION_METRIC}, rule["alert"]
+            continue
         assert _seconds(rule["for"]) >= 120, rule["alert"]
+
+
+def test_remediation_alerts_keep_the_operators_labels() -> None:
+    """The remediation alerts group by labels the operator's series has (one definition:
+    `operator_metrics.REMEDIATION_LABELS`), and name only operations that notify."""
+    from hangwatch_operator.operator_metrics import REMEDIATION_LABELS, REMEDIATION_OPERATIONS
+
+    rules = {rule["alert"]: rule for rule in _rules()}
+    notified = set()
+    for name in REMEDIATION_ALERTS:
+        kept = re.search(r"max by \(([^)]*)\)", rules[name]["expr"])
+        assert kept is not None, name
+        assert {label.strip() for label in kept.group(1).split(",")} <= set(REMEDIATION_LABELS)
+        actions = re.search(r'action=~?"([^"]*)"', rules[name]["expr"])
+        assert actions is not None, name
+        notified |= set(actions.group(1).split("|"))
+    assert notified == {str(op) for op in REMEDIATION_OPERATIONS}
+
+
+def test_alerts_match_on_contract_values() -> None:
+    """Every verdict, reachability class and action an expression matches on is one of
+    hangwatch.contracts' (or the operator's operations), so a renamed value fails here."""
+    from hangwatch.contracts import Reachability, Verdict
+    from hangwatch_operator.operations import Operation, Suppression
+
+    allowed = {
+        "verdict": {str(v) for v in Verdict},
+        "class": {str(r) for r in Reachability},
+        "action": {str(o) for o in Operation},
+        "reason": {str(s) for s in Suppression},
+    }
+    for rule in _rules():
+        for label, values in re.findall(r'(\w+)[!=]~?"([^"]*)"', rule["expr"]):
+            if label in allowed:
+                assert set(values.split("|")) <= allowed[label], (rule["alert"], label, values)
 
 
 def test_annotations_use_only_labels_the_expression_keeps() -> None:
@@ -239,7 +293,7 @@ def _both(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_grafana_rules_are_the_prometheus_rules() -> None:
     prometheus, grafana = _both({})
-    assert len(prometheus) == 16
+    assert len(prometheus) == 18
     assert grafana == prometheus
     for alert in prometheus.values():
         assert alert["labels"]["severity"] in {"critical", "warning"}
@@ -270,7 +324,7 @@ def test_values_change_both_alike() -> None:
 def test_grafana_uids_are_unique() -> None:
     values = {"monitoring": {**ALERTS_ON["monitoring"], "grafana": {"alerts": {"enabled": True}}}}
     uids = [r["uid"] for g in _grafana(values)["groups"] for r in g["rules"]]
-    assert len(uids) == len(set(uids)) == 16
+    assert len(uids) == len(set(uids)) == 18
     assert "hangwatch-producer-hung" in uids
 
 
@@ -278,7 +332,7 @@ def test_operator_down_needs_the_operator_service_monitor() -> None:
     rule = only(render({"monitoring": {"prometheusRule": {"enabled": True}}}), "PrometheusRule")
     names = {r["alert"] for g in rule["spec"]["groups"] for r in g["rules"]}
     assert "HangwatchOperatorDown" not in names
-    assert len(names) == 15
+    assert len(names) == 17
 
 
 def test_runbook_section_per_alert() -> None:

@@ -20,8 +20,6 @@ Prometheus scrapes and evaluates every second and is stopped by its context mana
 
 from __future__ import annotations
 
-import copy
-import subprocess
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -29,15 +27,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-import yaml
 
 from hangwatch.contracts import Verdict
 from hangwatch_sidecar.server import StatusServer
 from hangwatch_sidecar.state import SidecarState
-from hangwatch_testing.processes import sidecar_command
 from hangwatch_testing.waiting import wait_for
-from tests.chart.prometheus_server import PrometheusServer, free_port
-from tests.chart.rendering import prometheus_rule_groups
+from tests.chart.lab_sidecar import sidecar_on_lab
+from tests.chart.prometheus_server import PrometheusServer, rule_file
 
 ALERT = "HangwatchProducerHung"
 POD_LABELS = {
@@ -85,19 +81,6 @@ def sidecar() -> Iterator[Sidecar]:
         running.server.close()
 
 
-def rules_with_test_timing(directory: Path) -> Path:
-    """The chart's rules with the documented test-only timing override."""
-    groups = copy.deepcopy(prometheus_rule_groups())
-    for group in groups:
-        group["interval"] = "1s"
-        for rule in group["rules"]:
-            if rule["alert"] == ALERT:
-                rule["for"] = "2s"
-    path = directory / "rules.yaml"
-    path.write_text(yaml.safe_dump({"groups": groups}, sort_keys=False))
-    return path
-
-
 def _value(prometheus: PrometheusServer, expr: str) -> list[dict[str, Any]]:
     data = prometheus.api("query?query=" + urllib.parse.quote(expr))
     result: list[dict[str, Any]] = data["result"]
@@ -114,7 +97,7 @@ def _rule_state(prometheus: PrometheusServer) -> str:
 
 def test_producer_hung_fires_then_resolves(tmp_path: Path, sidecar: Sidecar) -> None:
     target = f"127.0.0.1:{sidecar.server.port}"
-    rules = rules_with_test_timing(tmp_path)
+    rules = rule_file(tmp_path, fors={ALERT: "2s"})
     with PrometheusServer(tmp_path, rules, {"hangwatch-sidecar": [(target, POD_LABELS)]}) as prom:
         healthy = wait_for(
             lambda: _value(prom, 'hangwatch_verdict{verdict="healthy"} == 1'),
@@ -155,30 +138,10 @@ def test_producer_hung_fires_then_resolves(tmp_path: Path, sidecar: Sidecar) -> 
 @pytest.fixture
 def lab_with_sidecar_process(tmp_path: Path) -> Iterator[tuple[str, Path, Any]]:
     """A lab, and a real `hangwatch sidecar` process watching `tmp_path/telemetry`."""
-    from hangwatch_lab import Lab
-
     telemetry = tmp_path / "telemetry"
     telemetry.mkdir()
-    with Lab(brokers=3, topics={"events": 6}) as lab:
-        port = free_port()
-        sidecar = subprocess.Popen(
-            sidecar_command(
-                lab.bootstrap,
-                "events",
-                telemetry,
-                *("--probe-interval-seconds", "1", "--stall-seconds", "5"),
-                *("--heartbeat-seconds", "4"),
-                *("--connect-timeout-ms", "1000", "--request-timeout-ms", "1000"),
-                port=port,
-            ),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            yield f"127.0.0.1:{port}", telemetry, lab
-        finally:
-            sidecar.terminate()
-            sidecar.wait(timeout=10)
+    with sidecar_on_lab(telemetry) as (target, lab):
+        yield target, telemetry, lab
 
 
 def test_real_sidecar_on_the_lab_fires_producer_hung_and_resolves(
@@ -192,7 +155,7 @@ def test_real_sidecar_on_the_lab_fires_producer_hung_and_resolves(
 
     target, telemetry, lab = lab_with_sidecar_process
     wedge = tmp_path / "wedge"
-    rules = rules_with_test_timing(tmp_path)
+    rules = rule_file(tmp_path, fors={ALERT: "2s"})
     producer = start_workload(lab.bootstrap, telemetry, wedge, Timing())
     try:
         with PrometheusServer(

@@ -66,6 +66,7 @@ _ENDPOINT = closed(
         "path": {"type": "string"},
         "interval": DURATION,
         "scrapeTimeout": DURATION,
+        "honorLabels": {"type": "boolean"},
         "relabelings": {"type": "array", "items": _RELABEL},
     },
     "port",
