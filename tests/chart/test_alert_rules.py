@@ -146,8 +146,13 @@ def test_no_alert_can_fire_within_an_election() -> None:
 
 def test_remediation_alerts_keep_the_operators_labels() -> None:
     """The remediation alerts group by labels the operator's series has (one definition:
-    `operator_metrics.REMEDIATION_LABELS`), and name only operations that notify."""
-    from hangwatch_operator.operator_metrics import REMEDIATION_LABELS, REMEDIATION_OPERATIONS
+    `operator_metrics.REMEDIATION_LABELS`), name only operations that notify, and end
+    before the operator drops the series."""
+    from hangwatch_operator.operator_metrics import (
+        REMEDIATION_LABELS,
+        REMEDIATION_OPERATIONS,
+        REMEDIATION_SERIES_SECONDS,
+    )
 
     rules = {rule["alert"]: rule for rule in _rules()}
     notified = set()
@@ -158,6 +163,9 @@ def test_remediation_alerts_keep_the_operators_labels() -> None:
         actions = re.search(r'action=~?"([^"]*)"', rules[name]["expr"])
         assert actions is not None, name
         notified |= set(actions.group(1).split("|"))
+        window = re.search(r"\) < (\d+)$", rules[name]["expr"])
+        assert window is not None, name
+        assert int(window.group(1)) < REMEDIATION_SERIES_SECONDS, name
     assert notified == {str(op) for op in REMEDIATION_OPERATIONS}
 
 
@@ -173,10 +181,13 @@ def test_alerts_match_on_contract_values() -> None:
         "action": {str(o) for o in Operation},
         "reason": {str(s) for s in Suppression},
     }
+    seen = set()
     for rule in _rules():
-        for label, values in re.findall(r'(\w+)[!=]~?"([^"]*)"', rule["expr"]):
+        for label, values in re.findall(r'(\w+)(?:=~|!~|!=|=)"([^"]*)"', rule["expr"]):
             if label in allowed:
+                seen.add(label)
                 assert set(values.split("|")) <= allowed[label], (rule["alert"], label, values)
+    assert seen == set(allowed)
 
 
 def test_annotations_use_only_labels_the_expression_keeps() -> None:
