@@ -9,11 +9,14 @@ waits until it is ready and stops (terminate, then kill) on exit, also when it n
 became ready, so no process outlives a test. `WebhookReceiver` is an HTTP server on
 127.0.0.1 that keeps every notification posted to it, with the path it came to (a
 receiver per path) and when. `rule_file` writes the chart's rules with the test-only
-timing overrides a test names.
+timing overrides a test names; `alert_pipeline` puts the three together: Prometheus
+with the chart's rules scraping the given jobs, sending to Alertmanager routing with
+examples/alertmanager/routes.yaml (waits shortened) to the receiver.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import shutil
@@ -21,8 +24,9 @@ import subprocess
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -31,7 +35,9 @@ from typing import Any, Self
 import yaml
 
 from hangwatch_testing.remediation_cluster import free_port
-from tests.chart.rendering import prometheus_rule_groups
+from tests.chart.rendering import ROOT, prometheus_rule_groups
+
+ROUTES = ROOT / "examples" / "alertmanager" / "routes.yaml"
 
 
 def rule_file(directory: Path, interval: str = "1s", fors: dict[str, str] | None = None) -> Path:
@@ -173,6 +179,11 @@ class PrometheusServer(_Daemon):
         assert body["status"] == "success", body
         return body["data"]
 
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        """The instant vector of a PromQL expression (each {metric, value})."""
+        result: list[dict[str, Any]] = self.api("query?query=" + urllib.parse.quote(expr))["result"]
+        return result
+
     def alerts(self, name: str) -> list[dict[str, Any]]:
         """Pending and firing alerts with this alertname."""
         found: list[dict[str, Any]] = [
@@ -257,3 +268,30 @@ class WebhookReceiver:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=10)
+
+
+def example_routes(receiver: WebhookReceiver) -> dict[str, Any]:
+    """examples/alertmanager/routes.yaml, its receivers posting to `receiver`/<name>, its
+    group_wait and group_interval 1 s (test-only; it ships 30 s and 5 m)."""
+    config: dict[str, Any] = yaml.safe_load(ROUTES.read_text())
+    config["route"] |= {"group_wait": "1s", "group_interval": "1s"}
+    for entry in config["receivers"]:
+        for hook in entry["webhook_configs"]:
+            hook["url"] = receiver.url(f"/{entry['name']}")
+    return config
+
+
+@contextlib.contextmanager
+def alert_pipeline(
+    workdir: Path, jobs: Mapping[str, list[tuple[str, dict[str, str]]] | Job]
+) -> Iterator[tuple[PrometheusServer, WebhookReceiver]]:
+    """Prometheus (the chart's rules, groups evaluated every second) scraping `jobs`,
+    alerting through Alertmanager (the example routes) to a webhook receiver; all three
+    stopped on exit."""
+    with contextlib.ExitStack() as stack:
+        receiver = stack.enter_context(WebhookReceiver())
+        alertmanager = stack.enter_context(AlertmanagerServer(workdir, example_routes(receiver)))
+        prometheus = stack.enter_context(
+            PrometheusServer(workdir, rule_file(workdir), jobs, alertmanager=alertmanager.address)
+        )
+        yield prometheus, receiver

@@ -21,7 +21,6 @@ Prometheus scrapes and evaluates every second and is stopped by its context mana
 from __future__ import annotations
 
 import time
-import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -81,12 +80,6 @@ def sidecar() -> Iterator[Sidecar]:
         running.server.close()
 
 
-def _value(prometheus: PrometheusServer, expr: str) -> list[dict[str, Any]]:
-    data = prometheus.api("query?query=" + urllib.parse.quote(expr))
-    result: list[dict[str, Any]] = data["result"]
-    return result
-
-
 def _rule_state(prometheus: PrometheusServer) -> str:
     for group in prometheus.api("rules")["groups"]:
         for rule in group["rules"]:
@@ -100,7 +93,7 @@ def test_producer_hung_fires_then_resolves(tmp_path: Path, sidecar: Sidecar) -> 
     rules = rule_file(tmp_path, fors={ALERT: "2s"})
     with PrometheusServer(tmp_path, rules, {"hangwatch-sidecar": [(target, POD_LABELS)]}) as prom:
         healthy = wait_for(
-            lambda: _value(prom, 'hangwatch_verdict{verdict="healthy"} == 1'),
+            lambda: prom.query('hangwatch_verdict{verdict="healthy"} == 1'),
             30,
             "the healthy sidecar to be scraped",
         )
@@ -162,7 +155,7 @@ def test_real_sidecar_on_the_lab_fires_producer_hung_and_resolves(
             tmp_path, rules, {"hangwatch-sidecar": [(target, POD_LABELS)]}
         ) as prom:
             wait_for(
-                lambda: _value(prom, 'hangwatch_verdict{verdict="healthy"} == 1'),
+                lambda: prom.query('hangwatch_verdict{verdict="healthy"} == 1'),
                 60,
                 "the real sidecar to report healthy",
             )

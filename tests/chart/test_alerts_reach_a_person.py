@@ -31,12 +31,10 @@ import contextlib
 import dataclasses
 import datetime
 import time
-import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
 from prometheus_client import start_http_server
 
 from hangwatch_demo.harness import start_workload, stop_process
@@ -48,15 +46,8 @@ from hangwatch_operator.operations import Operation
 from hangwatch_operator.watched import WatchedPod
 from hangwatch_testing.waiting import wait_for
 from tests.chart.lab_sidecar import sidecar_on_lab
-from tests.chart.prometheus_server import (
-    AlertmanagerServer,
-    Job,
-    Notification,
-    PrometheusServer,
-    WebhookReceiver,
-    rule_file,
-)
-from tests.chart.rendering import ALERTS_ON, ROOT, only, render
+from tests.chart.prometheus_server import Job, Notification, alert_pipeline
+from tests.chart.rendering import ALERTS_ON, only, render
 
 ALERT = "HangwatchExecutorRemediated"
 STATE_ALERT = "HangwatchProducerHung"
@@ -91,19 +82,6 @@ def honor_labels() -> bool:
     return bool(monitor["spec"]["endpoints"][0].get("honorLabels", False))
 
 
-def routes(receiver: WebhookReceiver) -> dict[str, Any]:
-    """examples/alertmanager/routes.yaml, its receivers posting to `receiver`/<name>,
-    its waits shortened."""
-    config: dict[str, Any] = yaml.safe_load(
-        (ROOT / "examples/alertmanager/routes.yaml").read_text()
-    )
-    config["route"] |= {"group_wait": "1s", "group_interval": "1s"}
-    for entry in config["receivers"]:
-        for hook in entry["webhook_configs"]:
-            hook["url"] = receiver.url(f"/{entry['name']}")
-    return config
-
-
 @contextlib.contextmanager
 def operator_metrics_endpoint() -> Iterator[str]:
     """The operator's registry over HTTP, as `handlers` serves it; host:port."""
@@ -114,13 +92,6 @@ def operator_metrics_endpoint() -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
-
-
-def _query(prometheus: PrometheusServer, expr: str) -> list[dict[str, Any]]:
-    result: list[dict[str, Any]] = prometheus.api("query?query=" + urllib.parse.quote(expr))[
-        "result"
-    ]
-    return result
 
 
 def _ours(notification: Notification, alertname: str) -> list[dict[str, Any]]:
@@ -142,15 +113,11 @@ def test_a_hang_fixed_within_seconds_reaches_a_person(tmp_path: Path) -> None:
         producers = [start_workload(lab.bootstrap, telemetry, wedge, timing)]
         stack.callback(lambda: stop_process(producers[-1]))
         operator_target = stack.enter_context(operator_metrics_endpoint())
-        receiver = stack.enter_context(WebhookReceiver())
-        alertmanager = stack.enter_context(AlertmanagerServer(tmp_path, routes(receiver)))
         jobs = {
             "hangwatch-sidecar": Job([(target, POD_LABELS)]),
             "hangwatch-operator": Job([(operator_target, OPERATOR_LABELS)], honor_labels()),
         }
-        prometheus = stack.enter_context(
-            PrometheusServer(tmp_path, rule_file(tmp_path), jobs, alertmanager=alertmanager.address)
-        )
+        prometheus, receiver = stack.enter_context(alert_pipeline(tmp_path, jobs))
         pod = dataclasses.replace(POD, port=int(target.rsplit(":", 1)[1]))
         operator = LocalOperator()
         restarts: list[float] = []
@@ -169,12 +136,10 @@ def test_a_hang_fixed_within_seconds_reaches_a_person(tmp_path: Path) -> None:
 
         def healthy_scraped() -> bool:
             operator_round()
-            return bool(_query(prometheus, 'hangwatch_verdict{verdict="healthy"} == 1'))
+            return bool(prometheus.query('hangwatch_verdict{verdict="healthy"} == 1'))
 
         def both_scraped() -> bool:
-            return healthy_scraped() and bool(
-                _query(prometheus, 'up{job="hangwatch-operator"} == 1')
-            )
+            return healthy_scraped() and bool(prometheus.query('up{job="hangwatch-operator"} == 1'))
 
         wait_for(both_scraped, 90, "the sidecar healthy and the operator up", interval=1)
         assert restarts == []
