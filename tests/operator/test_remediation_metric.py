@@ -7,7 +7,10 @@ round's time and labelled with the executor's namespace, application, executor, 
 node, verdict, action and the brokers its pods could not use (`none` when none; the
 node's for a cordon); `alert` actions, dry runs and suppressed or failed remediations
 export nothing; the `broker` label names at most three brokers; a series is dropped an
-hour after its remediation, at the next round.
+hour after its remediation, at the next round. Property: whatever a pod's labels and its
+sidecar's broker list hold (both written by the pod's owner), a remediation's labels
+are exactly `REMEDIATION_LABELS`, `broker` is never empty and names at most the first
+three of the pod's brokers, and the exposition Prometheus scrapes reads back the same values.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ import dataclasses
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator import operator_metrics
@@ -126,3 +133,49 @@ def test_only_remediations_carried_out_are_exported_and_each_for_an_hour() -> No
         key, [], NOW + operator_metrics.REMEDIATION_SERIES_SECONDS + 1
     )
     assert set(_series(key)) == {("decommission", "n6")}
+
+
+_TEXT = st.text(max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    namespace=_TEXT.filter(bool),
+    name=_TEXT.filter(bool),
+    node=st.none() | _TEXT,
+    app=st.none() | _TEXT,
+    executor=st.none() | _TEXT,
+    brokers=st.lists(_TEXT.filter(bool), max_size=8),
+    on_node=st.booleans(),
+)
+def test_labels_from_whatever_the_pod_says(
+    namespace: str,
+    name: str,
+    node: str | None,
+    app: str | None,
+    executor: str | None,
+    brokers: list[str],
+    on_node: bool,
+) -> None:
+    target = dataclasses.replace(
+        pod("e-1"), namespace=namespace, name=name, node=node, application_id=app,
+        executor_id=executor,
+    )  # fmt: skip
+    decision = Decision(
+        Operation.CORDON_NODE if on_node else Operation.RESTART,
+        Verdict.PRODUCER_HUNG,
+        Outcome.ACTED,
+        pod=None if on_node else target,
+        node=node,
+        brokers=tuple(sorted(brokers)),
+    )
+    labels = operator_metrics.remediation_labels("jobs/writers", decision)
+    assert tuple(labels) == operator_metrics.REMEDIATION_LABELS
+    first = sorted(brokers)[: operator_metrics.BROKERS_NAMED]
+    assert labels["broker"] == (",".join(first) or operator_metrics.NO_BROKER)
+    assert labels["namespace"] == ("jobs" if on_node else namespace)
+    registry = CollectorRegistry()
+    gauge = Gauge(METRIC, "test", operator_metrics.REMEDIATION_LABELS, registry=registry)
+    gauge.labels(**labels).set(NOW)
+    exposed = text_string_to_metric_families(generate_latest(registry).decode())
+    assert [s.labels for f in exposed for s in f.samples] == [labels]
