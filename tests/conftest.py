@@ -61,6 +61,7 @@ TIERS = {
     "sidecar/test_socket_view_classifies_recordings.py": "lab",
     "sidecar/test_time_to_error_budget.py": "lab",
     "chart/test_alerts_fire_in_prometheus.py": "lab",
+    "chart/test_alerts_reach_a_person.py": "lab",
     "operator/test_remediation_emulated.py": "lab",
     "probe": "lab",
     "probe/test_assessment_is_pure.py": "unit",
