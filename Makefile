@@ -27,6 +27,10 @@ check:
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy core/hangwatch lab/hangwatch_lab sidecar/hangwatch_sidecar pipeline/hangwatch_pipeline operator/hangwatch_operator demo/hangwatch_demo testing/hangwatch_testing scripts benchmarks
+# The producer distribution (producer/, Python 3.9+) with its own settings: ruff above
+# reads producer/pyproject.toml (target py39); mypy 2.x targets 3.10 at the oldest, so
+# mypy at 3.9 runs in the Python 3.9 test (tests/producer_package).
+	cd producer && $(PY) -m mypy --python-version 3.10 hangwatch_producer
 	$(PY) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'
 
 # Test groups run in parallel on PYTEST_WORKERS processes (most tests wait on sockets,

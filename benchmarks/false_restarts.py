@@ -48,7 +48,7 @@ from hangwatch_demo.scenarios import (
 )
 from hangwatch_demo.spark_cluster import local_spark_cluster
 from hangwatch_demo.spark_tasks import Pause
-from hangwatch_pipeline.settings import ProducerSettings
+from hangwatch_producer.settings import ProducerSettings
 
 HANGS = ("plain-s4-blocked-callback", "s4-blocked-io-thread", "plain-s2-stuck-after-election")
 ELECTION_SECONDS = 1.5

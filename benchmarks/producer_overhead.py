@@ -2,7 +2,7 @@
 
 Runs against the local fault lab (librdkafka's mock cluster, 3 brokers). Each
 repetition starts a fresh lab and sends the same number of small messages through
-`hangwatch_pipeline.producer()` twice: once with telemetry on (statistics every
+`hangwatch_producer.producer()` twice: once with telemetry on (statistics every
 1000 ms, a telemetry file refreshed at each event) and once with telemetry off
 (`ProducerSettings(telemetry_enabled=False)`: no statistics, no file). The order
 alternates between repetitions so drift (CPU frequency, page cache, the mock's

@@ -29,7 +29,7 @@ connector_jars=$(PYTHONPATH=pipeline:core python3 -m hangwatch_pipeline.spark_ka
 interceptor_jar=$(PYTHONPATH=demo:pipeline:core python3 -m hangwatch_demo.interceptor) \
   || fail "building the demo's Kafka interceptor" "the line above names what is missing" 3
 pyspark_version=$(python3 -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb")); print(next(r.split("==")[1] for r in d["project"]["optional-dependencies"]["spark"] if r.startswith("pyspark==")))')
-sources=$(git ls-files -co --exclude-standard -- pyproject.toml README.md core lab sidecar pipeline operator demo image/spark \
+sources=$(git ls-files -co --exclude-standard -- pyproject.toml README.md producer core lab sidecar pipeline operator demo image/spark \
   | grep -v -e '__pycache__' -e '^.*\.pyc$' | sort)
 key=$( { echo "base $(basename "$base_tarball") pyspark $pyspark_version"; \
   for j in $connector_jars; do echo "jar $(basename "$j")"; done; \

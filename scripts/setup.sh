@@ -63,8 +63,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
   [ -z "$added_policy" ] || $SUDO rm -f /usr/sbin/policy-rc.d
 fi
-echo "setup: installing hangwatch with its dev extras (pip)" >&2
-python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[dev]'
+echo "setup: installing hangwatch-producer and hangwatch with its dev extras (pip)" >&2
+# hangwatch depends on hangwatch-producer (producer/, the wrapper an executor image
+# installs alone), which is not on PyPI: both come from this repository, editable.
+python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+  -e ./producer -e '.[dev]'
 # Apache Kafka's broker and tools jars for `hangwatch lab up --engine kafka` (a no-op when
 # cached; about 20 s from an empty Maven repository).
 python3 -m hangwatch_lab.kafkajars >/dev/null

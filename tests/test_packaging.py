@@ -19,6 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = [
+    "hangwatch_producer",
     "hangwatch",
     "hangwatch_lab",
     "hangwatch_sidecar",
@@ -48,7 +49,7 @@ def test_component_packages_import_and_document_their_role(name: str) -> None:
 
 def test_every_module_opens_with_a_docstring() -> None:
     missing = []
-    for folder in ("core", "lab", "sidecar", "pipeline", "operator"):
+    for folder in ("producer", "core", "lab", "sidecar", "pipeline", "operator"):
         for path in (ROOT / folder).rglob("*.py"):
             if path.stat().st_size and not path.read_text().lstrip().startswith(('"""', "'''")):
                 missing.append(str(path.relative_to(ROOT)))

@@ -1,24 +1,18 @@
 """The small error vocabulary shared by the command-line tools.
 
 Commands raise these; the dispatcher in `hangwatch.cli` turns them into one line on
-stderr and an exit code, never a traceback.
+stderr and an exit code, never a traceback. `HangwatchError` and `UsageError` are
+defined in `hangwatch_producer.errors` (the producer wrapper raises them too, in
+executor images without this distribution) and re-exported here.
 """
 
 from __future__ import annotations
 
 import unicodedata
 
+from hangwatch_producer.errors import HangwatchError, UsageError
 
-class HangwatchError(Exception):
-    """Base class of every error hangwatch reports to a user in one line."""
-
-    exit_code = 1
-
-
-class UsageError(HangwatchError):
-    """The user's input or configuration is invalid; the message names the problem."""
-
-    exit_code = 3
+__all__ = ["HangwatchError", "LabError", "LabSetupError", "UsageError", "one_line"]
 
 
 class LabError(HangwatchError):

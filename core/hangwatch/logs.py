@@ -4,7 +4,7 @@ Each line is one JSON object on stderr with the time, level, component, message 
 the pod/executor identity taken from the environment (set by the downward API in
 Kubernetes, by the demo locally), plus any `extra={...}` fields the caller passes.
 Values that look like secrets are never passed here: callers log redacted
-configuration only (see `hangwatch.secrets`).
+configuration only (see `hangwatch_producer.secrets`).
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from hangwatch import rdkafka
-from hangwatch.secrets import is_secret_key
 from hangwatch.time_to_error.estimate import ClientSettingsError
+from hangwatch_producer.secrets import is_secret_key
 
 CONF_UNKNOWN = -2
 CONF_INVALID = -1

@@ -29,10 +29,10 @@ from typing import Any
 
 from hangwatch.contracts import Verdict
 from hangwatch.errors import UsageError
-from hangwatch.wire.telemetry import to_builtins
 from hangwatch_demo.report.recorder import Recorder, ScenarioRecorder
 from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing
 from hangwatch_lab import Lab
+from hangwatch_producer.wire.telemetry import to_builtins
 from hangwatch_sidecar import telemetry_reader
 from hangwatch_sidecar.loop import SidecarLoop
 from hangwatch_sidecar.settings import SidecarSettings

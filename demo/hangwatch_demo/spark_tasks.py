@@ -47,10 +47,10 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from hangwatch_demo.spark_cluster import PipelineRun
 from hangwatch_demo.workload import WedgeOnFile
 from hangwatch_pipeline import connector_sink, job
-from hangwatch_pipeline.ledger import Counters
-from hangwatch_pipeline.producer import DeliveryFailed
 from hangwatch_pipeline.run_options import SINK_CONNECTOR_STREAMING, RunOptions
 from hangwatch_pipeline.run_report import Summary
+from hangwatch_producer.ledger import Counters
+from hangwatch_producer.producer import DeliveryFailed
 
 CLIENT_LOGGER = "hangwatch_demo.client"
 WEDGE_FILE = "wedge"

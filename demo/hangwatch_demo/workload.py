@@ -28,8 +28,8 @@ from types import FrameType
 from typing import Any
 
 from hangwatch import logs
-from hangwatch.wire import telemetry
 from hangwatch_pipeline import ProducerError, ProducerSettings, producer
+from hangwatch_producer.wire import telemetry
 
 log = logging.getLogger("hangwatch_demo.workload")
 

@@ -33,9 +33,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hangwatch import spark_driver
-from hangwatch.wire import sidecar_http, telemetry
+from hangwatch.wire import sidecar_http
 from hangwatch_operator.policies import Policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
+from hangwatch_producer.wire import telemetry
 
 SIDECAR_CONTAINER = "hangwatch-sidecar"
 TELEMETRY_VOLUME = "hangwatch-telemetry"

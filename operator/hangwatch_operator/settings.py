@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, get_origin, get_type_hints
 
 from hangwatch.wire import sidecar_http
-from hangwatch.wire.telemetry import DEFAULT_DIR as DEFAULT_TELEMETRY_DIR
+from hangwatch_producer.wire.telemetry import DEFAULT_DIR as DEFAULT_TELEMETRY_DIR
 
 ENV_PREFIX = "HANGWATCH_OPERATOR_"
 MAX_CORDONED_NODES_LIMIT = 1000

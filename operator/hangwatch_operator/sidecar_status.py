@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from hangwatch.contracts import Reachability, Verdict
 from hangwatch.wire import status
-from hangwatch.wire.schema import WireFormatError
 from hangwatch_operator.watched import WatchedPod
+from hangwatch_producer.wire.schema import WireFormatError
 
 OPERATOR_ONLY = frozenset({Verdict.NODE_NETWORK_FAULT})
 """Verdicts only the operator gives (from several pods); a sidecar claiming one is refused."""

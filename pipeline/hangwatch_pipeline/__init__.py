@@ -1,17 +1,21 @@
-"""The PySpark side of hangwatch: producer wrapper with telemetry, reference pipeline,
+"""The PySpark side of hangwatch: the reference pipeline, Spark's Kafka sink, the
 time-to-error check.
+
+The producer wrapper itself is the `hangwatch-producer` distribution
+(`hangwatch_producer`, installable alone in executor images); its public names are
+re-exported here, so `hangwatch_pipeline.producer(...)` keeps working.
 """
 
-from hangwatch_pipeline.ledger import Counters
-from hangwatch_pipeline.producer import (
+from hangwatch_producer import (
     CallbackError,
+    Counters,
     DeliveryCallback,
     DeliveryFailed,
     HangwatchProducer,
     ProducerError,
+    ProducerSettings,
     producer,
 )
-from hangwatch_pipeline.settings import ProducerSettings
 
 __all__ = [
     "CallbackError",

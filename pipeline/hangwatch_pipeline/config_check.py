@@ -20,10 +20,10 @@ from hangwatch import rdkafka_conf
 from hangwatch.contracts import ExitCode
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
-from hangwatch.secrets import redact
 from hangwatch.time_to_error import models
 from hangwatch.time_to_error.client_config import read_properties
 from hangwatch.time_to_error.estimate import Estimate, seconds_text
+from hangwatch_producer.secrets import redact
 
 
 def register(parser: argparse.ArgumentParser) -> None:

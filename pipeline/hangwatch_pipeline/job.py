@@ -8,7 +8,7 @@ or on a cluster by spark-submit, this file being the application:
 
 Data flow: `sc.range` (or `sc.textFile` + `zipWithIndex`) -> `events.generate_event` /
 `parse_*` -> `events.enrich` -> `foreachPartition(write_partition)`. Each task writes
-its partition through `hangwatch_pipeline.producer`; leaving the `with` block raises
+its partition through `hangwatch_producer.producer`; leaving the `with` block raises
 `DeliveryFailed` unless every message of the task was acknowledged, so the task fails
 and Spark runs it again (`spark.task.maxFailures`, or F in `local[N,F]`). A retry
 sends the whole partition again: at-least-once, duplicates possible, nothing lost,
@@ -51,8 +51,6 @@ from hangwatch_pipeline.events import (
     parse_json_line,
     to_message,
 )
-from hangwatch_pipeline.ledger import Counters
-from hangwatch_pipeline.producer import ProducerError, producer
 from hangwatch_pipeline.run_options import (
     SINK_WRAPPER,
     RunOptions,
@@ -68,7 +66,9 @@ from hangwatch_pipeline.run_report import (
     failure_reason,
     progress_line,
 )
-from hangwatch_pipeline.settings import TELEMETRY_DIR_ENV
+from hangwatch_producer.ledger import Counters
+from hangwatch_producer.producer import ProducerError, producer
+from hangwatch_producer.settings import TELEMETRY_DIR_ENV
 
 EVENTS_PER_TASK = 25_000
 """Target size of a task when the partition count is chosen: small enough that a
@@ -147,7 +147,7 @@ def _configure_worker_logging() -> None:
 
 
 class TaskProducer(Protocol):
-    """What a task needs of its producer (`hangwatch_pipeline.producer`'s, by default)."""
+    """What a task needs of its producer (`hangwatch_producer.producer`'s, by default)."""
 
     def send(
         self, topic: str, value: str | bytes | None = None, key: str | bytes | None = None

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from hangwatch import rdkafka_conf
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
-from hangwatch_pipeline.settings import TELEMETRY_DIR_ENV, ProducerSettings, build_config
 from hangwatch_pipeline.spark_kafka import check_sink_options
+from hangwatch_producer.settings import TELEMETRY_DIR_ENV, ProducerSettings, build_config
 
 DEFAULT_EVENTS = 100_000
 """Events generated when neither --events, --duration nor --input is given."""

@@ -32,7 +32,7 @@ from dataclasses import asdict, replace
 
 from hangwatch.contracts import Reachability
 from hangwatch.logs import IDENTITY_ENV
-from hangwatch.secrets import redact
+from hangwatch_producer.secrets import redact
 from hangwatch_sidecar import budget, telemetry_reader
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
 from hangwatch_sidecar.observing import endpoints_to_probe, observe_cluster

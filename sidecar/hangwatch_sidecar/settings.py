@@ -23,7 +23,8 @@ from hangwatch import rdkafka_conf, spark_driver
 from hangwatch.defaults import STANDALONE
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
-from hangwatch.wire import sidecar_http, telemetry
+from hangwatch.wire import sidecar_http
+from hangwatch_producer.wire import telemetry
 from hangwatch_sidecar.probe.settings import MAX_TIMEOUT_MS
 from hangwatch_sidecar.sockets.owners import ProcessRoot, parse_process_root
 

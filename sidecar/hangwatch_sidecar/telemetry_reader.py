@@ -3,10 +3,10 @@
 The directory is shared with untrusted-in-practice writers (user code), so reading
 never raises and never blocks: a missing directory, garbage, truncated, oversized,
 foreign or out-of-contract documents (wrong types, NaN, negative counters, over-long
-strings: `hangwatch.wire.telemetry.decode` checks every field), FIFOs, devices and
+strings: `hangwatch_producer.wire.telemetry.decode` checks every field), FIFOs, devices and
 symbolic links each become a `problem` with a `Problem` kind and a short reason
 (-> verdict `unknown` for that producer), never an exception. Files are opened
-non-blocking and only read when they are regular files (`hangwatch.telemetry_files`).
+non-blocking and only read when they are regular files (`hangwatch_producer.telemetry_files`).
 
 Liveness comes from the wrapper's lock file (`<name>.lock`, held with flock for the
 producer's lifetime): if the sidecar can take the lock, the producer process is gone;
@@ -24,9 +24,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from hangwatch.telemetry_files import NotARegularFile, lock_state, read_regular
-from hangwatch.wire import telemetry as wire
-from hangwatch.wire.schema import Problem, WireFormatError
+from hangwatch_producer.telemetry_files import NotARegularFile, lock_state, read_regular
+from hangwatch_producer.wire import telemetry as wire
+from hangwatch_producer.wire.schema import Problem, WireFormatError
 
 __all__ = ["Problem", "TelemetryRead", "lock_state", "parse", "scan"]
 

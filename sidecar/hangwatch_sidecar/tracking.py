@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hangwatch.wire.telemetry import IDENTITY_SUMMARY, Statistics, TelemetryDocument
+from hangwatch_producer.wire.telemetry import IDENTITY_SUMMARY, Statistics, TelemetryDocument
 from hangwatch_sidecar.evidence import ProducerObservation, TopicPartition
 
 

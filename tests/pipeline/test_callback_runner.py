@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hangwatch_pipeline.callbacks import CallbackRunner
+from hangwatch_producer.callbacks import CallbackRunner
 from hangwatch_testing.waiting import wait_for
 
 NAME = "hangwatch-callbacks-unit"
@@ -96,7 +96,7 @@ def test_a_raising_callback_is_kept_and_the_rest_still_run(
     assert runner.wait_drained(time.monotonic() + 5)
     assert done == [2] and runner.errors == 2
     assert isinstance(runner.first_error, RuntimeError) and str(runner.first_error) == "bug 1"
-    logged = [r for r in caplog.records if r.name == "hangwatch_pipeline.callbacks"]
+    logged = [r for r in caplog.records if r.name == "hangwatch_producer.callbacks"]
     assert len(logged) == 2 and all(r.exc_info for r in logged)
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from hangwatch.telemetry_files import remove_dead_producers
 from hangwatch_lab import Lab
 from hangwatch_pipeline import producer
+from hangwatch_producer.telemetry_files import remove_dead_producers
 
 from .producer_helpers import FAST, crashed_producer
 

@@ -31,14 +31,14 @@ from confluent_kafka import KafkaError, Message
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hangwatch.secrets import REDACTED
-from hangwatch_pipeline.ledger import (
+from hangwatch_producer.ledger import (
     MAX_ERROR_EVENTS,
     DeliveryLedger,
     ErrorEvent,
     ErrorLogThrottle,
 )
-from hangwatch_pipeline.telemetry import MAX_STRING, scrub
+from hangwatch_producer.secrets import REDACTED
+from hangwatch_producer.telemetry import MAX_STRING, scrub
 
 SECRET = "hunter2hunter2"
 CODES = (

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from hangwatch.errors import UsageError
-from hangwatch.secrets import REDACTED
 from hangwatch_lab import Lab
 from hangwatch_pipeline import producer
+from hangwatch_producer.secrets import REDACTED
 
 from .producer_helpers import FAST, doc_where
 

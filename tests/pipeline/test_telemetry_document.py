@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from hangwatch.secrets import REDACTED
-from hangwatch_pipeline.telemetry import (
+from hangwatch_producer.secrets import REDACTED
+from hangwatch_producer.telemetry import (
     MAX_STRING,
     Snapshot,
     build_document,

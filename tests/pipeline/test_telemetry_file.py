@@ -31,7 +31,7 @@ import pytest
 
 from hangwatch_lab import Lab
 from hangwatch_pipeline import DeliveryFailed, ProducerSettings, producer
-from hangwatch_pipeline.telemetry import SCHEMA_VERSION
+from hangwatch_producer.telemetry import SCHEMA_VERSION
 from hangwatch_testing.waiting import wait_for
 
 from .producer_helpers import FAST, crashed_producer, doc_where, read_doc

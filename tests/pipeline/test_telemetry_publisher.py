@@ -24,10 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from hangwatch import telemetry_files
-from hangwatch_pipeline import telemetry
-from hangwatch_pipeline.publisher import TelemetryPublisher, open_file
-from hangwatch_pipeline.snapshot import Snapshot
+from hangwatch_producer import telemetry, telemetry_files
+from hangwatch_producer.publisher import TelemetryPublisher, open_file
+from hangwatch_producer.snapshot import Snapshot
 from hangwatch_testing.waiting import wait_for
 
 from .producer_helpers import doc_where, read_doc
@@ -151,7 +150,7 @@ def test_unwritable_directory_counts_failures_and_stops_cleanly(
     publisher.start()
     publisher.on_stats(stats_json(1))
     wait_for(lambda: publisher.failures == 2, 30, "the second failed write")
-    warnings = [r for r in caplog.records if r.name == "hangwatch_pipeline.telemetry"]
+    warnings = [r for r in caplog.records if r.name == "hangwatch_producer.telemetry"]
     assert [r.getMessage() for r in warnings] == [
         "cannot write producer telemetry; producing continues without it"
     ]

@@ -4,8 +4,8 @@ Covered, without Kafka (a real ledger fed librdkafka's own error and message obj
 - `build_snapshot` takes the fixed facts, the ledger's numbers (with `unacknowledged`),
   the callback status and the times it is given, and copies what the poll thread
   keeps changing (later records do not alter a snapshot taken before);
-- a snapshot encoded by `hangwatch_pipeline.telemetry.encode_document` decodes with
-  the sidecar's reader (`hangwatch.wire.telemetry.decode`) to the same numbers;
+- a snapshot encoded by `hangwatch_producer.telemetry.encode_document` decodes with
+  the sidecar's reader (`hangwatch_producer.wire.telemetry.decode`) to the same numbers;
 - property: whatever a ledger recorded (any topics, reasons, codes, counts) and any
   callback status, the encoded document fits the size bound and decodes.
 """
@@ -20,10 +20,10 @@ from confluent_kafka import KafkaError, Message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hangwatch.wire import telemetry as wire
-from hangwatch_pipeline.ledger import DeliveryLedger
-from hangwatch_pipeline.snapshot import CallbackStatus, ProducerFacts, build_snapshot
-from hangwatch_pipeline.telemetry import encode_document, scrub
+from hangwatch_producer.ledger import DeliveryLedger
+from hangwatch_producer.snapshot import CallbackStatus, ProducerFacts, build_snapshot
+from hangwatch_producer.telemetry import encode_document, scrub
+from hangwatch_producer.wire import telemetry as wire
 
 FACTS = ProducerFacts(
     identity={"pod": "exec-1", "pid": 7, "producer": 2, "client_id": "c", "task": None},

@@ -38,7 +38,7 @@ def telemetry_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.name == "hangwatch_pipeline.telemetry" and r.levelname == "WARNING"
+        if r.name == "hangwatch_producer.telemetry" and r.levelname == "WARNING"
     ]
 
 
@@ -68,7 +68,7 @@ def test_unusable_directory_one_warning_and_producing_continues(
     assert telemetry_warnings(caplog) == [
         "cannot write producer telemetry; producing continues without it"
     ]
-    warning = next(r for r in caplog.records if r.name == "hangwatch_pipeline.telemetry")
+    warning = next(r for r in caplog.records if r.name == "hangwatch_producer.telemetry")
     problem = warning.__dict__["problem"]
     assert problem == ("directory does not exist" if kind == "missing" else "not a directory")
 

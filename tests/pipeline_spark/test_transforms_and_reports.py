@@ -376,10 +376,10 @@ def test_failure_reason_is_the_python_exception_line() -> None:
     python_error = RuntimeError(
         "An exception was thrown from the Python worker:\nTraceback (most recent call last):\n"
         '  File "job.py", line 1, in write_partition\n'
-        "hangwatch_pipeline.producer.DeliveryFailed: delivery failed: 0 unacknowledged and 3 "
+        "hangwatch_producer.producer.DeliveryFailed: delivery failed: 0 unacknowledged and 3 "
         "failed of 3 messages (delivered 0)\n SQLSTATE: 38000\n\tat org.apache.spark.X(Y.scala:1)"
     )
-    assert failure_reason(python_error).startswith("hangwatch_pipeline.producer.DeliveryFailed: ")
+    assert failure_reason(python_error).startswith("hangwatch_producer.producer.DeliveryFailed: ")
     java_error = RuntimeError(
         "An error occurred while calling o42.foreachPartition.\n"
         ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 failed\n"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hangwatch.wire.telemetry import TelemetryDocument, from_builtins
+from hangwatch_producer.wire.telemetry import TelemetryDocument, from_builtins
 from hangwatch_sidecar.tracking import ProducerTracker
 
 WALL = 1_800_000_000.0

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hangwatch.wire.telemetry import from_builtins
+from hangwatch_producer.wire.telemetry import from_builtins
 from hangwatch_sidecar.telemetry_reader import lock_state, parse, scan
 
 GOOD = {

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from hangwatch.contracts import Reachability, Verdict
 from hangwatch.wire import status
-from hangwatch.wire.schema import Problem, WireFormatError
+from hangwatch_producer.wire.schema import Problem, WireFormatError
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation
 from hangwatch_sidecar.state import SidecarState, status_document
 from hangwatch_sidecar.verdicts import Assessment, PodAssessment

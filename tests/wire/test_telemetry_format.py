@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hangwatch.wire import telemetry as wire
-from hangwatch.wire.schema import MAX_REASON, Problem, WireFormatError
+from hangwatch_producer.wire import telemetry as wire
+from hangwatch_producer.wire.schema import MAX_REASON, Problem, WireFormatError
 
 from .documents import TELEMETRY_PATHS, dumps, json_values, nested_json, replaced, telemetry
 
@@ -35,7 +35,7 @@ def test_a_full_document_round_trips() -> None:
 
 
 def test_the_wrappers_own_document_round_trips() -> None:
-    from hangwatch_pipeline.telemetry import document, trim_statistics
+    from hangwatch_producer.telemetry import document, trim_statistics
     from tests.pipeline.test_telemetry_document import SNAPSHOT
 
     raw_stats = telemetry()["stats"]

@@ -2,7 +2,7 @@
 
 `config_check` feeds the raw strings in; the per-client models read typed values
 through these helpers, so every malformed value fails the same way: one line naming
-the key (never echoing a secret's value, see `hangwatch.secrets`).
+the key (never echoing a secret's value, see `hangwatch_producer.secrets`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from hangwatch.secrets import REDACTED, is_secret_key
 from hangwatch.time_to_error.estimate import ClientSettingsError
+from hangwatch_producer.secrets import REDACTED, is_secret_key
 
 _PROPERTY_LINE = re.compile(r"^([^=:\s]+)\s*(?:[=:]|\s)\s*(.*)$")
 _GO_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")

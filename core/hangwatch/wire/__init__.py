@@ -1,8 +1,10 @@
 """The wire formats between hangwatch's components, each defined once as typed data.
 
 - `telemetry`: the producer telemetry document and its files (names, lock, default
-  directory), written by the producer wrapper (`hangwatch_pipeline`), read by the
-  sidecar;
+  directory), written by the producer wrapper, read by the sidecar. It and `schema`
+  (the bounded types every document is built from) are defined in
+  `hangwatch_producer.wire`, the producer distribution an executor image installs
+  alone; `hangwatch.wire.telemetry` and `hangwatch.wire.schema` are that same module;
 - `status`: the sidecar's `/status` document, written by the sidecar, read by the
   operator (and the demo's local operator);
 - `sidecar_http`: the sidecar's port and HTTP paths, served by the sidecar, dialled by

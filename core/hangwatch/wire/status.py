@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from hangwatch.wire.schema import (
+from hangwatch_producer.wire.schema import (
     Count,
     Problem,
     Seconds,

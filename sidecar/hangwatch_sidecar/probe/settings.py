@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from hangwatch.errors import UsageError
-from hangwatch.secrets import REDACTED, is_secret_key, redact
+from hangwatch_producer.secrets import REDACTED, is_secret_key, redact
 
 MAX_TIMEOUT_MS = 300_000
 """Upper bound for any probe timeout: a probe that waits longer than 5 minutes is not a probe."""

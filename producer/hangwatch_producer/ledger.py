@@ -7,7 +7,7 @@ here directly (`record_report` is the client's own `on_delivery`), as are client
 errors (`record_client_error`). A producer closes cleanly only when nothing is
 outstanding and nothing failed (`failure_reason`); `DeliveryFailed` carries the
 `counters` and the first `errors`. The telemetry document reports the same numbers
-(`hangwatch_pipeline.snapshot`), and the errors recorded here are logged off the poll
+(`hangwatch_producer.snapshot`), and the errors recorded here are logged off the poll
 thread, each code at most once per interval (`ErrorLogThrottle`).
 
 Threads: `enqueue` and `withdraw` may run on several threads at once (the job's and

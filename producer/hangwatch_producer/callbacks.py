@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from hangwatch_pipeline.snapshot import CallbackStatus
+from hangwatch_producer.snapshot import CallbackStatus
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ while the producer's poll thread serves librdkafka, and writing it must never sl
 block producing. So the poll thread only hands each event's statistics to `on_stats`
 (a store and an event set, nothing that waits), and the publisher's own daemon thread,
 `hangwatch-telemetry-<n>`, does the rest: it asks the producer for a
-`hangwatch_pipeline.snapshot.Snapshot`, encodes it with the statistics
-(`hangwatch_pipeline.telemetry.encode_document`: detail dropped until it fits
+`hangwatch_producer.snapshot.Snapshot`, encodes it with the statistics
+(`hangwatch_producer.telemetry.encode_document`: detail dropped until it fits
 `max_bytes`) and replaces the file atomically (`TelemetryFile`, which also holds the
 liveness lock from the first write until `remove`). Every quarter of a second, and once
 more when it stops, the thread also runs the producer's `housekeeping` (logging
@@ -29,21 +29,21 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
-from hangwatch import __version__
-from hangwatch.secrets import redact
-from hangwatch.wire import telemetry as wire
-from hangwatch_pipeline import telemetry
-from hangwatch_pipeline.settings import EffectiveConfig, ProducerSettings
-from hangwatch_pipeline.snapshot import ProducerFacts, Snapshot
+from hangwatch_producer import telemetry
+from hangwatch_producer.secrets import redact
+from hangwatch_producer.settings import EffectiveConfig, ProducerSettings
+from hangwatch_producer.snapshot import ProducerFacts, Snapshot
+from hangwatch_producer.version import __version__
+from hangwatch_producer.wire import telemetry as wire
 
 log = logging.getLogger(__name__)
 
 HOUSEKEEPING_INTERVAL_SECONDS = 0.25
 """How often the telemetry thread runs the producer's housekeeping between events."""
 
-SnapshotSource = Callable[[int, float | None], Snapshot]
+SnapshotSource = Callable[[int, Optional[float]], Snapshot]
 """`(seq, stats_received_ts) -> Snapshot`: the producer as it is now."""
 
 

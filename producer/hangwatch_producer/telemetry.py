@@ -1,11 +1,11 @@
 """The producer telemetry file: identity, document builder, statistics trimming and writer.
 
-The producer wrapper's telemetry publisher (`hangwatch_pipeline.publisher`) feeds this
+The producer wrapper's telemetry publisher (`hangwatch_producer.publisher`) feeds this
 module: at every librdkafka statistics event its thread takes a `Snapshot`
-(`hangwatch_pipeline.snapshot`) of the producer and calls
+(`hangwatch_producer.snapshot`) of the producer and calls
 `encode_document(snapshot, raw_statistics, max_bytes)`, a pure function, then
 `TelemetryFile.write()` replaces the file atomically. The hangwatch sidecar reads
-these files; the document's types, bounds and file names are `hangwatch.wire.telemetry`
+these files; the document's types, bounds and file names are `hangwatch_producer.wire.telemetry`
 (one definition for both sides), `docs/telemetry.md` is the prose. Everything except
 `TelemetryFile`, `warn_once` and `spark_task_identity` is pure and tested without Kafka.
 """
@@ -22,10 +22,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hangwatch import telemetry_files
-from hangwatch.secrets import REDACTED
-from hangwatch.wire import telemetry as wire
-from hangwatch.wire.telemetry import (
+from hangwatch_producer import telemetry_files
+from hangwatch_producer.secrets import REDACTED
+from hangwatch_producer.snapshot import Snapshot
+from hangwatch_producer.wire import telemetry as wire
+from hangwatch_producer.wire.telemetry import (
     DETAIL_LEVELS,
     MAX_LIST,
     MAX_STRING,
@@ -33,7 +34,6 @@ from hangwatch.wire.telemetry import (
     SCHEMA_VERSION,
     WireFormatError,
 )
-from hangwatch_pipeline.snapshot import Snapshot
 
 __all__ = [
     "DETAIL_LEVELS",
@@ -149,7 +149,7 @@ def _json_scalar(value: Any) -> Any:
         return value[: wire.MAX_CONFIG_VALUE]
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
-    if value is None or isinstance(value, bool | int | float):
+    if value is None or isinstance(value, (bool, int, float)):
         return value
     return f"<{type(value).__name__}>"
 

@@ -1,12 +1,12 @@
 """What a producer reports about itself at one instant: the input of its telemetry document.
 
 At open and after every librdkafka statistics event, the telemetry publisher
-(`hangwatch_pipeline.publisher`) asks the producer for a `Snapshot`, which
+(`hangwatch_producer.publisher`) asks the producer for a `Snapshot`, which
 `build_snapshot` assembles from three sources: the `ProducerFacts` fixed when the
 producer opened (identity, redacted configuration, its bounded timeouts), the delivery
 ledger's numbers, and the callback runner's `CallbackStatus`. The publisher then hands
-it to `hangwatch_pipeline.telemetry.encode_document`, which turns it into the wire
-document (`hangwatch.wire.telemetry`); docs/telemetry.md describes every field.
+it to `hangwatch_producer.telemetry.encode_document`, which turns it into the wire
+document (`hangwatch_producer.wire.telemetry`); docs/telemetry.md describes every field.
 
 Pure: no I/O, no clock (callers pass the times), no threads.
 """
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from hangwatch_pipeline.ledger import Counters, DeliveryLedger
+from hangwatch_producer.ledger import Counters, DeliveryLedger
 
 
 @dataclass(frozen=True)

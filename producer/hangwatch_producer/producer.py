@@ -2,7 +2,7 @@
 
 Inside `foreachPartition`, `mapPartitions` or `foreachBatch` a job writes::
 
-    with hangwatch_pipeline.producer({"bootstrap.servers": brokers}) as p:
+    with hangwatch_producer.producer({"bootstrap.servers": brokers}) as p:
         for row in rows:
             p.send("events", row.value, key=row.key)
 
@@ -14,13 +14,13 @@ queued and propagates unchanged (the task fails and is retried).
 `HangwatchProducer` owns the librdkafka client, its poll thread, `send`, `flush` and
 `close`; three parts of its own do the rest:
 
-* the *delivery ledger* (`hangwatch_pipeline.ledger`, pure) counts what was enqueued,
+* the *delivery ledger* (`hangwatch_producer.ledger`, pure) counts what was enqueued,
   acknowledged and failed, keeps the first errors, and says whether a task's messages
   are proven delivered;
-* the *callback runner* (`hangwatch_pipeline.callbacks`) runs the job's callbacks on
+* the *callback runner* (`hangwatch_producer.callbacks`) runs the job's callbacks on
   their own thread;
-* the *telemetry publisher* (`hangwatch_pipeline.publisher`) writes the telemetry
-  file from a snapshot (`hangwatch_pipeline.snapshot`, pure) after each statistics
+* the *telemetry publisher* (`hangwatch_producer.publisher`) writes the telemetry
+  file from a snapshot (`hangwatch_producer.snapshot`, pure) after each statistics
   event, on its own thread.
 
 Threads and the callback rule (the lesson of incident S4, where a delivery callback
@@ -58,27 +58,27 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from hangwatch.errors import HangwatchError, UsageError
-from hangwatch.secrets import is_secret_key
-from hangwatch_pipeline import telemetry
-from hangwatch_pipeline.callbacks import CallbackRunner
-from hangwatch_pipeline.ledger import Counters, DeliveryLedger, ErrorLogThrottle
-from hangwatch_pipeline.publisher import TelemetryPublisher, open_file, producer_facts
-from hangwatch_pipeline.settings import (
+from hangwatch_producer import telemetry
+from hangwatch_producer.callbacks import CallbackRunner
+from hangwatch_producer.errors import HangwatchError, UsageError
+from hangwatch_producer.ledger import Counters, DeliveryLedger, ErrorLogThrottle
+from hangwatch_producer.publisher import TelemetryPublisher, open_file, producer_facts
+from hangwatch_producer.secrets import is_secret_key
+from hangwatch_producer.settings import (
     EffectiveConfig,
     ProducerSettings,
     build_config,
     default_client_id,
 )
-from hangwatch_pipeline.snapshot import Snapshot, build_snapshot
+from hangwatch_producer.snapshot import Snapshot, build_snapshot
 
 log = logging.getLogger(__name__)
 
-DeliveryCallback = Callable[[KafkaError | None, Message], None]
+DeliveryCallback = Callable[[Optional[KafkaError], Message], None]
 """`on_delivery(err, msg)`: err is None on success; runs on the wrapper's callback thread."""
 
 ERROR_LOG_INTERVAL_SECONDS = 60.0

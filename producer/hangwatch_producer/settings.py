@@ -1,6 +1,6 @@
 """Typed settings of the producer wrapper and the librdkafka configuration built from them.
 
-A PySpark job hands `hangwatch_pipeline.producer()` its own librdkafka configuration
+A PySpark job hands `hangwatch_producer.producer()` its own librdkafka configuration
 (a dict, as for `confluent_kafka.Producer`) and optionally a `ProducerSettings`. The
 settings carry hangwatch's safe defaults: every timeout bounded, so a hung cluster or
 a hung client turns into a failed Spark task (which Spark retries) within minutes,
@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from hangwatch.errors import UsageError
-from hangwatch.wire.telemetry import DIR_ENV
+from hangwatch_producer.errors import UsageError
+from hangwatch_producer.wire.telemetry import DIR_ENV
 
 TELEMETRY_DIR_ENV = DIR_ENV
 """Environment variable naming the directory the telemetry files are written to."""
@@ -165,7 +165,7 @@ class ProducerSettings:
                 ok, expected = isinstance(value, bool), "true or false"
             else:
                 ok = (value is None and f.name == "flush_timeout_seconds") or (
-                    isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+                    isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
                 )
                 expected = "a number >= 0"
             if not ok:
