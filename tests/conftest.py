@@ -67,6 +67,9 @@ TIERS = {
     "probe/test_assessment_is_pure.py": "unit",
     "probe/test_bad_input.py": "unit",
     "config_check/test_librdkafka_model_bounds_real_producer.py": "lab",
+    "producer_package": "lab",
+    "producer_package/test_example_image.py": "unit",
+    "producer_package/test_example_job.py": "spark",
 }
 """Folder or module (under tests/) -> its tier, the `pytest -m` marker it gets (the most
 specific entry wins; unlisted: `unit`, or `lab` when it uses the `lab` or
@@ -78,10 +81,11 @@ build; `browser` headless Chromium."""
 
 TIER_NAMES = ("unit", "lab", "spark", "kube", "node", "image", "browser")
 
-FIRST = ("five-minute-soak", "spark", "kube", "node")
+FIRST = ("five-minute-soak", "spark", "kube", "node", "python39")
 """The longest groups, handed to workers first so that none of them finishes last
-(`kube`: the real API server tier, `node`: the single-node cluster tier, whose tests
-name those groups themselves)."""
+(`kube`: the real API server tier, `node`: the single-node cluster tier, `python39`:
+the producer distribution under Debian bullseye's Python 3.9, whose first run
+debootstraps; their tests name those groups themselves)."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups

@@ -1,0 +1,1 @@
+"""The producer distribution under each Python it supports, and the example image."""

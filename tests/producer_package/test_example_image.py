@@ -1,0 +1,95 @@
+"""The example's Spark image installs the producer distribution alone, on a Python it supports.
+
+Covered (examples/spark-on-kubernetes/Dockerfile, read as text: no registry is reachable
+here to pull Apache Spark's image):
+- the base is Apache Spark's official image with Python, and the python3 version it is
+  written down to have (`SPARK_IMAGE_PYTHON`, the one place; the build itself refuses a
+  base whose python3 differs) is admitted by the producer's requires-python and lies
+  between the Pythons the producer's tests run under (Debian bullseye's 3.9 and the
+  machine's, test_supported_pythons.py);
+- the only thing pip installs is the hangwatch-producer wheel (never the `hangwatch`
+  distribution, whose sidecar dependencies would land in every executor);
+- the job it copies imports nothing of hangwatch but `hangwatch_producer`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+import sys
+import tomllib
+from pathlib import Path
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "examples" / "spark-on-kubernetes" / "Dockerfile"
+OLDEST_TESTED = Version("3.9")
+"""Debian bullseye's python3 (test_supported_pythons.py)."""
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(instruction, arguments) of the Dockerfile, continuation lines joined."""
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
+    lines = [line.strip() for line in text.splitlines()]
+    return [
+        (line.split(None, 1)[0].upper(), line.split(None, 1)[1])
+        for line in lines
+        if line and not line.startswith("#")
+    ]
+
+
+def args() -> dict[str, str]:
+    """The ARG defaults."""
+    found = {}
+    for instruction, rest in instructions():
+        if instruction == "ARG" and "=" in rest:
+            name, value = rest.split("=", 1)
+            found[name] = value
+    return found
+
+
+def test_the_base_python_is_supported_and_between_the_tested_ones() -> None:
+    defaults = args()
+    assert defaults["SPARK_IMAGE"].startswith("docker.io/library/spark:")
+    assert "python3" in defaults["SPARK_IMAGE"]
+    assert ("FROM", "${SPARK_IMAGE}") in instructions()
+    base_python = Version(defaults["SPARK_IMAGE_PYTHON"])
+    producer = tomllib.loads((ROOT / "producer" / "pyproject.toml").read_text())["project"]
+    assert SpecifierSet(producer["requires-python"]).contains(base_python)
+    newest_tested = Version(f"{sys.version_info.major}.{sys.version_info.minor}")
+    assert OLDEST_TESTED <= base_python <= newest_tested
+
+
+def test_pip_installs_the_producer_wheel_only() -> None:
+    installed = []
+    for instruction, rest in instructions():
+        if instruction != "RUN":
+            continue
+        words = shlex.split(rest.replace("&&", " && "))
+        for i, word in enumerate(words):
+            if word in ("pip", "pip3") and words[i + 1 : i + 2] == ["install"]:
+                for arg in words[i + 2 :]:
+                    if arg == "&&":
+                        break
+                    if not arg.startswith("-"):
+                        installed.append(arg)
+    assert installed == ["/tmp/hangwatch_producer-*.whl"]
+    copied = [rest for instruction, rest in instructions() if instruction == "COPY"]
+    assert "dist/hangwatch_producer-*.whl /tmp/" in copied
+    assert not any("dist/hangwatch-" in c for c in copied)
+
+
+def test_the_job_imports_only_the_producer_package() -> None:
+    job = ROOT / args()["JOB"]
+    tree = ast.parse(job.read_text())
+    imported = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    } | {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    ours = {name.split(".")[0] for name in imported if name.startswith("hangwatch")}
+    assert ours == {"hangwatch_producer"}
