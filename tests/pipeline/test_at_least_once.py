@@ -130,7 +130,7 @@ def test_exception_inside_the_block_purges_and_propagates(
         lab.down(broker)
     settings = replace(FAST, message_timeout_ms=120_000)
     with (
-        caplog.at_level(logging.WARNING, logger="hangwatch_pipeline"),
+        caplog.at_level(logging.WARNING, logger="hangwatch_producer"),
         pytest.raises(ValueError, match="job bug"),
         producer({"bootstrap.servers": lab.bootstrap}, settings) as p,
     ):
