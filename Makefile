@@ -29,8 +29,8 @@ check:
 	$(PY) -m mypy core/hangwatch lab/hangwatch_lab sidecar/hangwatch_sidecar pipeline/hangwatch_pipeline operator/hangwatch_operator demo/hangwatch_demo testing/hangwatch_testing scripts benchmarks
 # The producer distribution (producer/, Python 3.9+) with its own settings: ruff above
 # reads producer/pyproject.toml (target py39); mypy 2.x targets 3.10 at the oldest, so
-# mypy at 3.9 runs in the Python 3.9 test (tests/producer_package).
-	cd producer && $(PY) -m mypy --python-version 3.10 hangwatch_producer
+# mypy at 3.9 (mypy 1.19.1) runs in the Python 3.9 test (tests/producer_package).
+	$(PY) -m mypy --config-file producer/pyproject.toml --python-version 3.10 producer/hangwatch_producer producer/tests
 	$(PY) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'
 
 # Test groups run in parallel on PYTEST_WORKERS processes (most tests wait on sockets,
