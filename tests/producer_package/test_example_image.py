@@ -9,12 +9,15 @@ here to pull Apache Spark's image):
   machine's, test_supported_pythons.py);
 - the only thing pip installs is the hangwatch-producer wheel (never the `hangwatch`
   distribution, whose sidecar dependencies would land in every executor);
-- the job it copies imports nothing of hangwatch but `hangwatch_producer`.
+- the job it copies imports nothing of hangwatch but `hangwatch_producer`;
+- the build context's .dockerignore (the repository root's, shared with `make image`)
+  keeps what it copies: the producer's wheel and the job.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
 import shlex
 import sys
@@ -93,3 +96,23 @@ def test_the_job_imports_only_the_producer_package() -> None:
     } | {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     ours = {name.split(".")[0] for name in imported if name.startswith("hangwatch")}
     assert ours == {"hangwatch_producer"}
+
+
+def kept_by_dockerignore(path: str) -> bool:
+    """Whether the repository's .dockerignore leaves `path` in the build context (its
+    rules in order, the last that matches decides; `!` keeps)."""
+    keep = True
+    for line in (ROOT / ".dockerignore").read_text().splitlines():
+        rule = line.strip()
+        if not rule or rule.startswith("#"):
+            continue
+        pattern = rule.removeprefix("!")
+        if pattern == "**" or fnmatch.fnmatch(path, pattern) or path.startswith(pattern + "/"):
+            keep = rule.startswith("!")
+    return keep
+
+
+def test_the_build_context_keeps_what_the_dockerfile_copies() -> None:
+    assert kept_by_dockerignore("dist/hangwatch_producer-0.1.0-py3-none-any.whl")
+    assert kept_by_dockerignore(args()["JOB"])
+    assert not kept_by_dockerignore("dist/hangwatch-0.1.0-py3-none-any.whl")
