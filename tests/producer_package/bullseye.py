@@ -244,7 +244,11 @@ def _unmount_under(path: Path) -> None:
 
 
 def build_wheel(dest: Path) -> Path:
-    """The producer distribution's wheel, built from the repository into `dest`."""
+    """The producer distribution's wheel, built from a copy of producer/ into `dest` (a
+    build in place would leave setuptools' build/ and egg-info in the repository)."""
+    source = dest / "source"
+    source.mkdir()
+    copy_tree(PRODUCER, source, ["pyproject.toml", "README.md", "hangwatch_producer"])
     run(
         [
             sys.executable,
@@ -256,7 +260,7 @@ def build_wheel(dest: Path) -> Path:
             "--no-deps",
             "--wheel-dir",
             str(dest),
-            str(PRODUCER),
+            str(source),
         ],
         timeout=600,
     )
