@@ -72,8 +72,9 @@ def _jvm(spark: SparkView | None, stall: float) -> tuple[list[str], list[str], s
     ]
     if stuck:
         reasons = [
-            f"spark view: thread '{t.thread.name}' {t.thread.activity} for {t.held_seconds:.0f} s "
-            f"in {t.thread.frame} while every connection of the pod is silent"
+            f"{spark.label}: thread '{t.thread.name}' {t.thread.activity} for "
+            f"{t.held_seconds:.0f} s in {t.thread.frame} while every connection of the pod is "
+            "silent"
             for t in stuck
         ]
         return reasons, [t.thread.name for t in stuck], None
@@ -82,8 +83,8 @@ def _jvm(spark: SparkView | None, stall: float) -> tuple[list[str], list[str], s
             [],
             [],
             (
-                "spark view: the JVM producer's threads are in their own loop and no task thread "
-                "waits inside it: the task is busy elsewhere"
+                f"{spark.label}: the JVM producer's threads are in their own loop and no task "
+                "thread waits inside it: the task is busy elsewhere"
             ),
         )
     return [], [], None

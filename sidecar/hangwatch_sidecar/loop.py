@@ -45,8 +45,10 @@ from hangwatch_sidecar.pystacks.judge import HeldView
 from hangwatch_sidecar.pystacks.reader import MAX_PROCESSES, StackReader
 from hangwatch_sidecar.pystacks.watch import StackWatch
 from hangwatch_sidecar.settings import SidecarSettings
+from hangwatch_sidecar.spark.attach import LocalReader
 from hangwatch_sidecar.spark.client import DriverClient, DriverReader
 from hangwatch_sidecar.spark.tracking import SparkTracker
+from hangwatch_sidecar.spark.types import SparkView
 from hangwatch_sidecar.spark.watch import SparkWatch
 from hangwatch_sidecar.state import SidecarState
 from hangwatch_sidecar.tracking import ProducerTracker
@@ -108,6 +110,7 @@ class SidecarLoop:
         self.prober = BrokerProber(settings, self.probe_settings, self.tls, self._pool, clock)
         self._lock = threading.Lock()
         self.spark = _spark_watch(settings, self._pool, clock)
+        self.local = _local_watch(settings, self._pool, clock)
         self._stack_pool = ThreadPoolExecutor(MAX_PROCESSES, thread_name_prefix="hangwatch-stacks")
         self.stacks = (
             StackWatch(
@@ -126,7 +129,8 @@ class SidecarLoop:
             started_ts=wall(),
             identity=identity or _identity_from_env(),
             settings=redact({k: v for k, v in asdict(settings).items() if k != "kafka"}),
-            spark_ui=self.spark.reader.client.ui.url if self.spark else None,
+            spark_ui=settings.spark_ui.url if settings.spark_ui else None,
+            local_jvm_dumps=self.local is not None,
         )
 
     # -- published state ---------------------------------------------------------------------
@@ -278,7 +282,7 @@ class SidecarLoop:
         else:
             self.leaderless_since = None
         producers = self._with_disagreement(cluster, self._read_producers(now), now)
-        spark = self.spark.poll() if self.spark else None
+        spark = self._thread_view()
         stacks: HeldView | None = sampling.result() if sampling is not None else None
         assessment = evaluate(
             cluster,
@@ -331,6 +335,17 @@ class SidecarLoop:
         self._publish(state)
         return state
 
+    def _thread_view(self) -> SparkView | None:
+        """The driver's view; the local JVM's thread dump when the driver's is off or
+        unavailable (and the local source is on). A local dump is taken only then."""
+        spark = self.spark.poll() if self.spark else None
+        if self.local is None or (spark is not None and spark.available):
+            return spark
+        local = self.local.poll()
+        if local.available or spark is None:
+            return local
+        return replace(spark, error=f"{spark.error}; {local.label}: {local.error}")
+
     def run(self, stop: threading.Event, done: Callable[[], bool] = lambda: False) -> None:
         """Rounds until `stop` is set or `done()`, one every (jittered) probe interval.
 
@@ -350,8 +365,9 @@ class SidecarLoop:
             stop.wait(next_start - self.clock())
 
     def close(self) -> None:
-        if self.spark:
-            self.spark.close()
+        for watch in (self.spark, self.local):
+            if watch is not None:
+                watch.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._stack_pool.shutdown(wait=False, cancel_futures=True)
         self._drop_metadata_client()
@@ -389,6 +405,19 @@ def _spark_watch(
     tracker = SparkTracker(settings.stall_seconds, settings.executor_id)
     # A view stays evidence for two reads and the longest a read may take (three requests).
     max_age = 2 * settings.spark_interval_seconds + 3 * timeout
+    return SparkWatch(reader, tracker, pool, settings.spark_interval_seconds, max_age, clock)
+
+
+def _local_watch(
+    settings: SidecarSettings, pool: ThreadPoolExecutor, clock: Callable[[], float]
+) -> SparkWatch | None:
+    """The local JVM's thread dumps (attach mechanism), when switched on."""
+    if not settings.jvm_thread_dumps:
+        return None
+    timeout = settings.spark_timeout_ms / 1000.0
+    reader = LocalReader(settings.socket_process_root, timeout, clock)
+    tracker = SparkTracker(settings.stall_seconds, settings.executor_id)
+    max_age = 2 * settings.spark_interval_seconds + timeout
     return SparkWatch(reader, tracker, pool, settings.spark_interval_seconds, max_age, clock)
 
 

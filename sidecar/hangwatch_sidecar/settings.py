@@ -208,14 +208,27 @@ class SidecarSettings:
         metadata=_doc(
             "Period of the reads of the driver's REST API: one thread dump of this executor "
             "per period (two more requests only for tasks running past half the stall "
-            "threshold); 1,000 executors cost the driver ~67 requests/s."
+            "threshold); 1,000 executors cost the driver ~67 requests/s. Also the period "
+            "of the local JVM's thread dumps (--jvm-thread-dumps)."
         ),
     )
     spark_timeout_ms: int = field(
         default=3000,
         metadata=_doc(
             "Whole-request deadline of one REST read (connect + answer): a blackholed or "
-            "trickling driver costs a background read this much, never a round."
+            "trickling driver costs a background read this much, never a round. Also the "
+            "deadline of one local JVM thread dump (attach, dump, read)."
+        ),
+    )
+    jvm_thread_dumps: bool = field(
+        default=False,
+        metadata=_doc(
+            "When the driver's REST API is not configured or does not answer, take the "
+            "thread dump of the pod's own HotSpot JVMs (those of --socket-process's tree) "
+            "through the JVM's attach mechanism: a file and a SIGQUIT, no capability, only "
+            "to a JVM shown to catch SIGQUIT with attach enabled. Needs the pod's "
+            "shareProcessNamespace and the sidecar running as the JVM's uid and gid. Each "
+            "dump stops the JVM at a safepoint for milliseconds, once per Spark interval."
         ),
     )
     socket_view: bool = field(

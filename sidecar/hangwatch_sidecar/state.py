@@ -74,6 +74,8 @@ class SidecarState:
     """Producers whose own settings can stay silent longer than the budget (a warning)."""
     spark_ui: str | None = None
     """The driver UI the Spark view reads; None when the Spark view is off."""
+    local_jvm_dumps: bool = False
+    """Thread dumps of the pod's own JVM are on (used when the driver's view is not)."""
     spark: SparkView | None = None
     spark_reads: ReadStats = field(default_factory=ReadStats)
     failure_budget: status.FailureBudget | None = None
@@ -197,8 +199,9 @@ def _stacks(state: SidecarState) -> status.PythonStacksStatus | None:
 
 def _spark(state: SidecarState) -> status.SparkStatus | None:
     """The Spark view: where the driver is, whether it answers and why not, what it says."""
-    if state.spark_ui is None:
+    if state.spark_ui is None and not state.local_jvm_dumps:
         return None
+    driver_ui, local = state.spark_ui or "", state.local_jvm_dumps
     reads = state.spark_reads
     read_stats = status.SparkReads(
         total=reads.reads,
@@ -210,12 +213,17 @@ def _spark(state: SidecarState) -> status.SparkStatus | None:
     view = state.spark
     if view is None:
         return status.SparkStatus(
-            driver_ui=state.spark_ui, reads=read_stats, failure_budget=state.failure_budget
+            driver_ui=driver_ui,
+            local_jvm_dumps=local,
+            reads=read_stats,
+            failure_budget=state.failure_budget,
         )
     threads = sorted(view.threads, key=lambda o: o.thread.activity == Activity.SENDING)
     running = view.task_running_seconds
     return status.SparkStatus(
-        driver_ui=state.spark_ui,
+        driver_ui=driver_ui,
+        source=view.source,
+        local_jvm_dumps=local,
         available=view.available,
         error=view.error,
         application_id=view.application_id or None,

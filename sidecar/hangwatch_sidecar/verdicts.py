@@ -356,7 +356,7 @@ def evaluate(
         spark_task_running,
         stacks,
     )
-    also = [f"spark view: {f.reason}" for f in spark_findings if f.verdict is None]
+    also = [f"{_label(spark)}: {f.reason}" for f in spark_findings if f.verdict is None]
     also += [f.reason for f in stack_findings if f.verdict is None and not f.clears_silence]
     for verdict in _PRODUCER_ORDER:
         hit = [(k, a) for k, a in per_producer.items() if a.verdict is verdict]
@@ -374,7 +374,7 @@ def evaluate(
             reasons += [f"socket view: {f.reason}" for f in found]
             reasons += [f.reason for f in stacked]
             reasons += list(ladder.reasons) if ladder else []
-            reasons += [f"spark view: {f.reason}" for f in judged] + also
+            reasons += [f"{_label(spark)}: {f.reason}" for f in judged] + also
             evidence = {"producers": [k for k, _ in hit], "brokers": brokers}
             named = [c for f in found for c in f.connections]
             named += list(silence.connections) if ladder and silence else []
@@ -462,6 +462,10 @@ def _findings(
     )
     others = tuple(f for f in socket_findings if f is not silence)
     return others, spark_findings, stack_findings, silence, weighed
+
+
+def _label(spark: SparkView | None) -> str:
+    return spark.label if spark is not None else "spark view"
 
 
 def _stack_evidence(stacked: list[StackFinding], ladder: SilenceWeighed | None) -> dict[str, Any]:

@@ -237,9 +237,16 @@ class FailureBudget(msgspec.Struct, kw_only=True, frozen=True):
 
 
 class SparkStatus(msgspec.Struct, kw_only=True, frozen=True):
-    """Spark's view of the pod's executor (absent when the sidecar's Spark view is off)."""
+    """Spark's view of the pod's executor, or the thread dump of the pod's own JVM (absent
+    when both are off)."""
 
-    driver_ui: Text
+    driver_ui: Text = ""
+    """The driver UI read ("" when only the local JVM's thread dumps are on)."""
+    source: Text = "driver"
+    """Where this view's thread dump came from: `driver` (its REST API) or `jvm` (the
+    pod's own JVM through the attach mechanism, when the driver is off or unreachable)."""
+    local_jvm_dumps: bool = False
+    """The local JVM's thread dumps are on (`--jvm-thread-dumps`)."""
     available: bool = False
     error: Text | None = None
     """Why the view is unavailable (the driver unreachable, refused, too slow...)."""

@@ -70,6 +70,8 @@ class SparkTracker:
                 error=snapshot.error,
                 application_id=snapshot.application_id,
                 executor_id=self.executor_id,
+                source=snapshot.source,
+                spark_executor=snapshot.spark_executor,
             )
         at = snapshot.at
         tasks = tuple(
@@ -91,6 +93,8 @@ class SparkTracker:
             counts=snapshot.counts,
             application_id=snapshot.application_id,
             executor_id=self.executor_id,
+            source=snapshot.source,
+            spark_executor=snapshot.spark_executor,
         )
 
 
@@ -100,10 +104,13 @@ def aged(view: SparkView, now: float, max_age_seconds: float) -> SparkView:
     age = now - view.at
     if not view.available or age <= max_age_seconds:
         return view
+    whom = "the driver" if view.source == "driver" else "the local JVM"
     return SparkView(
         at=view.at,
         available=False,
-        error=f"no answer from the driver for {age:.0f} s (a read is still under way)",
+        error=f"no answer from {whom} for {age:.0f} s (a read is still under way)",
         application_id=view.application_id,
         executor_id=view.executor_id,
+        source=view.source,
+        spark_executor=view.spark_executor,
     )

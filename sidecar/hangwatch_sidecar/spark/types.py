@@ -156,6 +156,11 @@ class SparkSnapshot:
     requests: int = 0
     response_bytes: int = 0
     application_id: str = ""
+    source: str = "driver"
+    """Where the thread dump came from: `driver` (the driver's REST API) or `jvm` (the
+    pod's own JVM through the attach mechanism, `spark.attach`)."""
+    spark_executor: bool = True
+    """The dumped JVM is a Spark executor (a local dump may be any Java producer's)."""
 
     @property
     def ok(self) -> bool:
@@ -213,11 +218,21 @@ class SparkView:
     counts: ExecutorCounts | None = None
     application_id: str = ""
     executor_id: str = ""
+    source: str = "driver"
+    """`driver` (the driver's REST API) or `jvm` (a thread dump of the pod's own JVM)."""
+    spark_executor: bool = True
+    """False for a local JVM that is not a Spark executor: no task to speak of."""
+
+    @property
+    def label(self) -> str:
+        """How reasons name this view."""
+        return "spark view" if self.source == "driver" else "local JVM thread dump"
 
     @property
     def task_running(self) -> bool | None:
-        """True when a task of this executor runs, False when none, None when unknown."""
-        if not self.available:
+        """True when a task of this executor runs, False when none, None when unknown (or
+        the JVM is not a Spark executor)."""
+        if not self.available or not self.spark_executor:
             return None
         if self.counts is not None and not self.tasks:
             return self.counts.active_tasks > 0

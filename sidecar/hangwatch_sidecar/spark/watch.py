@@ -11,6 +11,10 @@ the driver answered, the application's executor failure budget is read too
 (`spark.failures`: its version and environment once, `allexecutors` each time), so a
 healthy executor costs the driver two requests per interval. State changes of the
 view (available, unavailable and why) are logged once, not every round.
+
+The same watch drives the local source (`spark.attach.LocalReader`: a thread dump of the
+pod's own JVM through the attach mechanism), with no stage peers and no failure budget
+(both are the driver's to tell).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import replace
 
 from hangwatch.wire.status import FailureBudget
 from hangwatch_sidecar.spark.answers import AnswerError
+from hangwatch_sidecar.spark.attach import LocalReader
 from hangwatch_sidecar.spark.client import DriverError, DriverReader
 from hangwatch_sidecar.spark.tracking import SparkTracker, aged
 from hangwatch_sidecar.spark.types import ReadStats, SparkSnapshot, SparkView
@@ -40,7 +45,7 @@ class SparkWatch:
 
     def __init__(
         self,
-        reader: DriverReader,
+        reader: DriverReader | LocalReader,
         tracker: SparkTracker,
         pool: Executor,
         interval_seconds: float,
@@ -49,12 +54,14 @@ class SparkWatch:
     ) -> None:
         self.reader, self.tracker, self.pool, self.clock = reader, tracker, pool, clock
         self.interval_seconds, self.max_age_seconds = interval_seconds, max_age_seconds
+        local = isinstance(reader, LocalReader)
         self._view = SparkView(
             at=clock(),
             available=False,
-            error="first read of the driver under way",
+            error=f"first read of the {'local JVM' if local else 'driver'} under way",
             application_id=reader.application_id,
-            executor_id=reader.executor_id,
+            executor_id=tracker.executor_id,
+            source="jvm" if local else "driver",
         )
         self._future: Future[None] | None = None
         self._next = clock()
@@ -88,10 +95,11 @@ class SparkWatch:
         return aged(view, now, self.max_age_seconds)
 
     def _read(self) -> None:
+        driver = self.reader if isinstance(self.reader, DriverReader) else None
         try:
             snapshot = self.reader.read()
-            if snapshot.ok:
-                snapshot = self._with_peers(snapshot)
+            if snapshot.ok and driver is not None:
+                snapshot = self._with_peers(driver, snapshot)
         except Exception as exc:  # a bug in a read must not stop the watch
             log.exception("Spark view read failed")
             snapshot = SparkSnapshot(
@@ -99,12 +107,12 @@ class SparkWatch:
             )
         view = self.tracker.observe(snapshot)
         self._record(snapshot, view)
-        if snapshot.ok or snapshot.error_kind not in UNREACHABLE:
-            self._read_budget()  # the driver answers (about this executor or not)
+        if driver is not None and (snapshot.ok or snapshot.error_kind not in UNREACHABLE):
+            self._read_budget(driver)  # the driver answers (about this executor or not)
 
-    def _read_budget(self) -> None:
+    def _read_budget(self, driver: DriverReader) -> None:
         try:
-            budget = self.reader.read_budget(time.time())
+            budget = driver.read_budget(time.time())
         except (DriverError, AnswerError) as exc:
             log.debug("failure budget unavailable", extra={"error": str(exc)})
             return
@@ -117,15 +125,15 @@ class SparkWatch:
                        "remaining": budget.remaining},
             )  # fmt: skip
 
-    def _with_peers(self, snapshot: SparkSnapshot) -> SparkSnapshot:
+    def _with_peers(self, driver: DriverReader, snapshot: SparkSnapshot) -> SparkSnapshot:
         half = self.tracker.stall_seconds / 2
         due = [t for t in snapshot.tasks if self.tracker.seen_for(t.task_id, snapshot.at) >= half]
         if not due:
             return snapshot
-        client = self.reader.client
+        client = driver.client
         before = (client.requests, client.response_bytes)
         try:
-            stages = self.reader.read_peers(due)
+            stages = driver.read_peers(due)
         except DriverError as exc:
             log.debug("stage peers unavailable", extra={"error": str(exc)})
             stages = {}
@@ -152,7 +160,7 @@ class SparkWatch:
                 driver_up=snapshot.ok,
             )
         if view.available != was.available or (not view.available and view.error != was.error):
-            extra = {"spark_available": view.available, "error": view.error}
+            extra = {"spark_available": view.available, "error": view.error, "source": view.source}
             if view.available:
                 log.info("Spark view available", extra={**extra, "tasks": len(view.tasks)})
             else:
