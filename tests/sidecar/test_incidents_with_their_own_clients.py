@@ -13,6 +13,11 @@ Order and causality only (timings are benchmarks/incidents.py's):
   client's own "Failed to allocate memory within the configured max blocking time"
   comes after the fault and it acknowledges nothing more; what the sidecar says is
   `s4_expected` (no thread dump in this pod: see there);
+- S4 again with the sidecar's local JVM thread dumps on (`--jvm-thread-dumps`: the
+  attach mechanism, no driver, no Spark): `producer_hung` naming the client's I/O thread
+  and its callback, before the client's own error; its control, kafka-clients 3.9.2 at
+  work (callbacks that print each acknowledgement, some `send().get()` and `flush()`),
+  is never flagged;
 - S2 (sarama v1.37.2 idempotent, batches of 10, through a real 2 s election): the
   client's one error (NOT_LEADER) and then no acknowledgement for the rest of the watch
   (sarama issue 2377: the rest of the batch is never answered); what the sidecar says
@@ -34,6 +39,9 @@ pytestmark = [pytest.mark.xdist_group("real-kafka-incidents")]
 
 RESTARTING = {"producer_hung", "metadata_stale"}
 """Verdicts whose default action restarts the producer's pod."""
+LOCAL_DUMPS = ("--jvm-thread-dumps", "true", "--spark-interval-seconds", "2")
+"""The sidecar's thread dumps of the client's own JVM (a dump every 2 s, as the runs'
+other intervals are short: SidecarTiming)."""
 
 
 def expected_alarm(incident: str) -> set[str]:
@@ -84,6 +92,29 @@ def test_s4_callback_waits_for_itself_kafka_clients_0_11() -> None:
     last = result.last_ack_after
     assert last is None or last < result.first_error_after, result.describe()
     assert set(result.verdicts) <= expected_alarm("S4") | {"healthy"}, result.describe()
+
+
+def test_s4_outside_spark_local_thread_dump_says_producer_hung_before_its_own_error() -> None:
+    result = replay(BY_ID["S4"], sidecar_args=LOCAL_DUMPS)
+    assert result.first_error_after is not None, result.describe()
+    assert "Failed to allocate memory within the configured max blocking time" in (
+        result.first_error
+    )
+    first = alarms(result)
+    assert first and first[0] == "producer_hung", result.describe()
+    hung_at = result.first("producer_hung")
+    assert hung_at is not None and hung_at < result.first_error_after, result.describe()
+    reasons = " ".join(next(r for _, v, r in result.changes if v == "producer_hung"))
+    assert reasons.startswith("local JVM thread dump: "), reasons
+    assert "'kafka-producer-network-thread | producer-1'" in reasons, reasons
+    assert "S4Producer$1.onCompletion" in reasons and "waits for itself" in reasons, reasons
+
+
+def test_healthy_jvm_producer_is_never_flagged_by_its_thread_dumps() -> None:
+    result = replay(BY_ID["S4-control"], sidecar_args=LOCAL_DUMPS)
+    assert result.acks_after > 0 and result.first_error_after is None, result.describe()
+    assert result.longest_pause < 5.0, result.describe()  # it kept being acknowledged
+    assert alarms(result) == [], result.describe()
 
 
 def test_s2_sarama_1_37_through_an_election() -> None:

@@ -12,6 +12,7 @@ Fed by `spark.attach` with the text a HotSpot JVM answers to the attach mechanis
 Each Java thread (a header with `#<id>`) becomes the entry Spark's REST API serves for
 it (`{threadId, threadName, threadState, lockName, stackTrace: {elems}}`, top frame
 first), so the one classifier judges both sources: `threadId` is the Java thread id,
+`cpuMillis` its CPU time (the header's `cpu=`, JDK 11 and later),
 `threadState` the `java.lang.Thread.State` word, `lockName` what the thread's first
 `waiting on` / `parking to wait for` / `waiting to lock` line names (`Class <address>`),
 the frames the `at` lines. The JVM's own threads (no `#<id>`: GC, compiler, VM) carry no
@@ -46,6 +47,7 @@ EXECUTOR_CLASSES = (
 """Frames that make the JVM a Spark executor (its backend's main thread waits in one)."""
 
 _HEADER = re.compile(r'^"(?P<name>.*)" #(?P<id>\d{1,18})\b')
+_CPU = re.compile(r" cpu=(?P<ms>\d{1,15}(?:\.\d{1,6})?)ms ")
 _STATE = re.compile(r"^\s+java\.lang\.Thread\.State: (?P<state>[A-Z_]{1,40})")
 _FRAME = re.compile(r"^\s+at (?P<frame>\S.*)$")
 _LOCK = re.compile(
@@ -82,6 +84,8 @@ def entries(text: str) -> list[dict[str, Any]]:
                     "threadState": "UNKNOWN",
                     "stackTrace": {"elems": []},
                 }
+                if (cpu := _CPU.search(line, header.end(), MAX_TEXT * 2)) is not None:
+                    current["cpuMillis"] = float(cpu["ms"])
                 found.append(current)
             continue
         if current is None:

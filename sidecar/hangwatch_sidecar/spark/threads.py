@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hangwatch_sidecar.spark.types import (
@@ -169,6 +169,14 @@ def _text(value: Any) -> str | None:
     return value[:MAX_TEXT] if isinstance(value, str) and value else None
 
 
+def _cpu(value: Any) -> float | None:
+    """A thread's CPU time in ms (`cpuMillis`, only in local dumps), None when absent or
+    not a finite non-negative number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 <= value < 1e15 else None
+
+
 def _network(
     thread_id: int, name: str, state: str, frames: list[Frame], waits_on: str | None
 ) -> ProducerThread:
@@ -227,7 +235,9 @@ def _classify(entry: Any) -> tuple[TaskThread | None, ProducerThread | None] | N
     if name.startswith(NETWORK_THREAD_PREFIX) or any(
         f.cls == SENDER and f.method in ("run", "runOnce") for f in frames
     ):
-        return task, _network(thread_id, name, state, frames, waits_on)
+        return task, replace(
+            _network(thread_id, name, state, frames, waits_on), cpu_ms=_cpu(entry.get("cpuMillis"))
+        )
     found = _wait_point(frames)
     if found is None:
         return task, None
@@ -242,6 +252,7 @@ def _classify(entry: Any) -> tuple[TaskThread | None, ProducerThread | None] | N
         frame.name,
         waits_on=waits_on,
         task_id=None if task is None else task.task_id,
+        cpu_ms=_cpu(entry.get("cpuMillis")),
     )
     return task, producer
 

@@ -4,8 +4,12 @@ A thread dump is one moment; a hang is a state that does not change. `SparkTrack
 remembers, on the sidecar's monotonic clock, when each task (by its TID, unique in the
 application) was first seen running and since when each producer thread has been in
 its current activity (same thread, same activity, same user frame in consecutive
-dumps). Durations are lower bounds: Spark's thread dump carries no start times, and a
-task that started before the sidecar's first read counts from that read.
+dumps; and, when the dump tells a thread's CPU time - a local HotSpot dump does, Spark's
+REST answer does not - the same CPU time: a thread that ran between two dumps left its
+place and came back, as a callback that logs every acknowledgement does hundreds of
+times a second, so its stay starts again). Durations are lower bounds: Spark's thread
+dump carries no start times, and a task that started before the sidecar's first read
+counts from that read.
 
 A task is a straggler when it has run past the stall threshold and past
 `STRAGGLER_FACTOR` times the median duration of its stage's finished tasks, with at
@@ -41,6 +45,7 @@ class SparkTracker:
         self.executor_id = executor_id
         self._tasks: dict[int, float] = {}
         self._threads: dict[tuple[object, ...], float] = {}
+        self._cpu: dict[tuple[object, ...], float | None] = {}
 
     def seen_for(self, task_id: int, at: float) -> float:
         """How long task `task_id` has been seen running as of `at` (0 for a new one)."""
@@ -59,7 +64,12 @@ class SparkTracker:
         return RunningTask(task, running, peers, straggler)
 
     def _held(self, thread: ProducerThread, at: float) -> ThreadObservation:
-        return ThreadObservation(thread, at - self._threads.setdefault(thread.key, at))
+        key, cpu = thread.key, thread.cpu_ms
+        before = self._cpu.get(key)
+        if cpu is not None and before is not None and cpu != before:
+            self._threads[key] = at  # it ran since the last dump: a new stay, not the same one
+        self._cpu[key] = cpu
+        return ThreadObservation(thread, at - self._threads.setdefault(key, at))
 
     def observe(self, snapshot: SparkSnapshot) -> SparkView:
         """The view after `snapshot` (the newest read of the driver)."""
@@ -84,6 +94,7 @@ class SparkTracker:
         if snapshot.thread_dump:  # without a dump nothing is known of tasks and threads
             self._tasks = {k: v for k, v in self._tasks.items() if k in live_tasks}
             self._threads = {k: v for k, v in self._threads.items() if k in live_threads}
+            self._cpu = {k: v for k, v in self._cpu.items() if k in live_threads}
         return SparkView(
             at=at,
             available=True,

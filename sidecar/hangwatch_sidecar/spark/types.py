@@ -99,6 +99,10 @@ class ProducerThread:
     result on its own I/O thread)."""
     task_id: int | None = None
     """The Spark task whose thread this is (TASK role)."""
+    cpu_ms: float | None = None
+    """The thread's CPU time when the dump tells it (a HotSpot text dump's `cpu=`; Spark's
+    REST answer does not): a thread whose CPU time moved between two dumps ran in between,
+    so it left the place it is seen in and came back (see `spark.tracking`)."""
 
     @property
     def key(self) -> tuple[int, str, Activity, str | None]:

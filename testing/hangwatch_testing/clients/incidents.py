@@ -209,6 +209,16 @@ INCIDENTS: tuple[Incident, ...] = (
         _callback_waits,
         watch_seconds=40,
     ),
+    Incident(
+        "S4-control",
+        "kafka-clients-3.9.2",
+        "kafka-clients 3.9.2 at work (callbacks that only report, some send().get() and flush())",
+        "none: the trigger file is touched, the client ignores it",
+        lambda b, _: java_command("kafka-clients-3.9.2", "HealthyProducer", b, TOPIC, "200"),
+        _callback_waits,
+        watch_seconds=40,
+        control=True,
+    ),
 )
 BY_ID = {incident.id: incident for incident in INCIDENTS}
 
@@ -355,9 +365,11 @@ def replay(
     timing: SidecarTiming | None = None,
     *,
     watch_seconds: float | None = None,
+    sidecar_args: tuple[str, ...] = (),
 ) -> Replay:
     """One replay of `incident` on a fresh 3-broker Apache Kafka lab (see the module doc);
-    `watch_seconds`: instead of the incident's own watch."""
+    `watch_seconds`: instead of the incident's own watch; `sidecar_args`: more flags of
+    the sidecar (e.g. the local JVM's thread dumps)."""
     with (
         _started_lab() as lab,
         tempfile.TemporaryDirectory(prefix="hangwatch-incident-") as tmp,
@@ -374,6 +386,7 @@ def replay(
                 telemetry,
                 timing or SidecarTiming(),
                 *("--socket-process", str(client.proc.pid)),
+                *sidecar_args,
             )
             result = Replay(incident.id, baseline=_wait_baseline(sidecar, client, started))
             fault_at = time.monotonic()
