@@ -33,6 +33,10 @@ def _dump(pid: int, out: Path, name: str) -> None:
     print(f"wrote {path} ({len(text)} characters)")
 
 
+def _wait_acks(client: ClientProcess, incident: str) -> None:
+    wait_for(lambda: len(client.acks) >= 200, 60.0, f"{incident}'s acknowledgements")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", type=Path, default=OUT)
@@ -45,7 +49,7 @@ def main() -> None:
                 BY_ID[incident].command(lab.bootstrap, scratch), scratch / f"{name}.log"
             )
             try:
-                wait_for(lambda c=client: len(c.acks) >= 200, 60.0, f"{incident}'s acks")
+                _wait_acks(client, incident)
                 _dump(client.proc.pid, args.out, f"{name}_healthy")
                 if incident == "S4":
                     trigger.touch()
