@@ -39,9 +39,9 @@ pytestmark = [pytest.mark.xdist_group("real-kafka-incidents")]
 
 RESTARTING = {"producer_hung", "metadata_stale"}
 """Verdicts whose default action restarts the producer's pod."""
-LOCAL_DUMPS = ("--jvm-thread-dumps", "true", "--spark-interval-seconds", "2")
-"""The sidecar's thread dumps of the client's own JVM (a dump every 2 s, as the runs'
-other intervals are short: SidecarTiming)."""
+LOCAL_DUMPS = ("--jvm-thread-dumps", "true", "--spark-interval-seconds", "1")
+"""The sidecar's thread dumps of the client's own JVM, one per probe interval (1 s: the
+runs' intervals are short, SidecarTiming)."""
 
 
 def expected_alarm(incident: str) -> set[str]:
