@@ -45,10 +45,10 @@ from hangwatch_sidecar.pystacks.judge import HeldView
 from hangwatch_sidecar.pystacks.reader import MAX_PROCESSES, StackReader
 from hangwatch_sidecar.pystacks.watch import StackWatch
 from hangwatch_sidecar.settings import SidecarSettings
-from hangwatch_sidecar.spark.attach import LocalReader
+from hangwatch_sidecar.spark.attach import SOURCE, LocalReader
 from hangwatch_sidecar.spark.client import DriverClient, DriverReader
 from hangwatch_sidecar.spark.tracking import SparkTracker
-from hangwatch_sidecar.spark.types import SparkView
+from hangwatch_sidecar.spark.types import ReadStats, SparkView
 from hangwatch_sidecar.spark.watch import SparkWatch
 from hangwatch_sidecar.state import SidecarState
 from hangwatch_sidecar.tracking import ProducerTracker
@@ -326,7 +326,7 @@ class SidecarLoop:
                 self.producer_configs, self.settings.time_to_error_budget_seconds
             ),
             spark=spark,
-            spark_reads=self.spark.stats if self.spark else previous.spark_reads,
+            spark_reads=self._reads(spark, previous),
             python_stacks=self.stacks is not None,
             stacks=stacks,
             stack_samples=self.stacks.samples if self.stacks else 0,
@@ -345,6 +345,11 @@ class SidecarLoop:
         if local.available or spark is None:
             return local
         return replace(spark, error=f"{spark.error}; {local.label}: {local.error}")
+
+    def _reads(self, view: SparkView | None, previous: SidecarState) -> ReadStats:
+        """The read statistics of the source the view came from."""
+        watch = self.local if view is not None and view.source == SOURCE else self.spark
+        return watch.stats if watch is not None else previous.spark_reads
 
     def run(self, stop: threading.Event, done: Callable[[], bool] = lambda: False) -> None:
         """Rounds until `stop` is set or `done()`, one every (jittered) probe interval.

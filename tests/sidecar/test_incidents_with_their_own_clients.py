@@ -108,6 +108,7 @@ def test_s4_outside_spark_local_thread_dump_says_producer_hung_before_its_own_er
     assert reasons.startswith("local JVM thread dump: "), reasons
     assert "'kafka-producer-network-thread | producer-1'" in reasons, reasons
     assert "S4Producer$1.onCompletion" in reasons and "waits for itself" in reasons, reasons
+    assert result.spark is not None and result.spark["source"] == "jvm", result.spark
 
 
 def test_healthy_jvm_producer_is_never_flagged_by_its_thread_dumps() -> None:
@@ -115,6 +116,10 @@ def test_healthy_jvm_producer_is_never_flagged_by_its_thread_dumps() -> None:
     assert result.acks_after > 0 and result.first_error_after is None, result.describe()
     assert result.longest_pause < 5.0, result.describe()  # it kept being acknowledged
     assert alarms(result) == [], result.describe()
+    # watched all along: the dumps of its own JVM showed its producer's threads
+    spark = result.spark
+    assert spark is not None and spark["source"] == "jvm" and spark["available"], spark
+    assert spark["producer_threads_total"] >= 1 and spark["reads"]["total"] >= 10, spark
 
 
 def test_s2_sarama_1_37_through_an_election() -> None:

@@ -295,6 +295,8 @@ class Replay:
     """The longest time without an acknowledgement during the watch (S3's latency spikes)."""
     watched_seconds: float = 0.0
     election: dict[str, Any] = field(default_factory=dict)
+    spark: dict[str, Any] | None = None
+    """The sidecar's last /status `spark` (its thread-dump view: Spark's or the local JVM's)."""
 
     def first(self, verdict: str) -> float | None:
         return next((t for t, v, _ in self.changes if v == verdict), None)
@@ -418,6 +420,7 @@ def _watch(
     last = result.baseline
     while (elapsed := time.monotonic() - fault_at) < seconds:
         doc = sidecar.status()
+        result.spark = doc.get("spark")
         if doc["verdict"] != last:
             last = str(doc["verdict"])
             result.changes.append((round(elapsed, 2), last, list(doc["reasons"])))
