@@ -105,8 +105,9 @@ def test_the_same_parked_thread_is_one_stay_and_is_judged_producer_hung() -> Non
 def test_a_thread_that_ran_between_two_dumps_starts_a_new_stay() -> None:
     """A callback that prints each acknowledgement is caught inside it in two dumps in a
     row now and then: its CPU time moved, so it is not one stay (no producer_hung)."""
-    local = parse_local_dump(_text("kafka_clients_0.11.0.3_s4_hung_1"))
+    local = parse_local_dump(_text("kafka_clients_0.11.0.3_s4_healthy"))
     io = next(t for t in local.dump.threads if t.name == IO_THREAD)
+    assert io.activity is Activity.IN_CALLBACK and not io.waits_for_itself
     tracker = SparkTracker(stall_seconds=5.0)
     for at, cpu in ((0.0, 10.0), (10.0, 12.5), (20.0, 13.0)):
         view = tracker.observe(
@@ -114,6 +115,21 @@ def test_a_thread_that_ran_between_two_dumps_starts_a_new_stay() -> None:
         )
     assert view.threads[0].held_seconds == 0.0
     assert judge_spark(view, stall_seconds=5.0, heartbeat_seconds=5.0, cluster_healthy=True) == ()
+    # the I/O thread waiting for itself inside its callback (S4, when the callback's send
+    # waits for buffer memory: max.block.ms lets it out, the next callback brings it back)
+    # is the same deadlock however its CPU time moves
+    stuck = next(
+        t
+        for t in parse_local_dump(_text("kafka_clients_0.11.0.3_s4_hung_1")).dump.threads
+        if t.name == IO_THREAD
+    )
+    assert stuck.waits_for_itself and stuck.inner is Activity.AWAITING_RESULT
+    tracker = SparkTracker(stall_seconds=5.0)
+    for at, cpu in ((0.0, 10.0), (10.0, 12.5), (20.0, 13.0)):
+        view = tracker.observe(
+            SparkSnapshot(at=at, threads=(replace(stuck, cpu_ms=cpu),), source="jvm")
+        )
+    assert view.threads[0].held_seconds == 20.0
     # without CPU times (Spark's REST answer) the stay is the consecutive dumps'
     tracker = SparkTracker(stall_seconds=5.0)
     for at in (0.0, 10.0, 20.0):

@@ -204,6 +204,7 @@ def _network(
         user_frame=frames[entry].name,
         waits_on=waits_on,
         detail=detail,
+        inner=inside[0] if inside else None,
     )
 
 

@@ -7,9 +7,11 @@ its current activity (same thread, same activity, same user frame in consecutive
 dumps; and, when the dump tells a thread's CPU time - a local HotSpot dump does, Spark's
 REST answer does not - the same CPU time: a thread that ran between two dumps left its
 place and came back, as a callback that logs every acknowledgement does hundreds of
-times a second, so its stay starts again). Durations are lower bounds: Spark's thread
-dump carries no start times, and a task that started before the sidecar's first read
-counts from that read.
+times a second, so its stay starts again - unless it is the I/O thread waiting inside
+its callback for what only it can do in both dumps, as S4's does: a `max.block.ms`
+timeout lets it out and the next callback brings it back to the same deadlock).
+Durations are lower bounds: Spark's thread dump carries no start times, and a task that
+started before the sidecar's first read counts from that read.
 
 A task is a straggler when it has run past the stall threshold and past
 `STRAGGLER_FACTOR` times the median duration of its stage's finished tasks, with at
@@ -45,7 +47,8 @@ class SparkTracker:
         self.executor_id = executor_id
         self._tasks: dict[int, float] = {}
         self._threads: dict[tuple[object, ...], float] = {}
-        self._cpu: dict[tuple[object, ...], float | None] = {}
+        self._cpu: dict[tuple[object, ...], tuple[float | None, bool]] = {}
+        """Per thread key: its CPU time in the last dump and whether it waited for itself."""
 
     def seen_for(self, task_id: int, at: float) -> float:
         """How long task `task_id` has been seen running as of `at` (0 for a new one)."""
@@ -64,11 +67,12 @@ class SparkTracker:
         return RunningTask(task, running, peers, straggler)
 
     def _held(self, thread: ProducerThread, at: float) -> ThreadObservation:
-        key, cpu = thread.key, thread.cpu_ms
-        before = self._cpu.get(key)
-        if cpu is not None and before is not None and cpu != before:
+        key, cpu, deadlocked = thread.key, thread.cpu_ms, thread.waits_for_itself
+        before, was_deadlocked = self._cpu.get(key, (None, False))
+        moved = cpu is not None and before is not None and cpu != before
+        if moved and not (deadlocked and was_deadlocked):
             self._threads[key] = at  # it ran since the last dump: a new stay, not the same one
-        self._cpu[key] = cpu
+        self._cpu[key] = (cpu, deadlocked)
         return ThreadObservation(thread, at - self._threads.setdefault(key, at))
 
     def observe(self, snapshot: SparkSnapshot) -> SparkView:

@@ -99,6 +99,9 @@ class ProducerThread:
     result on its own I/O thread)."""
     task_id: int | None = None
     """The Spark task whose thread this is (TASK role)."""
+    inner: Activity | None = None
+    """For `IN_CALLBACK`: the client's own wait the callback called (a send's result, buffer
+    memory, metadata, a flush), which only this I/O thread could end: it waits for itself."""
     cpu_ms: float | None = None
     """The thread's CPU time when the dump tells it (a HotSpot text dump's `cpu=`; Spark's
     REST answer does not): a thread whose CPU time moved between two dumps ran in between,
@@ -112,6 +115,12 @@ class ProducerThread:
     @property
     def waiting(self) -> bool:
         return self.state in WAITING_STATES
+
+    @property
+    def waits_for_itself(self) -> bool:
+        """The I/O thread waits, inside its callback, for what only it can do: stuck by
+        construction, even when a timeout lets it out and the next callback brings it back."""
+        return self.activity is Activity.IN_CALLBACK and self.inner is not None
 
 
 @dataclass(frozen=True)
