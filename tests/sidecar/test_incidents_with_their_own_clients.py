@@ -31,6 +31,8 @@ each incident should produce is written once, in `expected_alarm`.
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from hangwatch_testing.clients.incidents import BY_ID, Replay, replay
@@ -94,8 +96,21 @@ def test_s4_callback_waits_for_itself_kafka_clients_0_11() -> None:
     assert set(result.verdicts) <= expected_alarm("S4") | {"healthy"}, result.describe()
 
 
-def test_s4_outside_spark_local_thread_dump_says_producer_hung_before_its_own_error() -> None:
-    result = replay(BY_ID["S4"], sidecar_args=LOCAL_DUMPS)
+def _refused_ui() -> tuple[str, ...]:
+    """A driver UI that refuses (a port just closed): the driver's view is unavailable."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return ("--spark-ui-url", f"http://127.0.0.1:{port}", "--executor-id", "1")
+
+
+@pytest.mark.parametrize("driver", ["none", "refused"])
+def test_s4_outside_spark_local_thread_dump_says_producer_hung_before_its_own_error(
+    driver: str,
+) -> None:
+    """No driver at all (a Java service), or an executor's driver UI that refuses."""
+    extra = _refused_ui() if driver == "refused" else ()
+    result = replay(BY_ID["S4"], sidecar_args=LOCAL_DUMPS + extra)
     assert result.first_error_after is not None, result.describe()
     assert "Failed to allocate memory within the configured max blocking time" in (
         result.first_error
@@ -109,6 +124,8 @@ def test_s4_outside_spark_local_thread_dump_says_producer_hung_before_its_own_er
     assert "'kafka-producer-network-thread | producer-1'" in reasons, reasons
     assert "S4Producer$1.onCompletion" in reasons and "waits for itself" in reasons, reasons
     assert result.spark is not None and result.spark["source"] == "jvm", result.spark
+    if driver == "refused":
+        assert result.spark["driver_ui"].startswith("http://127.0.0.1:"), result.spark
 
 
 def test_healthy_jvm_producer_is_never_flagged_by_its_thread_dumps() -> None:
