@@ -52,6 +52,7 @@ TIERS = {
     "sidecar/test_failure_budget_on_a_real_driver.py": "spark",
     "sidecar/test_spark_driver_down.py": "spark",
     "sidecar/test_incidents_with_their_own_clients.py": "lab",
+    "sidecar/test_jvm_attach_unprivileged.py": "lab",
     "sidecar/test_seed_scenarios_on_the_lab.py": "lab",
     "sidecar/test_real_clients_on_the_lab.py": "lab",
     "sidecar/test_passive_first_on_the_lab.py": "lab",
