@@ -8,7 +8,7 @@
 #     come from the Go module proxy into Go's module cache, checked against go.sum.
 #   Java (kafka_2.11, kafka-clients): `mvn dependency:copy-dependencies` on the client's
 #     pom -> <dir>/lib (Maven's ~/.m2 caches the downloads), `javac` -> <dir>/classes
-#     (kafka-clients-3.9.2, Spark's client, has no program: only its lib/).
+#     (kafka-clients-3.9.2, Spark's client, has one program: HealthyProducer, S4's control).
 # Prints one line per client: `<client> <dir>`. Progress goes to stderr.
 #   usage: scripts/build-clients.sh [client ...]   (no client: all of them)
 # Exit 3 (one line naming the step) when a toolchain is missing or a resolve/build fails.
@@ -31,7 +31,7 @@ layout() {
     kafka-go-v0.4.8) echo "go $SRC/kafka-go go.mod" ;;
     kafka_2.11-0.8.2.2) echo "java $SRC/java/kafka_2.11-0.8.2.2 pom.xml" ;;
     kafka-clients-0.11.0.3) echo "java $SRC/java/kafka-clients-0.11.0.3 pom.xml" ;;
-    kafka-clients-3.9.2) echo "java $SRC/java/kafka-clients-3.9.2 pom.xml" ;;  # Spark's (no program)
+    kafka-clients-3.9.2) echo "java $SRC/java/kafka-clients-3.9.2 pom.xml" ;;  # Spark's; HealthyProducer
     *) fail "unknown client '$1' (one of: ${ALL[*]})" ;;
   esac
 }
