@@ -12,7 +12,10 @@ uid, with no capability either. What it shows:
   listener); also when the JVM's working directory is not writable (trigger in its /tmp);
 - JVMs that must not be signalled are not: `-Xrs` (a SIGQUIT would kill it),
   `-XX:+DisableAttachMechanism` (it would print a dump on its stdout), a process that is
-  no JVM, another user's JVM - each a one-line reason, each process alive and silent.
+  no JVM, another user's JVM - each a one-line reason, each process alive and silent;
+- a JVM whose attach is disabled where the sidecar cannot see it (a `-XX:Flags=` file)
+  gets one SIGQUIT (one dump on its stdout), the wait ends at its deadline, and it is
+  never signalled again.
 """
 
 from __future__ import annotations
@@ -197,6 +200,22 @@ def test_jvms_a_sigquit_would_kill_or_make_print_are_never_signalled(
     (read,) = _attach(world, NOBODY, jvm.proc.pid)["reads"]
     assert read["kind"] == "not_attachable" and says in read["error"], read
     assert jvm.proc.poll() is None and "Full thread dump" not in jvm.stdout()
+
+
+def test_a_jvm_whose_attach_never_starts_is_signalled_once(world: Path, jvms: list[Jvm]) -> None:
+    """Attach disabled where the sidecar cannot see it (a flags file): the one SIGQUIT
+    makes it print a dump, the wait ends at the deadline, and it is never signalled again."""
+    flags = world / "cwd" / "flags"
+    flags.write_text("+DisableAttachMechanism\n")
+    flags.chmod(0o644)
+    jvm = Jvm(world, NOBODY, world / "cwd", f"-XX:Flags={flags}")
+    jvms.append(jvm)
+    first, second = _attach(world, NOBODY, jvm.proc.pid, reads=2)["reads"]
+    for read in (first, second):
+        assert read["kind"] == "attach_refused" and "not signalled again" in read["error"], read
+    assert jvm.proc.poll() is None
+    assert jvm.stdout().count("Full thread dump") == 1, jvm.stdout()[-500:]
+    assert not (world / "cwd" / f".attach_pid{jvm.proc.pid}").exists()
 
 
 def test_another_users_jvm_is_named_not_signalled(world: Path, jvms: list[Jvm]) -> None:

@@ -275,7 +275,8 @@ def thread_dump(
     pidfd: int | None = None,
 ) -> str:
     """The JVM's thread dump text; AttachError (kind `attach_refused` when SIGQUIT did not
-    start its attach listener, `timeout`, `bad_answer`)."""
+    start its attach listener: the caller never signals it again; `not_attachable` when
+    its socket refuses; `timeout`, `bad_answer`)."""
     path = proc / str(jvm.pid) / "root" / "tmp" / f".java_pid{jvm.nspid}"
     if not _socket_at(path):
         with _trigger(jvm, proc):
@@ -294,9 +295,9 @@ def thread_dump(
         raise AttachError(
             "timeout", f"JVM pid {jvm.pid} gave no complete thread dump in time"
         ) from None
-    except OSError as exc:
+    except OSError as exc:  # not remembered: a stale socket of an earlier JVM may go
         raise AttachError(
-            "attach_refused", f"JVM pid {jvm.pid}'s attach socket: {exc.strerror or exc}"
+            "not_attachable", f"JVM pid {jvm.pid}'s attach socket: {exc.strerror or exc}"
         ) from None
     code, _, body = raw.partition(b"\n")
     if code.strip() != b"0":
