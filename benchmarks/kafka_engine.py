@@ -113,7 +113,7 @@ def main() -> int:
     args = parser.parse_args()
     print(f"machine: {describe()}")
     print(
-        f"kafka {kafkajars.kafka_version()}, heap -Xmx{BROKER_HEAP} per broker, "
+        f"kafka {kafkajars.default_version()}, heap -Xmx{BROKER_HEAP} per broker, "
         f"broker.session.timeout.ms={SESSION_TIMEOUT_MS}"
     )
     print(f"resolve (as cached here): {timed_resolve({}):.1f} s")

@@ -28,7 +28,7 @@ from typing import Any
 
 import pyspark
 
-from hangwatch_lab import Lab
+from hangwatch_lab import Lab, kafkajars
 from hangwatch_sidecar.spark.client import API, DriverClient
 from hangwatch_testing.clients.producer_states import (
     SPARK_KAFKA_CLIENTS,
@@ -64,10 +64,17 @@ def _start(driver: Driver, bootstrap: str) -> threading.Thread:
     return thread
 
 
+def _kafka_for(client_version: str) -> str | None:
+    """The lab's Kafka release for kafka-clients `client_version`: 3.9 (the last line that
+    supports clients older than 2.1) for those, else the lab's default (the current 4.x)."""
+    major, minor = (int(part) for part in client_version.split(".")[:2])
+    return kafkajars.legacy_version() if (major, minor) < (2, 1) else None
+
+
 def record(version: str, out: Path) -> Path:
     with (
         tempfile.TemporaryDirectory(prefix="hangwatch-record-") as tmp,
-        Lab(brokers=3, topics={TOPIC: 3}, engine="kafka") as lab,
+        Lab(brokers=3, topics={TOPIC: 3}, engine="kafka", kafka_version=_kafka_for(version)) as lab,
     ):
         work = Path(tmp)
         jars = udf_jars(version, work)

@@ -22,6 +22,7 @@ from typing import Any
 from hangwatch import logs
 from hangwatch.contracts import ExitCode
 from hangwatch.errors import LabError, UsageError
+from hangwatch_lab import kafkajars
 from hangwatch_lab.control import (
     FAULTS,
     ControlClient,
@@ -66,7 +67,20 @@ def register(parser: argparse.ArgumentParser) -> None:
         choices=ENGINES,
         default=DEFAULT_ENGINE,
         help="mock: librdkafka's protocol emulation (default, instant); "
-        "kafka: a real Apache Kafka 3.9 cluster (KRaft, needs Java; jars resolved once)",
+        "kafka: a real Apache Kafka cluster (KRaft, needs Java; jars resolved once)",
+    )
+    up.add_argument(
+        "--kafka-version",
+        default=None,
+        help=f"kafka engine: the Apache Kafka release, 4.x.y or 3.9.z (default "
+        f"{kafkajars.default_version()}; {kafkajars.legacy_version()} serves clients older "
+        "than 2.1, whose protocol versions 4.0 removed)",
+    )
+    up.add_argument(
+        "--no-auto-create-topics",
+        action="store_true",
+        help="kafka engine: auto.create.topics.enable=false (a write to a topic that does "
+        "not exist is refused)",
     )
     up.add_argument(
         "--session-timeout-ms",
@@ -123,6 +137,15 @@ def run(args: argparse.Namespace) -> int:
             if args.engine != "kafka":
                 raise UsageError("--ready-timeout applies to --engine kafka only")
             options["ready_timeout_seconds"] = args.ready_timeout
+        if args.kafka_version is not None:
+            if args.engine != "kafka":
+                raise UsageError("--kafka-version applies to --engine kafka only")
+            kafkajars.line_of(args.kafka_version)  # a bad version fails before anything starts
+            options["kafka_version"] = args.kafka_version
+        if args.no_auto_create_topics:
+            if args.engine != "kafka":
+                raise UsageError("--no-auto-create-topics applies to --engine kafka only")
+            options["auto_create_topics"] = False
         return _up(args.brokers, parse_topics(args.topics), state_path, args.engine, options)
     client = ControlClient(state_path)
     if args.lab_command == "status":
@@ -181,6 +204,8 @@ def _print_status(status: dict[str, Any], as_json: bool) -> None:
         f"bootstrap {status['bootstrap']}  engine {engine}  {process}  "
         f"{'running' if status['alive'] else 'DEAD'}"
     )
+    if status.get("description"):
+        print(f"  {status['description']}")
     for broker in status["brokers"]:
         pid = f"  pid {broker['pid']}" if broker.get("pid") else ""
         print(
@@ -225,7 +250,8 @@ def _up(
                 else ("broker pids " + ",".join(str(p) for p in lab.broker_pids().values()))
             )
             print(
-                f"# engine {lab.engine}  state {state_path}  control {server.url}  {process}",
+                f"# engine {lab.engine} ({lab.engine_description})  state {state_path}  "
+                f"control {server.url}  {process}",
                 flush=True,
             )
             print("# stop with Ctrl-C or 'hangwatch lab down'", flush=True)

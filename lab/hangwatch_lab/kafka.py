@@ -1,11 +1,12 @@
 """The lab's real engine: a 3-node Apache Kafka cluster (KRaft, combined broker+controller).
 
 `KafkaLab` starts one JVM per node from the jars `hangwatch_lab.kafkajars` resolved
-(Kafka 3.9, the last line that still serves the incidents' 0.8.2/0.11 clients), on
-loopback ports the kernel picked, each with its own formatted storage under one
-temporary directory. Readiness is observed, never slept for: the lab is up when a
-metadata request lists every broker (which needs a controller quorum and every broker
-registered and unfenced) and every topic partition has a leader.
+(`kafka_version`: by default the current 4.x; 3.9, the last line that still serves the
+incidents' 0.8.2/0.11 clients, on request), on loopback ports the kernel picked, each
+with its own formatted storage under one temporary directory. Readiness is observed,
+never slept for: the lab is up when a metadata request lists every broker (which needs a
+controller quorum and every broker registered and unfenced) and every topic partition
+has a leader.
 
 Faults have real causes: a `down` broker is a process stopped with SIGTERM (Kafka's
 own controlled shutdown) and `restore` starts it again on the same ports and data;
@@ -16,6 +17,14 @@ controller) until the controller fences it and elects new leaders; `leader` is a
 reassignment plus preferred election with Kafka's own tools; `shrink` reassigns every
 partition away from the removed brokers and stops them for good. Protocol-only faults
 (`stall-produce`, `request-errors`, `rtt`) belong to the mock engine.
+
+What a control needs from a cluster, each real: topics created with their own configs
+(`topic_configs`, `create_topic`: e.g. `max.message.bytes`), automatic topic creation off
+(`auto_create_topics=False`), SASL/PLAIN users on a second listener per broker whose
+writes Kafka's StandardAuthorizer checks against ACLs (`sasl_users`, `grant`; the
+PLAINTEXT listener's principal, User:ANONYMOUS, is the super user the lab's own admin
+work, the brokers and the controllers run as), and client quotas (`set_quota`, Kafka's
+own ConfigCommand), which the brokers enforce by throttling.
 
 Every JVM is started from one long-lived thread with PR_SET_PDEATHSIG=SIGKILL, so
 the brokers die with the lab process even when it is SIGKILLed; `close` kills them
@@ -45,7 +54,15 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
 from confluent_kafka.admin._metadata import ClusterMetadata
 from confluent_kafka.cimpl import NewTopic
 
@@ -166,6 +183,8 @@ class _Node:
     port: int
     controller_port: int
     dir: Path
+    sasl_port: int = 0
+    """The SASL_PLAINTEXT listener's port (0: none)."""
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -279,6 +298,27 @@ log4j.logger.org.apache.kafka.storage=WARN
 log4j.logger.kafka.log=WARN
 """
 
+LOG4J2 = """\
+status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = out
+logger.request.name = kafka.request.logger
+logger.request.level = warn
+logger.state.name = state.change.logger
+logger.state.level = warn
+logger.cleaner.name = kafka.log.LogCleaner
+logger.cleaner.level = warn
+logger.storage.name = org.apache.kafka.storage
+logger.storage.level = warn
+logger.log.name = kafka.log
+logger.log.level = warn
+"""
+"""Kafka 4's logging (log4j 2, properties syntax): the same levels as `LOG4J`'s."""
+
 TOOLS_LOG4J = """\
 log4j.rootLogger=WARN, err
 log4j.appender.err=org.apache.log4j.ConsoleAppender
@@ -286,6 +326,39 @@ log4j.appender.err.Target=System.err
 log4j.appender.err.layout=org.apache.log4j.PatternLayout
 log4j.appender.err.layout.ConversionPattern=[%d] %p %m (%c)%n
 """
+
+TOOLS_LOG4J2 = """\
+status = warn
+appender.err.type = Console
+appender.err.name = err
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.err.ref = err
+"""
+
+CONFIG_COMMAND = {
+    "3": "kafka.admin.ConfigCommand",
+    "4": "org.apache.kafka.tools.ConfigCommand",
+}
+"""Kafka's ConfigCommand (`kafka-configs.sh`) per line: 4.0 moved it from core to tools."""
+
+SASL_LISTENER = "SASL_PLAINTEXT"
+SASL_MECHANISM = "PLAIN"
+LAB_SUPER_USER = "User:ANONYMOUS"
+"""The principal of the PLAINTEXT and controller listeners: the lab's own admin work, the
+brokers' replication and the controllers run as it, so it is the authorizer's super user;
+ACLs apply to the SASL listener's users."""
+
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+"""Kafka's authorizer under KRaft (ACLs kept in the metadata log)."""
+
+TOPIC_OPERATIONS = ("READ", "WRITE", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER")
+"""The topic operations `grant` accepts (names of Kafka's AclOperation)."""
+
+QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage")
+"""The client quotas `set_quota` accepts (Kafka's quota config names)."""
 
 
 class KafkaLab(Lab):
@@ -295,8 +368,7 @@ class KafkaLab(Lab):
 
     @property
     def engine_description(self) -> str:
-        version = self.kafka_version or kafkajars.kafka_version()
-        return f"Apache Kafka {version} (KRaft, {self.broker_count} nodes)"
+        return f"Apache Kafka {self.kafka_version} (KRaft, {self.broker_count} nodes)"
 
     def __init__(
         self,
@@ -308,8 +380,27 @@ class KafkaLab(Lab):
         session_timeout_ms: int = SESSION_TIMEOUT_MS,
         ready_timeout_seconds: float = READY_TIMEOUT_SECONDS,
         host: str = HOST,
+        kafka_version: str | None = None,
+        topic_configs: dict[str, dict[str, str]] | None = None,
+        auto_create_topics: bool = True,
+        sasl_users: dict[str, str] | None = None,
     ) -> None:
         super().__init__(brokers, topics)
+        self.kafka_version = kafka_version or kafkajars.default_version()
+        """The Apache Kafka release the cluster runs (`4.x.y` or `3.9.z`)."""
+        self.kafka_line = kafkajars.line_of(self.kafka_version)
+        unknown = sorted(set(topic_configs or {}) - set(self.topics))
+        if unknown:
+            raise UsageError(f"topic configs for topics the lab does not create: {unknown}")
+        self.topic_configs = {t: dict(c) for t, c in (topic_configs or {}).items()}
+        self.auto_create_topics = auto_create_topics
+        for user in sasl_users or {}:
+            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", user):
+                raise UsageError(f"invalid SASL user name {user!r} (letters, digits, _ . -)")
+        self.sasl_users = dict(sasl_users or {})
+        self.sasl_bootstrap = ""
+        """The SASL_PLAINTEXT listeners (empty without `sasl_users`): clients there are
+        authenticated and authorized against the ACLs."""
         if not 1 <= brokers <= 9:
             raise UsageError(
                 f"--brokers must be between 1 and 9 on the kafka engine, got {brokers}"
@@ -329,7 +420,6 @@ class KafkaLab(Lab):
         listeners stay on loopback)."""
         self.session_timeout_ms = session_timeout_ms
         self.ready_timeout_seconds = ready_timeout_seconds
-        self.kafka_version = ""
         self.start_seconds = 0.0
         self.election_results: list[dict[str, Any]] = []
         self._fixed_ports = ports
@@ -350,12 +440,11 @@ class KafkaLab(Lab):
         netfilter.remove_stale_chains()
         remove_stale_data_dirs()
         self._java = _java()
-        self.kafka_version = kafkajars.kafka_version()
-        self._lib = kafkajars.ensure_jars()
+        self._lib = kafkajars.ensure_jars(self.kafka_version)
         atexit.register(self.close)
         try:
             self._start_nodes()
-            self._create_topics()
+            self._create_topics(self.topics)
         except BaseException:
             self.close()
             raise
@@ -374,21 +463,33 @@ class KafkaLab(Lab):
     def _start_nodes(self) -> None:
         n = self.broker_count
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"{DATA_PREFIX}{os.getpid()}-"))
-        (self.data_dir / "tools-log4j.properties").write_text(TOOLS_LOG4J)
-        (self.data_dir / "log4j.properties").write_text(LOG4J)
+        log4j2 = self.kafka_line != "3"
+        (self.data_dir / "tools-log4j.properties").write_text(
+            TOOLS_LOG4J2 if log4j2 else TOOLS_LOG4J
+        )
+        (self.data_dir / "log4j.properties").write_text(LOG4J2 if log4j2 else LOG4J)
         client_ports = self._fixed_ports or []
-        picked = _free_ports(2 * n - len(client_ports))
+        sasl = n if self.sasl_users else 0
+        picked = _free_ports(2 * n + sasl - len(client_ports))
         client_ports = client_ports or picked[:n]
-        controller_ports = picked[-n:]
+        controller_ports = picked[len(picked) - n - sasl : len(picked) - sasl]
+        sasl_ports = picked[len(picked) - sasl :]
         for i in range(1, n + 1):
             node = _Node(
-                i, client_ports[i - 1], controller_ports[i - 1], self.data_dir / f"node{i}"
+                i,
+                client_ports[i - 1],
+                controller_ports[i - 1],
+                self.data_dir / f"node{i}",
+                sasl_port=sasl_ports[i - 1] if sasl else 0,
             )
             self._require_free_ports(node, f"starting broker {i}")
             node.dir.mkdir()
             self._nodes[i] = node
             self.brokers[i] = BrokerState(id=i, host=self.host, port=node.port)
         self.bootstrap = ",".join(b.address for b in self.brokers.values())
+        self.sasl_bootstrap = ",".join(
+            f"{self.host}:{node.sasl_port}" for node in self._nodes.values() if node.sasl_port
+        )
         voters = ",".join(f"{i}@{HOST}:{node.controller_port}" for i, node in self._nodes.items())
         for node in self._nodes.values():
             node.config.write_text(self._properties(node, voters))
@@ -402,7 +503,11 @@ class KafkaLab(Lab):
 
     @staticmethod
     def _require_free_ports(node: _Node, step: str) -> None:
-        for port in (node.port, node.controller_port):
+        for port in (
+            node.port,
+            node.controller_port,
+            *([node.sasl_port] if node.sasl_port else []),
+        ):
             if _port_in_use(port):
                 raise LabSetupError(
                     f"{step}: port {HOST}:{port} is in use; stop what listens there "
@@ -411,22 +516,25 @@ class KafkaLab(Lab):
 
     def _properties(self, node: _Node, voters: str) -> str:
         replication = min(3, self.broker_count)
-        props = {
+        listeners = [f"PLAINTEXT://{self.host}:{node.port}"]
+        if node.sasl_port:
+            listeners.append(f"{SASL_LISTENER}://{self.host}:{node.sasl_port}")
+        props: dict[str, Any] = {
             "process.roles": "broker,controller",
             "node.id": node.id,
             "controller.quorum.voters": voters,
-            "listeners": (
-                f"PLAINTEXT://{self.host}:{node.port},CONTROLLER://{HOST}:{node.controller_port}"
-            ),
-            "advertised.listeners": f"PLAINTEXT://{self.host}:{node.port}",
+            "listeners": ",".join([*listeners, f"CONTROLLER://{HOST}:{node.controller_port}"]),
+            "advertised.listeners": ",".join(listeners),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": (
+                f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,{SASL_LISTENER}:{SASL_LISTENER}"
+            ),
             "log.dirs": node.dir / "data",
             "broker.session.timeout.ms": self.session_timeout_ms,
             "broker.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
             "auto.leader.rebalance.enable": "false",
-            "auto.create.topics.enable": "true",
+            "auto.create.topics.enable": str(self.auto_create_topics).lower(),
             "num.partitions": 3,
             "default.replication.factor": replication,
             "min.insync.replicas": 1,
@@ -444,6 +552,16 @@ class KafkaLab(Lab):
             "log.cleaner.enable": "false",
             "unclean.leader.election.enable": "false",
         }
+        if self.sasl_users:
+            users = " ".join(f'user_{u}="{p}"' for u, p in sorted(self.sasl_users.items()))
+            props |= {
+                "authorizer.class.name": AUTHORIZER,
+                "super.users": LAB_SUPER_USER,
+                "sasl.enabled.mechanisms": SASL_MECHANISM,
+                f"listener.name.{SASL_LISTENER.lower()}.plain.sasl.jaas.config": (
+                    f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+                ),
+            }
         return "".join(f"{key}={value}\n" for key, value in props.items())
 
     def _java_command(
@@ -451,10 +569,11 @@ class KafkaLab(Lab):
     ) -> list[str]:
         assert self.data_dir is not None and self._lib is not None
         log4j = self.data_dir / ("tools-log4j.properties" if tools else "log4j.properties")
+        setting = "log4j.configuration" if self.kafka_line == "3" else "log4j2.configurationFile"
         return [
             self._java,
             *options,
-            f"-Dlog4j.configuration=file:{log4j}",
+            f"-D{setting}=file:{log4j}",
             "-cp",
             f"{self._lib}/*",
             main,
@@ -575,21 +694,24 @@ class KafkaLab(Lab):
                 f"{step}: broker {broker} exited (code {node.proc.returncode}): {cause}; {hint}"
             )
 
-    def _create_topics(self) -> None:
-        """Create `topics`, again for those whose request failed transiently: the admin
-        client replaces its bootstrap connections by the brokers it learns of, and a
-        request in flight on a replaced one fails with `_DESTROY_BROKER` (seen in about
-        one start in ten on a loaded machine). A topic the first try created already
-        exists on the next."""
-        if not self.topics:
+    def _create_topics(self, topics: dict[str, int]) -> None:
+        """Create `topics` (each with its `topic_configs`), again for those whose request
+        failed transiently: the admin client replaces its bootstrap connections by the
+        brokers it learns of, and a request in flight on a replaced one fails with
+        `_DESTROY_BROKER` (seen in about one start in ten on a loaded machine). A topic the
+        first try created already exists on the next."""
+        if not topics:
             return
         replication = min(3, self.broker_count)
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
-        pending = dict(self.topics)
+        admin = AdminClient({"bootstrap.servers": self._healthy_bootstrap(), "log_level": 0})
+        pending = dict(topics)
         deadline = time.monotonic() + 60
         while pending:
             futures = admin.create_topics(
-                [NewTopic(name, parts, replication) for name, parts in pending.items()],
+                [
+                    NewTopic(name, parts, replication, config=self.topic_configs.get(name, {}))
+                    for name, parts in pending.items()
+                ],
                 operation_timeout=30,
             )
             for name, future in futures.items():
@@ -607,7 +729,122 @@ class KafkaLab(Lab):
                 pending.pop(name)
             if pending:
                 time.sleep(0.5)
-        self._wait_leaders(set(self.topics), "creating topics")
+        self._wait_leaders(set(topics), "creating topics")
+
+    # -- what controls need: topic configs, ACLs, quotas ---------------------------------------
+    def create_topic(
+        self, name: str, partitions: int, configs: dict[str, str] | None = None
+    ) -> None:
+        """Create one more topic with its own configs (e.g. `{"max.message.bytes": "200"}`),
+        returned once every broker shows a leader for each of its partitions. A config Kafka
+        refuses is a LabError naming it."""
+        if not name or partitions < 1:
+            raise UsageError(f"invalid topic {name!r}:{partitions} (need name:partitions >= 1)")
+        if name in self.topics:
+            raise UsageError(f"topic {name!r} exists already")
+        self.topic_configs[name] = dict(configs or {})
+        try:
+            self._create_topics({name: partitions})
+        except BaseException:
+            self.topic_configs.pop(name, None)
+            raise
+        self.topics[name] = partitions
+        log.info(
+            "topic created", extra={"topic": name, "partitions": partitions, **(configs or {})}
+        )
+
+    def grant(
+        self, user: str, topic: str, operations: tuple[str, ...] = ("WRITE", "DESCRIBE")
+    ) -> None:
+        """Allow SASL user `user` the `operations` on `topic` (literal ACLs, any host), returned
+        once every broker's authorizer lists them (each learns them from the metadata log in
+        its own time). Other users and other topics stay denied."""
+        if user not in self.sasl_users:
+            users = ", ".join(sorted(self.sasl_users)) or "none; start it with sasl_users"
+            raise UsageError(f"no SASL user {user!r} in this lab (users: {users})")
+        bad = [op for op in operations if op not in TOPIC_OPERATIONS]
+        if bad or not operations:
+            raise UsageError(
+                f"ACL operations must be among {', '.join(TOPIC_OPERATIONS)}, "
+                f"got {list(operations)}"
+            )
+        principal = f"User:{user}"
+        bindings = [
+            AclBinding(
+                ResourceType.TOPIC,
+                topic,
+                ResourcePatternType.LITERAL,
+                principal,
+                "*",
+                AclOperation[op],
+                AclPermissionType.ALLOW,
+            )
+            for op in operations
+        ]
+        admin = AdminClient({"bootstrap.servers": self._healthy_bootstrap(), "log_level": 0})
+        for binding, future in admin.create_acls(bindings).items():
+            try:
+                future.result(timeout=30)
+            except KafkaException as exc:
+                raise LabError(
+                    f"granting {binding.operation.name} on {topic} to {user} failed: {exc}"
+                ) from None
+        wanted = {AclOperation[op] for op in operations}
+        query = AclBindingFilter(
+            ResourceType.TOPIC,
+            topic,
+            ResourcePatternType.LITERAL,
+            principal,
+            None,
+            AclOperation.ANY,
+            AclPermissionType.ANY,
+        )
+        deadline = time.monotonic() + 60
+        for state in self.brokers.values():
+            if state.condition != "up":
+                continue
+            one = AdminClient({"bootstrap.servers": state.address, "log_level": 0})
+            while True:
+                try:
+                    listed = {b.operation for b in one.describe_acls(query).result(timeout=10)}
+                    if wanted <= listed:
+                        break
+                except KafkaException:
+                    pass
+                if time.monotonic() > deadline:
+                    raise LabError(
+                        f"broker {state.id} did not list the ACLs for {user} on {topic} within 60 s"
+                    )
+                time.sleep(POLL_SECONDS * 4)
+        log.info(
+            "acls granted", extra={"user": user, "topic": topic, "operations": list(operations)}
+        )
+
+    def set_quota(self, client_id: str, **quota: float) -> None:
+        """Set client quotas for a client id with Kafka's own ConfigCommand, e.g.
+        `set_quota("slow", producer_byte_rate=2048)`: the brokers delay their answers to
+        that client (and tell it how long: the throttle time) once it goes over."""
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", client_id):
+            raise UsageError(f"invalid client id {client_id!r} (letters, digits, _ . -)")
+        bad = sorted(set(quota) - set(QUOTA_KEYS))
+        if bad or not quota:
+            raise UsageError(f"quotas must be among {', '.join(QUOTA_KEYS)}, got {sorted(quota)}")
+        if any(not value > 0 for value in quota.values()):
+            raise UsageError(f"quota values must be > 0, got {quota}")
+        settings = ",".join(f"{key}={value:g}" for key, value in sorted(quota.items()))
+        self._tool(
+            CONFIG_COMMAND[self.kafka_line],
+            "--bootstrap-server",
+            self._healthy_bootstrap(),
+            "--alter",
+            "--add-config",
+            settings,
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            client_id,
+        )
+        log.info("quota set", extra={"client_id": client_id, **quota})
 
     def _wait_leaders(
         self,

@@ -1,12 +1,18 @@
 """Apache Kafka's jars for the lab's real engine: resolved from Maven Central once per version.
 
-`lab/kafka/pom.xml` names the broker (`kafka_2.13`) and the admin tools (`kafka-tools`)
-at one version; `ensure_jars()` runs `mvn dependency:copy-dependencies` on it into
+One pom per Kafka line names the broker (`kafka_2.13`) and the admin tools (`kafka-tools`)
+at one `kafka.version`: `lab/kafka/4/pom.xml` (the default, the current 4.x) and
+`lab/kafka/3/pom.xml` (3.9, kept for clients older than 2.1, whose protocol versions 4.0
+removed). Each pom's property is that line's version, written there only;
+`default_version()` and `legacy_version()` read them. Any other version of a supported
+line is resolved from its line's pom with `-Dkafka.version=<version>`.
+
+`ensure_jars(version)` runs `mvn dependency:copy-dependencies` into
 `$HANGWATCH_KAFKA_CACHE` (default `~/.cache/hangwatch/kafka/<version>/lib`) when that
 directory is missing or incomplete, and does nothing when it is there. A lock file
 serialises concurrent resolvers (parallel test workers). `python -m
-hangwatch_lab.kafkajars` is what `scripts/setup.sh` runs, so a fresh machine resolves
-the jars before the tests need them.
+hangwatch_lab.kafkajars` is what `scripts/setup.sh` runs: it resolves both lines' versions,
+so a fresh machine has the jars before the tests need them.
 """
 
 from __future__ import annotations
@@ -21,12 +27,18 @@ import sys
 import time
 from pathlib import Path
 
-from hangwatch.errors import LabSetupError
+from hangwatch.errors import LabSetupError, UsageError
 
 log = logging.getLogger(__name__)
 
-POM = Path(__file__).resolve().parent.parent / "kafka" / "pom.xml"
-"""The pom that names the Kafka version and artifacts (in the repository, beside the package)."""
+POMS = Path(__file__).resolve().parent.parent / "kafka"
+"""`<line>/pom.xml` per Kafka line (in the repository, beside the package)."""
+
+LINES = ("4", "3")
+"""The Kafka lines the lab runs, by major version: 4 (the default) and 3 (its 3.9 release
+only: the lab's tools and configs need 3.9's, and 3.9 is why the line is kept)."""
+
+VERSION_PATTERN = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 COMPLETE_MARKER = ".complete"
 """Written into the lib directory last: a directory without it is a resolve cut short."""
@@ -34,18 +46,49 @@ COMPLETE_MARKER = ".complete"
 RESOLVE_TIMEOUT_SECONDS = 900.0
 
 
-def kafka_version(pom: Path = POM) -> str:
-    """The `kafka.version` property of the lab's pom (the one place the version is written)."""
+def pom(line: str) -> Path:
+    """The pom of a Kafka line (`4` or `3`)."""
+    return POMS / line / "pom.xml"
+
+
+def kafka_version(pom_path: Path) -> str:
+    """The `kafka.version` property of a lab pom (the one place that line's version is written)."""
     try:
-        text = pom.read_text()
+        text = pom_path.read_text()
     except OSError as exc:
         raise LabSetupError(
-            f"resolving Kafka: cannot read {pom} ({exc.strerror}); run from a hangwatch checkout"
+            f"resolving Kafka: cannot read {pom_path} ({exc.strerror}); run from a hangwatch "
+            "checkout"
         ) from None
     found = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", text)
     if not found:
-        raise LabSetupError(f"resolving Kafka: {pom} has no <kafka.version> property")
+        raise LabSetupError(f"resolving Kafka: {pom_path} has no <kafka.version> property")
     return found.group(1).strip()
+
+
+def default_version() -> str:
+    """The lab's Kafka version unless told otherwise: the 4 line's pom's (the current 4.x)."""
+    return kafka_version(pom("4"))
+
+
+def legacy_version() -> str:
+    """The 3.9 release the lab keeps for clients older than 2.1 (the incidents' 0.8.2 and
+    0.11 clients): Kafka 4.0 removed the protocol versions they speak (KIP-896)."""
+    return kafka_version(pom("3"))
+
+
+def line_of(version: str) -> str:
+    """The line (`4` or `3`) of a Kafka version, which must be `4.x.y` or `3.9.z`; anything
+    else is a one-line usage error naming it."""
+    found = VERSION_PATTERN.fullmatch(version)
+    if found is None or not (
+        found.group(1) == "4" or (found.group(1) == "3" and found.group(2) == "9")
+    ):
+        raise UsageError(
+            f"--kafka-version must be a 4.x.y or 3.9.z release of Apache Kafka (default "
+            f"{default_version()}, for pre-2.1 clients {legacy_version()}), got {version!r}"
+        )
+    return found.group(1)
 
 
 def cache_dir(version: str) -> Path:
@@ -58,8 +101,8 @@ def cache_dir(version: str) -> Path:
 
 
 def lib_dir(version: str | None = None) -> Path:
-    """Where the jars of `version` (default: the pom's) live once resolved."""
-    return cache_dir(version or kafka_version()) / "lib"
+    """Where the jars of `version` (default: the lab's default version) live once resolved."""
+    return cache_dir(version or default_version()) / "lib"
 
 
 def resolved(version: str | None = None) -> bool:
@@ -67,9 +110,11 @@ def resolved(version: str | None = None) -> bool:
     return (lib_dir(version) / COMPLETE_MARKER).is_file()
 
 
-def ensure_jars(pom: Path = POM) -> Path:
-    """The lib directory of the pom's Kafka version, resolved with Maven first if missing."""
-    version = kafka_version(pom)
+def ensure_jars(version: str | None = None) -> Path:
+    """The lib directory of Kafka `version` (default: the lab's default), resolved with
+    Maven from its line's pom first if missing."""
+    version = version or default_version()
+    line_pom = pom(line_of(version))
     lib = lib_dir(version)
     if (lib / COMPLETE_MARKER).is_file():
         return lib
@@ -101,7 +146,8 @@ def ensure_jars(pom: Path = POM) -> Path:
             "-B",
             "-q",
             "-f",
-            str(pom),
+            str(line_pom),
+            f"-Dkafka.version={version}",
             "dependency:copy-dependencies",
             "-DincludeScope=runtime",
             f"-DoutputDirectory={partial}",
@@ -154,11 +200,16 @@ def _last_error(log_path: Path) -> str:
     return "no error line"
 
 
-def main() -> int:
-    """`python -m hangwatch_lab.kafkajars`: resolve the jars (no-op when cached), print the dir."""
+def main(argv: list[str] | None = None) -> int:
+    """`python -m hangwatch_lab.kafkajars [VERSION ...]`: resolve the jars of each version
+    (default: the lab's default and its 3.9 release; a no-op when cached), print each dir."""
     try:
-        print(ensure_jars())
-    except LabSetupError as exc:
+        for version in (argv if argv is not None else sys.argv[1:]) or (
+            default_version(),
+            legacy_version(),
+        ):
+            print(ensure_jars(version))
+    except (LabSetupError, UsageError) as exc:
         print(f"resolve-kafka: error: {exc}", file=sys.stderr)
         return exc.exit_code
     return 0

@@ -4,8 +4,11 @@ Two engines sit behind the one interface. `mock` (the default, `hangwatch_lab.mo
 is librdkafka's in-process emulation of the Kafka protocol: it starts in a fraction of
 a second and can make faults only a protocol emulation can (one Produce never
 answered, errors pushed onto requests, response delays). `kafka`
-(`hangwatch_lab.kafka`) is a real Apache Kafka 3.9 cluster whose faults have real
-causes (processes stopped or frozen, elections by the controller, reassignments).
+(`hangwatch_lab.kafka`) is a real Apache Kafka cluster (the current 4.x by default,
+`kafka_version="3.9.2"` for pre-2.1 clients) whose faults have real causes (processes
+stopped or frozen, elections by the controller, reassignments) and which can hold what a
+control needs (topic configs, automatic topic creation off, SASL users and ACLs, client
+quotas).
 
 `Lab(brokers, topics, engine=...)` returns the engine's class; callers use it as a
 context manager. This module holds what both share: broker states, the status record,
@@ -109,6 +112,8 @@ class LabStatus:
     engine: str = DEFAULT_ENGINE
     election_results: list[dict[str, Any]] = field(default_factory=list)
     """kafka engine: each finished election, with how long its partitions lacked a leader."""
+    description: str = ""
+    """The engine and its version (`Apache Kafka 4.4.0 (KRaft, 3 nodes)`)."""
 
 
 def engine_class(engine: str) -> type[Lab]:
@@ -258,6 +263,20 @@ class Lab:
     def shrink(self, to: int, dead: str = "blackhole") -> None:
         raise self._needs("shrink", "kafka", "the mock cannot reassign partitions")
 
+    # -- what controls need (the kafka engine only) --------------------------------------------
+    def create_topic(
+        self, name: str, partitions: int, configs: dict[str, str] | None = None
+    ) -> None:
+        raise self._needs("create_topic", "kafka", "the mock ignores topic configs")
+
+    def grant(
+        self, user: str, topic: str, operations: tuple[str, ...] = ("WRITE", "DESCRIBE")
+    ) -> None:
+        raise self._needs("grant", "kafka", "the mock has no SASL users or authorizer")
+
+    def set_quota(self, client_id: str, **quota: float) -> None:
+        raise self._needs("set_quota", "kafka", "the mock does not enforce client quotas")
+
     # -- observation -------------------------------------------------------------------------
     def status(self) -> LabStatus:
         """Brokers with their condition, topics, elections under way."""
@@ -271,6 +290,7 @@ class Lab:
             chain=self._blackholes.chain if self._blackholes.active else None,
             engine=self.engine,
             election_results=list(self.election_results),
+            description=self.engine_description,
         )
 
     def admin(self, **conf: Any) -> AdminClient:

@@ -58,8 +58,18 @@ class MockLab(Lab):
         return f"librdkafka mock cluster {libversion()[0]}"
 
     def __init__(
-        self, brokers: int = 3, topics: dict[str, int] | None = None, engine: str = "mock"
+        self,
+        brokers: int = 3,
+        topics: dict[str, int] | None = None,
+        engine: str = "mock",
+        **kafka_only: object,
     ) -> None:
+        if kafka_only:
+            raise UsageError(
+                f"{', '.join(sorted(kafka_only))}: the kafka engine's options; the mock "
+                "(librdkafka's protocol emulation) has no Kafka version, topic configs, "
+                "authorizer or quotas"
+            )
         if not 1 <= brokers <= 32:
             raise UsageError(f"--brokers must be between 1 and 32, got {brokers}")
         super().__init__(brokers, topics)

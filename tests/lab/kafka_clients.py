@@ -8,6 +8,7 @@ import socket
 import struct
 import time
 import uuid
+import zlib
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
@@ -110,3 +111,37 @@ def round_trip(bootstrap: str, topic: str, count: int, timeout_seconds: float = 
     finally:
         consumer.close()
     return values
+
+
+def produce_v0(port: int, topic: str, timeout_seconds: float = 10.0) -> int | str:
+    """Send one record as the 0.8.2 producer does (Produce v0, a v0 message, acks=1) to the
+    broker on 127.0.0.1:port, leader of `topic`'s partition 0; the partition's error code
+    in the answer (0: written), or `closed` when the broker closed the connection."""
+    body = struct.pack(">bb", 0, 0) + struct.pack(">i", -1) + struct.pack(">i", 2) + b"v0"
+    message = struct.pack(">I", zlib.crc32(body)) + body
+    message_set = struct.pack(">qi", 0, len(message)) + message
+    name = topic.encode()
+    request = (
+        struct.pack(">hhih", 0, 0, 11, 2)
+        + b"hw"
+        + struct.pack(">hi", 1, 10_000)  # acks=1, timeout
+        + struct.pack(">i", 1)
+        + struct.pack(">h", len(name))
+        + name
+        + struct.pack(">i", 1)
+        + struct.pack(">ii", 0, len(message_set))
+        + message_set
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_seconds) as sock:
+        sock.sendall(struct.pack(">i", len(request)) + request)
+        try:
+            size = struct.unpack(">i", _read(sock, 4))[0]
+        except ConnectionError:
+            return "closed"
+        answer = _read(sock, size)
+    correlation, topics = struct.unpack(">ii", answer[:8])
+    assert correlation == 11 and topics == 1, (correlation, topics)
+    offset = 8 + 2 + struct.unpack(">h", answer[8:10])[0]
+    partitions, index, error = struct.unpack(">iih", answer[offset : offset + 10])
+    assert partitions == 1 and index == 0, (partitions, index)
+    return int(error)

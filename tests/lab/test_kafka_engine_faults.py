@@ -2,8 +2,8 @@
 
 One 3-node KRaft cluster serves the whole module (every fault is undone after each
 test; `shrink`, which removes a broker for good, runs last). Covers: the cluster is
-three broker JVMs that a real client produces to and consumes from, and still serves
-the protocol versions of the incidents' 0.8.2 and 0.11 clients; `down` stops the
+three broker JVMs (the lab's default Kafka, the current 4.x) that a real client
+produces to and consumes from (the versions: test_kafka_engine_versions.py); `down` stops the
 process (connections refused) and `restore` starts it again on the same port, refusing
 clearly when something else took the port; `blackhole` makes a client's requests time
 out; `unresponsive` freezes the JVM (TCP accepted, no answer); `election` gathers a
@@ -33,7 +33,6 @@ from hangwatch_lab.control import apply_fault
 from hangwatch_lab.kafka import KafkaLab, run_state
 from tests.lab.clients import api_versions_answered, connect_outcome
 from tests.lab.kafka_clients import (
-    api_version_ranges,
     metadata_through,
     processes_with,
     round_trip,
@@ -87,17 +86,6 @@ def test_the_cluster_is_three_kraft_jvms_serving_a_real_client(kafka_lab: KafkaL
         assert b"kafka.Kafka" in Path(f"/proc/{pid}/cmdline").read_bytes()
     values = round_trip(kafka_lab.bootstrap, "t", 10)
     assert len(values) == 10
-
-
-def test_the_broker_still_serves_the_incidents_old_clients(kafka_lab: KafkaLab) -> None:
-    """Why 3.9: the 0.8.2 producer speaks Produce v0 and Metadata v0, the 0.11 one Produce
-    v3; Kafka 4.0 dropped every version older than 2.1's (KIP-896). The broker's own
-    ApiVersions answer says which it serves."""
-    ranges = api_version_ranges(kafka_lab.brokers[1].port)
-    produce, fetch, metadata = ranges[0], ranges[1], ranges[3]
-    assert produce[0] == 0 and produce[1] >= 3
-    assert fetch[0] == 0
-    assert metadata[0] == 0
 
 
 def test_down_stops_the_process_and_restore_starts_it_on_the_same_port(

@@ -2,7 +2,10 @@
 
 Each `Incident` names a program of `testing/clients/incidents` (built by
 `scripts/build-clients.sh`), how it is started and the incident's fault on the lab's
-`kafka` engine. `replay` starts a 3-broker Apache Kafka lab, the client, and a real
+`kafka` engine, at the Kafka version the client can talk to (the lab's default, the
+current 4.x, unless the incident names another: the 0.8.2 and 0.11 clients run on 3.9,
+the last line that serves clients older than 2.1). `replay` starts a 3-broker Apache
+Kafka lab, the client, and a real
 `hangwatch sidecar` process with an EMPTY telemetry directory whose socket view is
 narrowed to the client's process (`--socket-process <pid>`: the brokers' own connections
 on the same loopback stay out); it waits for the client's first acknowledgements and the
@@ -34,7 +37,7 @@ from typing import Any
 
 from hangwatch.errors import LabError
 from hangwatch_demo.harness import stop_process
-from hangwatch_lab import Lab
+from hangwatch_lab import Lab, kafkajars
 from hangwatch_testing.clients.runs import TOPIC, SidecarProcess, SidecarTiming
 
 REPO = Path(__file__).resolve().parents[3]
@@ -89,6 +92,8 @@ class Incident:
     timeouts to surface an error, when it has any)."""
     control: bool = False
     """A control: the client is expected NOT to hang."""
+    kafka_version: str | None = None
+    """The lab's Kafka release for this client (None: the lab's default, the current 4.x)."""
 
 
 def _go(client: str, *args: str) -> Callable[[str, Path], list[str]]:
@@ -195,6 +200,9 @@ INCIDENTS: tuple[Incident, ...] = (
         ),
         _host_crashed,
         watch_seconds=60,
+        # Produce v0: Kafka 4 refuses it (UNSUPPORTED_VERSION; KIP-896, checked by
+        # tests/lab/test_kafka_engine_versions.py), so every send fails after 3 tries.
+        kafka_version=kafkajars.legacy_version(),
     ),
     Incident(
         "S4",
@@ -208,6 +216,10 @@ INCIDENTS: tuple[Incident, ...] = (
         ),
         _callback_waits,
         watch_seconds=40,
+        # Outside Kafka 4's compatibility matrix (clients older than 2.1 are "not
+        # compatible"), though its Produce v3 is still served: kept on the last line
+        # that supports it.
+        kafka_version=kafkajars.legacy_version(),
     ),
     Incident(
         "S4-control",
@@ -344,9 +356,11 @@ measurement of the client, so the cluster is started afresh once, said on stderr
 
 
 @contextmanager
-def _started_lab() -> Iterator[Lab]:
+def _started_lab(kafka_version: str | None) -> Iterator[Lab]:
     for attempt in range(1, LAB_STARTS + 1):
-        lab = Lab(brokers=3, topics={TOPIC: PARTITIONS}, engine="kafka")
+        lab = Lab(
+            brokers=3, topics={TOPIC: PARTITIONS}, engine="kafka", kafka_version=kafka_version
+        )
         try:
             lab.start()
         except LabError as exc:
@@ -373,7 +387,7 @@ def replay(
     `watch_seconds`: instead of the incident's own watch; `sidecar_args`: more flags of
     the sidecar (e.g. the local JVM's thread dumps)."""
     with (
-        _started_lab() as lab,
+        _started_lab(incident.kafka_version) as lab,
         tempfile.TemporaryDirectory(prefix="hangwatch-incident-") as tmp,
     ):
         scratch = Path(tmp)
