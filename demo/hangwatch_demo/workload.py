@@ -1,7 +1,9 @@
 """A producer process for scenarios: sends numbered events at a steady rate, at least once.
 
 Run as `python -m hangwatch_demo.workload --bootstrap B --topic T --rate R
---telemetry-dir D --checkpoint F [--wedge-file W]`. Event values are `ev-<n>`.
+--telemetry-dir D --checkpoint F [--wedge-file W] [--value-bytes N] [-X key=value ...]`.
+Event values are `ev-<n>`, padded to `--value-bytes` when given; `-X` adds librdkafka
+properties (a SASL login, a client.id a quota names).
 Like a Spark task it never gives up on an event: a failed delivery is sent again, and
 the contiguous prefix of acknowledged events is written to the checkpoint file, from
 which a restarted process resumes (duplicates are allowed, losses are not). It keeps
@@ -28,6 +30,7 @@ from types import FrameType
 from typing import Any
 
 from hangwatch import logs
+from hangwatch.properties import parse_assignments
 from hangwatch_pipeline import ProducerError, ProducerSettings, producer
 from hangwatch_producer.wire import telemetry
 
@@ -75,6 +78,26 @@ class Ledger:
             return self.retry.popleft() if self.retry else None
 
 
+def _throttle_logger(every_seconds: float = 1.0) -> Any:
+    """A `throttle_cb` logging `throttled` (the broker, its throttle time) when a broker
+    delays this producer for a quota, at most once per `every_seconds`."""
+    last = [0.0]
+
+    def on_throttle(event: Any) -> None:
+        now = time.monotonic()
+        if event.throttle_time > 0 and now - last[0] >= every_seconds:
+            last[0] = now
+            log.info(
+                "throttled",
+                extra={
+                    "broker": event.broker_name,
+                    "throttle_ms": round(event.throttle_time * 1000),
+                },
+            )
+
+    return on_throttle
+
+
 def read_checkpoint(path: Path) -> int:
     try:
         return int(path.read_text().strip() or 0)
@@ -97,6 +120,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint", type=Path, required=True)
     parser.add_argument("--wedge-file", type=Path)
     parser.add_argument("--message-timeout-ms", type=int, default=10000)
+    parser.add_argument("--value-bytes", type=int, default=0, help="pad each value to N bytes")
+    parser.add_argument(
+        "-X",
+        dest="kafka",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="librdkafka property (repeatable)",
+    )
     args = parser.parse_args(argv)
     logs.configure("workload")
     os.environ[telemetry.DIR_ENV] = args.telemetry_dir
@@ -107,13 +139,14 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    conf: dict[str, Any] = {"bootstrap.servers": args.bootstrap}
+    conf: dict[str, Any] = {"bootstrap.servers": args.bootstrap, **parse_assignments(args.kafka)}
     if args.wedge_file:
         client_log = logging.getLogger("hangwatch_demo.workload.rdkafka")
         client_log.propagate = False
         client_log.setLevel(logging.DEBUG)
         client_log.addHandler(WedgeOnFile(args.wedge_file))
         conf.update({"logger": client_log, "debug": "msg"})
+    conf["throttle_cb"] = _throttle_logger()
     settings = ProducerSettings(
         message_timeout_ms=args.message_timeout_ms, flush_timeout_seconds=2.0
     )
@@ -137,7 +170,7 @@ def _run(
     def send(number: int) -> None:
         p.send(
             args.topic,
-            f"ev-{number}".encode(),
+            f"ev-{number}".ljust(args.value_bytes, ".").encode(),
             key=str(number).encode(),
             on_delivery=lambda err, _msg: ledger.outcome(number, err is None),
         )

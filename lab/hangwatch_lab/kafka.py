@@ -54,16 +54,15 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import (
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._acl import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
-    AdminClient,
-    ResourcePatternType,
-    ResourceType,
 )
 from confluent_kafka.admin._metadata import ClusterMetadata
+from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 from confluent_kafka.cimpl import NewTopic
 
 from hangwatch.errors import LabError, LabSetupError, UsageError
@@ -782,12 +781,12 @@ class KafkaLab(Lab):
             for op in operations
         ]
         admin = AdminClient({"bootstrap.servers": self._healthy_bootstrap(), "log_level": 0})
-        for binding, future in admin.create_acls(bindings).items():
+        for future in admin.create_acls(bindings).values():
             try:
                 future.result(timeout=30)
             except KafkaException as exc:
                 raise LabError(
-                    f"granting {binding.operation.name} on {topic} to {user} failed: {exc}"
+                    f"granting {', '.join(operations)} on {topic} to {user} failed: {exc}"
                 ) from None
         wanted = {AclOperation[op] for op in operations}
         query = AclBindingFilter(
@@ -795,7 +794,7 @@ class KafkaLab(Lab):
             topic,
             ResourcePatternType.LITERAL,
             principal,
-            None,
+            "*",
             AclOperation.ANY,
             AclPermissionType.ANY,
         )

@@ -267,15 +267,15 @@ class Lab:
     def create_topic(
         self, name: str, partitions: int, configs: dict[str, str] | None = None
     ) -> None:
-        raise self._needs("create_topic", "kafka", "the mock ignores topic configs")
+        raise UsageError("create_topic needs --engine kafka (the mock ignores topic configs)")
 
     def grant(
         self, user: str, topic: str, operations: tuple[str, ...] = ("WRITE", "DESCRIBE")
     ) -> None:
-        raise self._needs("grant", "kafka", "the mock has no SASL users or authorizer")
+        raise UsageError("grant needs --engine kafka (the mock has no SASL users or authorizer)")
 
     def set_quota(self, client_id: str, **quota: float) -> None:
-        raise self._needs("set_quota", "kafka", "the mock does not enforce client quotas")
+        raise UsageError("set_quota needs --engine kafka (the mock does not enforce client quotas)")
 
     # -- observation -------------------------------------------------------------------------
     def status(self) -> LabStatus:

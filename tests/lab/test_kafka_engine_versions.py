@@ -29,6 +29,7 @@ from tests.lab.kafka_clients import api_version_ranges, produce_v0
 
 pytestmark = pytest.mark.xdist_group("kafka-engine")
 
+
 def test_the_default_is_a_4x_release_and_the_kept_one_a_39_release() -> None:
     assert kafkajars.line_of(kafkajars.default_version()) == "4"
     assert kafkajars.legacy_version().startswith("3.9.")

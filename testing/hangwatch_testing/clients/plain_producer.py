@@ -2,13 +2,18 @@
 
     python -m hangwatch_testing.clients.plain_producer --bootstrap B --topic T [--rate 50]
         [--burst-seconds 0 --idle-seconds 0] [--wedge-file PATH] [--acks all]
+        [--value-bytes N] [-X key=value ...]
 
 Writes `--rate` messages per second; with `--burst-seconds`/`--idle-seconds` it
 alternates bursts with idle periods (the producer stays open and idle, as between
 micro-batches). `--wedge-file`: once that file exists, the next delivery callback blocks
 forever on the producer's own poll thread, the S4 pattern of a user callback that waits
 on the producer itself. Prints `ok <delivered>` every second and `error <reason>` for
-each failed delivery (the client's own first error is what the harness times), flushed.
+each failed delivery (the client's own first error is what the harness times), flushed;
+with `-X`, librdkafka properties (a SASL login, a client.id a quota names), and
+`--value-bytes` pads each value. Client-level errors print as `client-error <reason>`
+(a failed SASL login; not a failed delivery) and each throttle the broker reports as
+`throttled <ms>`.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
 
+from hangwatch.properties import parse_assignments
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -34,6 +41,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wedge-file", default="")
     parser.add_argument("--acks", default="all")
     parser.add_argument("--message-timeout-ms", type=int, default=0, help="0: librdkafka's")
+    parser.add_argument("--value-bytes", type=int, default=0, help="pad each value to N bytes")
+    parser.add_argument(
+        "-X",
+        dest="kafka",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="librdkafka property (repeatable)",
+    )
     args = parser.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -48,11 +64,18 @@ def main(argv: list[str] | None = None) -> int:
         if wedge is not None and wedge.exists():
             threading.Event().wait()  # blocks the poll thread forever (S4)
 
-    conf: dict[str, str | int] = {
+    conf: dict[str, Any] = {
         "bootstrap.servers": args.bootstrap,
         "acks": args.acks,
         "linger.ms": 5,
         "log_level": 0,
+        # client-level errors (a failed SASL login) and throttling, never counted as a
+        # failed delivery: `client-error`, `throttled <ms>`
+        "error_cb": lambda err: print(f"client-error {err.name()}: {err.str()}", flush=True),
+        "throttle_cb": lambda event: print(
+            f"throttled {event.throttle_time * 1000:.0f}", flush=True
+        ),
+        **parse_assignments(args.kafka),
     }
     if args.message_timeout_ms:
         conf["message.timeout.ms"] = args.message_timeout_ms
@@ -74,7 +97,8 @@ def _run(
         due = int((now - started) * args.rate) if bursting else sent
         while bursting and sent < due:
             try:
-                producer.produce(args.topic, b"m%d" % sent, on_delivery=on_delivery)
+                value = (b"m%d" % sent).ljust(args.value_bytes, b".")
+                producer.produce(args.topic, value, on_delivery=on_delivery)
             except BufferError:
                 print("error queue full", flush=True)
                 break

@@ -95,13 +95,18 @@ class SidecarProcess:
     """`hangwatch sidecar` as its own process; `status()` reads its /status."""
 
     def __init__(
-        self, bootstrap: str, telemetry_dir: Path, timing: SidecarTiming, *extra: str
+        self,
+        bootstrap: str,
+        telemetry_dir: Path,
+        timing: SidecarTiming,
+        *extra: str,
+        topics: str = TOPIC,
     ) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="hangwatch-sidecar-")
         self.log_path = Path(self._dir.name) / "sidecar.log"
         with self.log_path.open("w") as log:
             self.proc = subprocess.Popen(
-                sidecar_command(bootstrap, TOPIC, telemetry_dir, *timing.argv(), *extra),
+                sidecar_command(bootstrap, topics, telemetry_dir, *timing.argv(), *extra),
                 stdout=subprocess.DEVNULL,
                 stderr=log,
             )

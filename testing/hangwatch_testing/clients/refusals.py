@@ -1,0 +1,291 @@
+"""Writes the cluster refuses, by a real producer, watched by a real sidecar, on Apache Kafka.
+
+Issue 29's controls: refusals that live outside the client, which a restart cannot
+clear, and a client quota that only slows the client down. `refusals_lab` starts one
+Apache Kafka lab (the default 4.x) holding every cause at once: a topic whose
+`max.message.bytes` is 200, automatic topic creation off, a SASL/PLAIN user allowed to
+write one topic and no other (StandardAuthorizer), and a `producer_byte_rate` quota on
+one client id. `watch_refusal` runs one producer through one `Refusal` - the hangwatch
+wrapper with its telemetry (`hangwatch_demo.workload`) or a plain confluent-kafka
+producer (`plain_producer`, no telemetry) - next to a real `hangwatch sidecar` process
+probing the topic the producer writes, its socket view narrowed to the producer's
+process, and records every verdict change with its reasons from the start, the
+sidecar's last /status, and what the producer itself reported (its errors, throttles,
+deliveries). The watch runs until `after_error_seconds` past the producer's first error
+(at least 3 stall periods: long enough for any stall rule to fire), or, for the quota,
+for `quota_watch_seconds`. Everything stops on every path.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hangwatch_demo.harness import stop_process, telemetry_docs
+from hangwatch_lab import Lab
+from hangwatch_testing.clients.runs import SidecarProcess, SidecarTiming
+
+USER, PASSWORD = "writer", "writer-secret"
+"""The lab's SASL user (a test credential of a throwaway lab)."""
+SMALL_LIMIT = 200
+"""`max.message.bytes` of the `small` topic (issue 29's case)."""
+QUOTA_CLIENT = "slow"
+QUOTA_BYTES_PER_SECOND = 2048
+PRODUCER_KINDS = ("wrapper", "confluent-kafka")
+RESTART_CLASS = frozenset({"producer_hung", "metadata_stale"})
+"""The verdicts whose policy default is a restart."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One control: where the producer writes, how, and what the cluster answers."""
+
+    id: str
+    topic: str
+    error: str
+    """The Kafka error name the producer meets (librdkafka's), or "" (the quota)."""
+    kafka: tuple[str, ...] = ()
+    """`-X` properties of the producer (its SASL login, its client.id)."""
+    sasl: bool = False
+    """The producer writes through the SASL listener."""
+    value_bytes: int = 0
+    rate: float = 50.0
+    message_timeout_ms: int = 10_000
+
+
+def _login(password: str) -> tuple[str, ...]:
+    return (
+        "security.protocol=SASL_PLAINTEXT",
+        "sasl.mechanism=PLAIN",
+        f"sasl.username={USER}",
+        f"sasl.password={password}",
+    )
+
+
+REFUSALS = {
+    r.id: r
+    for r in (
+        Refusal("too-large", "small", "MSG_SIZE_TOO_LARGE", value_bytes=1024),
+        Refusal(
+            "not-authorized", "closed", "TOPIC_AUTHORIZATION_FAILED", _login(PASSWORD), sasl=True
+        ),
+        Refusal("login-failed", "open", "_AUTHENTICATION", _login("wrong"), sasl=True),
+        # librdkafka fails a message to a topic that does not exist after
+        # topic.metadata.propagation.max.ms (30 s, its default), when its own timeout
+        # is longer (with a shorter one it is _MSG_TIMED_OUT, no cause named)
+        Refusal("unknown-topic", "absent", "UNKNOWN_TOPIC", message_timeout_ms=60_000),
+        Refusal(
+            "quota",
+            "open",
+            "",
+            (f"client.id={QUOTA_CLIENT}",),
+            value_bytes=200,
+            rate=40.0,
+            message_timeout_ms=300_000,
+        ),
+    )
+}
+
+
+@contextmanager
+def refusals_lab() -> Iterator[Lab]:
+    """One 1-broker Apache Kafka lab (the default version) holding every refusal's cause."""
+    with Lab(
+        brokers=1,
+        topics={"small": 1, "open": 1, "closed": 1},
+        engine="kafka",
+        topic_configs={"small": {"max.message.bytes": str(SMALL_LIMIT)}},
+        auto_create_topics=False,
+        sasl_users={USER: PASSWORD},
+    ) as lab:
+        lab.grant(USER, "open")
+        lab.set_quota(QUOTA_CLIENT, producer_byte_rate=QUOTA_BYTES_PER_SECOND)
+        yield lab
+
+
+@dataclass
+class Watched:
+    """What one control saw; times in seconds from the producer's start."""
+
+    refusal: str
+    producer: str
+    engine: str
+    changes: list[tuple[float, str, list[str]]] = field(default_factory=list)
+    """(seconds, verdict, reasons) at every change of the sidecar's verdict, from its first."""
+    producer_verdicts: set[str] = field(default_factory=set)
+    """Every per-producer verdict the sidecar's /status showed."""
+    final: dict[str, Any] = field(default_factory=dict)
+    first_error_seconds: float | None = None
+    errors: list[str] = field(default_factory=list)
+    """The producer's own errors (failed deliveries and client-level errors)."""
+    throttles: int = 0
+    delivered_at_first_throttle: int = -1
+    delivered_at_end: int = 0
+    seconds: float = 0.0
+
+    @property
+    def verdicts(self) -> set[str]:
+        return {v for _, v, _ in self.changes} | self.producer_verdicts
+
+    def sidecar_text(self) -> str:
+        """Everything the sidecar said: its verdicts' reasons and evidence, as text."""
+        return json.dumps(
+            {
+                "changes": self.changes,
+                "latest": self.final.get("latest"),
+                "producers": self.final.get("producers"),
+            }
+        )
+
+    def describe(self) -> str:
+        return (
+            f"{self.refusal}/{self.producer} on {self.engine}: changes "
+            f"{[(t, v, r[:2]) for t, v, r in self.changes]}, producer verdicts "
+            f"{sorted(self.producer_verdicts)}, first error {self.first_error_seconds} s "
+            f"{self.errors[:2]}, throttles {self.throttles}, delivered {self.delivered_at_end}"
+        )
+
+
+class _Producer:
+    """The producer process and what it said (plain: stdout lines; wrapper: telemetry and
+    its structured log)."""
+
+    def __init__(self, kind: str, refusal: Refusal, bootstrap: str, work: Path) -> None:
+        self.kind, self.work = kind, work
+        self.telemetry = work / "telemetry"
+        self.telemetry.mkdir()
+        self.out_path, self.err_path = work / "producer.out", work / "producer.err"
+        settings = [f"-X{p}" for p in refusal.kafka]
+        if kind == "wrapper":
+            argv = [
+                *(sys.executable, "-m", "hangwatch_demo.workload", "--bootstrap", bootstrap),
+                *("--topic", refusal.topic, "--rate", str(refusal.rate)),
+                *("--telemetry-dir", str(self.telemetry)),
+                *("--checkpoint", str(work / "checkpoint")),
+                *("--message-timeout-ms", str(refusal.message_timeout_ms)),
+                *("--value-bytes", str(refusal.value_bytes), *settings),
+            ]
+        elif kind == "confluent-kafka":
+            argv = [
+                *(sys.executable, "-m", "hangwatch_testing.clients.plain_producer"),
+                *("--bootstrap", bootstrap, "--topic", refusal.topic),
+                *("--rate", str(refusal.rate), "--acks", "all"),
+                *("--message-timeout-ms", str(refusal.message_timeout_ms)),
+                *("--value-bytes", str(refusal.value_bytes), *settings),
+            ]
+        else:
+            raise ValueError(f"unknown producer {kind!r} (one of {', '.join(PRODUCER_KINDS)})")
+        with self.out_path.open("w") as out, self.err_path.open("w") as err:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=err)
+
+    def report(self) -> tuple[list[str], int, int]:
+        """(errors, throttles, delivered) the producer has reported so far."""
+        if self.kind == "confluent-kafka":
+            lines = self.out_path.read_text(errors="replace").splitlines()
+            errors = [ln for ln in lines if ln.startswith(("error ", "client-error "))]
+            throttles = sum(
+                1 for ln in lines if ln.startswith("throttled ") and ln != "throttled 0"
+            )
+            oks = [int(ln.split()[1]) for ln in lines if ln.startswith("ok ")]
+            return errors, throttles, oks[-1] if oks else 0
+        errors, delivered = [], 0
+        for doc in telemetry_docs(self.telemetry):
+            delivered += int(doc["counters"].get("delivered", 0))
+            error = doc.get("last_error") or {}
+            if error:
+                errors.append(f"{error.get('code', '')}: {error.get('reason', '')}")
+            errors.extend(f"{code} x{n}" for code, n in (doc.get("error_counts") or {}).items())
+        log = self.err_path.read_text(errors="replace").splitlines()
+        throttles = sum(1 for ln in log if '"msg":"throttled"' in ln)
+        return errors, throttles, delivered
+
+    def stop(self) -> None:
+        stop_process(self.proc, 10)
+
+
+def watch_refusal(
+    lab: Lab,
+    refusal: Refusal,
+    kind: str,
+    *,
+    timing: SidecarTiming | None = None,
+    after_error_seconds: float = 20.0,
+    quota_watch_seconds: float = 30.0,
+    error_timeout_seconds: float = 60.0,
+) -> Watched:
+    """One producer of `kind` through `refusal`, the sidecar watching (see the module doc)."""
+    timing = timing or SidecarTiming()
+    bootstrap = lab.sasl_bootstrap if refusal.sasl else lab.bootstrap  # type: ignore[attr-defined]
+    with tempfile.TemporaryDirectory(prefix="hangwatch-refusal-") as tmp:
+        producer = _Producer(kind, refusal, bootstrap, Path(tmp))
+        sidecar = None
+        try:
+            sidecar = SidecarProcess(
+                lab.bootstrap,
+                producer.telemetry,
+                timing,
+                *("--socket-process", str(producer.proc.pid)),
+                topics=refusal.topic,
+            )
+            return _watch(
+                Watched(refusal.id, kind, lab.engine_description),
+                refusal,
+                producer,
+                sidecar,
+                after_error_seconds,
+                quota_watch_seconds,
+                error_timeout_seconds,
+            )
+        finally:
+            if sidecar is not None:
+                sidecar.stop()
+            producer.stop()
+
+
+def _watch(
+    seen: Watched,
+    refusal: Refusal,
+    producer: _Producer,
+    sidecar: SidecarProcess,
+    after_error_seconds: float,
+    quota_watch_seconds: float,
+    error_timeout_seconds: float,
+) -> Watched:
+    started = time.monotonic()
+    last = ""
+    while True:
+        elapsed = time.monotonic() - started
+        doc = sidecar.status()
+        seen.final = doc
+        if doc["verdict"] != last:
+            last = str(doc["verdict"])
+            seen.changes.append((round(elapsed, 2), last, list(doc["reasons"])))
+        for assessment in (doc.get("producers") or {}).values():
+            seen.producer_verdicts.add(str(assessment.get("verdict")))
+        errors, throttles, delivered = producer.report()
+        if errors and seen.first_error_seconds is None:
+            seen.first_error_seconds = round(elapsed, 2)
+        if throttles and seen.delivered_at_first_throttle < 0:
+            seen.delivered_at_first_throttle = delivered
+        seen.errors, seen.throttles, seen.delivered_at_end = errors, throttles, delivered
+        if producer.proc.poll() is not None:
+            raise RuntimeError(f"the {producer.kind} producer exited: {seen.describe()}")
+        if refusal.error:
+            if seen.first_error_seconds is not None:
+                if elapsed - seen.first_error_seconds >= after_error_seconds:
+                    break
+            elif elapsed > error_timeout_seconds:
+                break  # the test says the producer never met the refusal
+        elif elapsed >= quota_watch_seconds:
+            break
+        time.sleep(0.5)
+    seen.seconds = round(time.monotonic() - started, 2)
+    return seen

@@ -1,0 +1,159 @@
+"""What the controls of refused writes need from the real Kafka engine, seen by real clients.
+
+One 1-broker Apache Kafka lab (the default 4.x) serves the module, started with a SASL
+user, automatic topic creation off and one topic with its own `max.message.bytes`.
+Covers, each with confluent-kafka: a topic config given at creation is the broker's (a
+record over it is refused MSG_SIZE_TOO_LARGE, a smaller one written, a value Kafka
+refuses is an error naming it); with automatic creation off a write to a topic that
+does not exist fails and creates nothing; on the
+SASL listener the authorizer lets a user write where an ACL allows it, refuses a topic
+without one (TOPIC_AUTHORIZATION_FAILED), and a wrong password fails the login while
+the PLAINTEXT listener's super user (the lab's own) writes anywhere; a client quota
+throttles (the broker reports throttle time, every record is still written). The mock
+refuses each with one line naming the engine that can.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import ConfigResource, ResourceType
+
+from hangwatch.errors import LabError, UsageError
+from hangwatch_lab import Lab
+from hangwatch_lab.kafka import KafkaLab
+
+pytestmark = pytest.mark.xdist_group("kafka-engine")
+
+USER, PASSWORD = "writer", "writer-secret"
+SMALL_LIMIT = 200
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[KafkaLab]:
+    with Lab(
+        brokers=1,
+        topics={"small": 1, "open": 1, "closed": 1},
+        engine="kafka",
+        topic_configs={"small": {"max.message.bytes": str(SMALL_LIMIT)}},
+        auto_create_topics=False,
+        sasl_users={USER: PASSWORD},
+    ) as running:
+        assert isinstance(running, KafkaLab)
+        running.grant(USER, "open")
+        yield running
+
+
+def _send(conf: dict[str, Any], topic: str, values: list[bytes], timeout: float = 20) -> list[Any]:
+    """Produce `values` to `topic`; each delivery's error (None: written) and, last, the
+    client-level errors the error callback reported."""
+    reported: list[KafkaError] = []
+    producer = Producer(
+        {
+            "log_level": 0,
+            "message.timeout.ms": int(timeout * 1000) // 2,
+            "error_cb": reported.append,
+            **conf,
+        }
+    )
+    delivered: list[KafkaError | None] = []
+    for value in values:
+        producer.produce(topic, value, callback=lambda err, _msg: delivered.append(err))
+    producer.flush(timeout)
+    return [*delivered, reported]
+
+
+def _sasl(lab: KafkaLab, password: str) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": lab.sasl_bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": USER,
+        "sasl.password": password,
+    }
+
+
+def test_a_topic_config_given_at_creation_is_the_brokers(lab: KafkaLab) -> None:
+    admin = lab.admin()
+    resource = ConfigResource(ResourceType.TOPIC, "small")
+    configs = admin.describe_configs([resource])[resource].result(timeout=10)
+    assert configs["max.message.bytes"].value == str(SMALL_LIMIT)
+    *too_large, _ = _send({"bootstrap.servers": lab.bootstrap}, "small", [b"x" * 1024])
+    assert [e.code() for e in too_large] == [KafkaError.MSG_SIZE_TOO_LARGE]
+    *small, _ = _send({"bootstrap.servers": lab.bootstrap}, "small", [b"x" * 10])
+    assert small == [None]
+    with pytest.raises(LabError, match=r"creating topic bad failed: .*max\.message\.bytes"):
+        lab.create_topic("bad", 1, {"max.message.bytes": "lots"})
+    assert "bad" not in lab.topics
+
+
+def test_without_automatic_creation_a_write_to_a_missing_topic_fails_and_creates_nothing(
+    lab: KafkaLab,
+) -> None:
+    missing = f"missing-{uuid.uuid4().hex[:6]}"
+    # librdkafka fails a message to a topic that never appears after
+    # topic.metadata.propagation.max.ms (30 s by default; the message times out first
+    # when its timeout is shorter): 2 s here
+    conf = {"bootstrap.servers": lab.bootstrap, "topic.metadata.propagation.max.ms": 2000}
+    *failed, _ = _send(conf, missing, [b"v"], timeout=20)
+    assert len(failed) == 1 and failed[0] is not None
+    assert failed[0].code() in (KafkaError._UNKNOWN_TOPIC, KafkaError.UNKNOWN_TOPIC_OR_PART)
+    assert missing not in lab.admin().list_topics(timeout=10).topics
+
+
+def test_the_authorizer_checks_sasl_users_against_acls(lab: KafkaLab) -> None:
+    *allowed, errors = _send(_sasl(lab, PASSWORD), "open", [b"v"])
+    assert allowed == [None], errors
+    *denied, _ = _send(_sasl(lab, PASSWORD), "closed", [b"v"])
+    assert [e.code() for e in denied] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    *super_user, _ = _send({"bootstrap.servers": lab.bootstrap}, "closed", [b"v"])
+    assert super_user == [None]
+
+
+def test_a_wrong_password_fails_the_login(lab: KafkaLab) -> None:
+    *failed, reported = _send(_sasl(lab, "wrong"), "open", [b"v"], timeout=10)
+    assert failed and all(e is not None for e in failed)
+    assert KafkaError._AUTHENTICATION in {e.code() for e in reported}, reported
+    assert "Authentication failed" in " ".join(e.str() for e in reported)
+
+
+def test_a_client_quota_throttles_without_refusing(lab: KafkaLab) -> None:
+    lab.set_quota("slow", producer_byte_rate=4096)
+    throttled: list[float] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": lab.bootstrap,
+            "client.id": "slow",
+            "log_level": 0,
+            "linger.ms": 5,
+            "throttle_cb": lambda event: throttled.append(event.throttle_time),
+        }
+    )
+    delivered: list[KafkaError | None] = []
+    deadline = time.monotonic() + 60
+    while not throttled and time.monotonic() < deadline:
+        for _ in range(8):
+            producer.produce("open", b"q" * 1024, callback=lambda err, _m: delivered.append(err))
+        producer.flush(30)
+    assert throttled and max(throttled) > 0, "the broker never reported a throttle time"
+    assert delivered and all(err is None for err in delivered), delivered[:3]
+
+
+@pytest.mark.parametrize(
+    ("call", "fault"),
+    [
+        (lambda lab: lab.create_topic("t2", 1, {"max.message.bytes": "200"}), "create_topic"),
+        (lambda lab: lab.grant("u", "t"), "grant"),
+        (lambda lab: lab.set_quota("c", producer_byte_rate=1024), "set_quota"),
+    ],
+    ids=["create_topic", "grant", "set_quota"],
+)
+def test_the_mock_says_which_engine_can(call: Any, fault: str) -> None:
+    with Lab(brokers=1, topics={"t": 1}) as mock, pytest.raises(UsageError) as err:
+        call(mock)
+    assert str(err.value).startswith(f"{fault} needs --engine kafka (the mock ")

@@ -1,0 +1,64 @@
+"""Writes the cluster refuses are never called a restart-class verdict (issue 29's controls).
+
+On the lab's real Apache Kafka (the default 4.x; `hangwatch_testing.clients.refusals`),
+for the hangwatch wrapper (telemetry on) and a plain confluent-kafka producer (no
+telemetry), each writing from its start into a refusal a restart cannot clear, while a
+real `hangwatch sidecar` process watches (stall 5 s) until 20 s past the producer's
+first error:
+
+- message too large (`max.message.bytes` 200, 1 KiB records): MSG_SIZE_TOO_LARGE;
+- topic authorization failed (a SASL user with no ACL on the topic);
+- SASL login failed (a wrong password);
+- unknown topic with automatic creation off;
+
+each: the producer met the refusal (its own errors name it), and the sidecar never said
+`producer_hung` or `metadata_stale` (pod or producer verdict), whose policy default is a
+restart. A `producer_byte_rate` quota that throttles: the broker throttled the producer,
+it kept delivering after the first throttle, and the sidecar said only `healthy`. S1's
+sticky not-leader, which a restart does clear, still restarts:
+tests/sidecar/test_seed_scenarios_on_the_lab.py (metadata_stale) and the demo.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from hangwatch_lab import Lab
+from hangwatch_testing.clients.refusals import (
+    PRODUCER_KINDS,
+    REFUSALS,
+    RESTART_CLASS,
+    refusals_lab,
+    watch_refusal,
+)
+
+pytestmark = pytest.mark.xdist_group("kafka-engine")
+
+REFUSED = ("too-large", "not-authorized", "login-failed", "unknown-topic")
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[Lab]:
+    with refusals_lab() as running:
+        yield running
+
+
+@pytest.mark.parametrize("kind", PRODUCER_KINDS)
+@pytest.mark.parametrize("refusal", REFUSED)
+def test_a_refused_write_is_never_a_restart_verdict(lab: Lab, refusal: str, kind: str) -> None:
+    case = REFUSALS[refusal]
+    seen = watch_refusal(lab, case, kind)
+    assert seen.first_error_seconds is not None, f"the producer met no refusal: {seen.describe()}"
+    assert any(case.error in error for error in seen.errors), seen.describe()
+    assert not seen.verdicts & RESTART_CLASS, seen.describe()
+
+
+@pytest.mark.parametrize("kind", PRODUCER_KINDS)
+def test_a_throttling_quota_stays_healthy(lab: Lab, kind: str) -> None:
+    seen = watch_refusal(lab, REFUSALS["quota"], kind)
+    assert seen.throttles > 0, f"the broker never throttled: {seen.describe()}"
+    assert seen.delivered_at_end > seen.delivered_at_first_throttle >= 0, seen.describe()
+    assert not seen.errors, seen.describe()
+    assert seen.verdicts == {"healthy"}, seen.describe()
