@@ -3,16 +3,17 @@
 For each incident (S0 sarama v1.37.2 SyncProducer, S1 kafka-go v0.4.8, S2 sarama v1.37.2
 idempotent with v1.38.0 as the control, S3 Kafka 0.8.2.2's Scala producer, S4
 kafka-clients 0.11.0.3), `--runs` replays (default 3), each on a fresh 3-broker Apache
-Kafka 3.9 lab (the `kafka` engine) next to a real `hangwatch sidecar` with an empty
-telemetry directory, its socket view narrowed to the client's process (1 s probes, 5 s
-stall, 1 s timeouts, hysteresis 2; `hangwatch_testing.clients.incidents`). Prints one
-line per replay as it ends, then the README's table: did the client reproduce the
-write-up's symptom (how long it acknowledged nothing after the fault, its own first
-error), the sidecar's first verdict other than healthy, the seconds from the fault to
-it (median and max over the runs), every other verdict seen, the operator's default
-action for each, and the evidence the first verdict named (first run). Needs root
-(iptables), Java 17, Maven and Go. Incidents: S0 S1 S1-frozen S2 S2-control S2-stop
-S2-stop-control S3 S4 (`hangwatch_testing.clients.incidents.INCIDENTS`).
+Kafka lab (the `kafka` engine; the lab's default 4.x, or 3.9.2 for S3 and S4, whose
+clients are older than 2.1: `Incident.kafka_version`) next to a real `hangwatch sidecar`
+with an empty telemetry directory, its socket view narrowed to the client's process (1 s
+probes, 5 s stall, 1 s timeouts, hysteresis 2; `hangwatch_testing.clients.incidents`).
+Prints one line per replay as it ends, then the README's table: did the client reproduce
+the write-up's symptom (how long it acknowledged nothing after the fault, its own first
+error), the sidecar's first verdict other than healthy, the seconds from the fault to it
+(median and max over the runs), every other verdict seen, the operator's default action
+for each, and the evidence the first verdict named (first run). Needs root (iptables),
+Java 17, Maven and Go. Incidents: S0 S1 S1-frozen S2 S2-control S2-stop S2-stop-control
+S3 S4 (`hangwatch_testing.clients.incidents.INCIDENTS`).
 
     python benchmarks/incidents.py [--runs 3] [--incidents S0,S1,S2,S2-control,S3,S4]
 """
@@ -28,6 +29,7 @@ from machine import describe
 
 from hangwatch.contracts import Verdict
 from hangwatch.errors import LabError
+from hangwatch_lab import kafkajars
 from hangwatch_operator.policies import DEFAULT_ACTIONS
 from hangwatch_testing.clients.incidents import BY_ID, INCIDENTS, Incident, Replay, replay
 
@@ -73,10 +75,12 @@ def row(incident: Incident, results: list[Replay]) -> str:
     shown = ", ".join(verdicts) or "healthy throughout"
     actions = ", ".join(action(v) for v in verdicts) or "none"
     outcomes = " / ".join(reproduced(incident, r) for r in results)
+    kafka = incident.kafka_version or kafkajars.default_version()
     if incident.control:
         outcomes = "control: " + outcomes
     return (
-        f"| {incident.id} | {incident.label} | {incident.fault} | {outcomes} | {shown} | "
+        f"| {incident.id} | {incident.label} | {incident.fault} (Kafka {kafka}) | {outcomes} "
+        f"| {shown} | "
         f"{timing} | {actions} | {evidence} |"
     )
 
@@ -113,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"          election: {result.election}", flush=True)
         table.append(row(incident, results))
     print(
-        "\n| incident | client, version | fault (Apache Kafka 3.9, 3 KRaft nodes) | "
+        "\n| incident | client, version | fault (Apache Kafka, 3 KRaft nodes) | "
         "reproduced? (per run) | verdict | fault to verdict, s: median (max) | action | "
         "evidence named |"
     )

@@ -8,7 +8,7 @@
 # report headless), the node tier's CNI plugins and static libc, and the project itself
 # with its development extras. Java's JDK (javac) compiles the Java clients and a Spark
 # UDF; Maven resolves from Maven Central, once per version, Apache Kafka's jars for the
-# lab's real engine (lab/kafka/pom.xml, cached in ~/.cache/hangwatch/kafka) and Spark's
+# lab's real engine (lab/kafka/<line>/pom.xml, cached in ~/.cache/hangwatch/kafka/<version>) and Spark's
 # Kafka connector (hangwatch_pipeline/spark-kafka.pom.xml, ~/.cache/hangwatch/spark-kafka).
 # Safe to run again. `--kube` (what `make test` passes) also builds the Kubernetes
 # cluster of the kube and node tiers when it is not cached; `make demo` does not need it.
@@ -68,8 +68,9 @@ echo "setup: installing hangwatch-producer and hangwatch with its dev extras (pi
 # installs alone), which is not on PyPI: both come from this repository, editable.
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
   -e ./producer -e '.[dev]'
-# Apache Kafka's broker and tools jars for `hangwatch lab up --engine kafka` (a no-op when
-# cached; about 20 s from an empty Maven repository).
+# Apache Kafka's broker and tools jars for `hangwatch lab up --engine kafka`, both lines:
+# the default 4.x and 3.9 (the incidents' clients older than 2.1); a no-op when cached,
+# about 20 s each from an empty Maven repository.
 python3 -m hangwatch_lab.kafkajars >/dev/null
 # Spark's Kafka connector and the jars it needs beside pyspark's (a no-op when cached;
 # about 17 s from an empty Maven repository).

@@ -3,7 +3,9 @@
 Run as `python -m hangwatch_demo.workload --bootstrap B --topic T --rate R
 --telemetry-dir D --checkpoint F [--wedge-file W] [--value-bytes N] [-X key=value ...]`.
 Event values are `ev-<n>`, padded to `--value-bytes` when given; `-X` adds librdkafka
-properties (a SASL login, a client.id a quota names).
+properties (a SASL login, a client.id a quota names). With `--retry-refused`, a send the
+client refuses at once (its topic unknown or forbidden: the wrapper raises) is retried
+after a pause, as Spark retries the failed task, instead of ending the process.
 Like a Spark task it never gives up on an event: a failed delivery is sent again, and
 the contiguous prefix of acknowledged events is written to the checkpoint file, from
 which a restarted process resumes (duplicates are allowed, losses are not). It keeps
@@ -35,6 +37,9 @@ from hangwatch_pipeline import ProducerError, ProducerSettings, producer
 from hangwatch_producer.wire import telemetry
 
 log = logging.getLogger("hangwatch_demo.workload")
+
+REFUSED_PAUSE_SECONDS = 0.5
+"""With --retry-refused: the pause after a send the client refused at once."""
 
 
 class WedgeOnFile(logging.Handler):
@@ -122,6 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--message-timeout-ms", type=int, default=10000)
     parser.add_argument("--value-bytes", type=int, default=0, help="pad each value to N bytes")
     parser.add_argument(
+        "--retry-refused",
+        action="store_true",
+        help="a send the client refuses at once (an unknown or forbidden topic) is retried "
+        f"after {REFUSED_PAUSE_SECONDS:g} s, as Spark retries a failed task, instead of "
+        "ending the process",
+    )
+    parser.add_argument(
         "-X",
         dest="kafka",
         action="append",
@@ -168,12 +180,20 @@ def _run(
     p = producer(conf, settings)
 
     def send(number: int) -> None:
-        p.send(
-            args.topic,
-            f"ev-{number}".ljust(args.value_bytes, ".").encode(),
-            key=str(number).encode(),
-            on_delivery=lambda err, _msg: ledger.outcome(number, err is None),
-        )
+        try:
+            p.send(
+                args.topic,
+                f"ev-{number}".ljust(args.value_bytes, ".").encode(),
+                key=str(number).encode(),
+                on_delivery=lambda err, _msg: ledger.outcome(number, err is None),
+            )
+        except ProducerError as exc:
+            if not args.retry_refused:
+                raise
+            # as Spark retries a failed task: the event again, after a pause
+            log.warning("send refused; retrying", extra={"error": str(exc)[:300]})
+            ledger.outcome(number, False)
+            stop.wait(REFUSED_PAUSE_SECONDS)
 
     try:
         while not stop.is_set():

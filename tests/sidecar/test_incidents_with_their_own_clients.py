@@ -1,9 +1,10 @@
 """The incidents replayed with their own clients at their own versions, on Apache Kafka.
 
 Each test replays one incident once (`hangwatch_testing.clients.incidents`): a 3-broker
-Apache Kafka 3.9 lab (the `kafka` engine), the incident's client built from the registries
-at its version (scripts/build-clients.sh), a real `hangwatch sidecar` with an EMPTY
-telemetry directory and its socket view narrowed to the client's process, the fault.
+Apache Kafka lab (the `kafka` engine: the default 4.x, 3.9.2 for S4's 0.11 client), the
+incident's client built from the registries at its version (scripts/build-clients.sh), a
+real `hangwatch sidecar` with an EMPTY telemetry directory and its socket view narrowed
+to the client's process, the fault.
 Order and causality only (timings are benchmarks/incidents.py's):
 
 - S0 (sarama v1.37.2 SyncProducer, every broker blackholed): the client stays silent and

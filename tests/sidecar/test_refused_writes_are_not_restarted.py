@@ -2,21 +2,33 @@
 
 On the lab's real Apache Kafka (the default 4.x; `hangwatch_testing.clients.refusals`),
 for the hangwatch wrapper (telemetry on) and a plain confluent-kafka producer (no
-telemetry), each writing from its start into a refusal a restart cannot clear, while a
-real `hangwatch sidecar` process watches (stall 5 s) until 20 s past the producer's
+telemetry), each writing from its start into a refusal a restart cannot clear (a write
+the client refuses at once is retried after a pause, as Spark retries the task), while
+a real `hangwatch sidecar` process watches (stall 5 s) until 20 s past the producer's
 first error:
 
 - message too large (`max.message.bytes` 200, 1 KiB records): MSG_SIZE_TOO_LARGE;
 - topic authorization failed (a SASL user with no ACL on the topic);
 - SASL login failed (a wrong password);
-- unknown topic with automatic creation off;
+- unknown topic with automatic creation off (librdkafka names it once
+  topic.metadata.propagation.max.ms, 30 s, has passed);
 
 each: the producer met the refusal (its own errors name it), and the sidecar never said
 `producer_hung` or `metadata_stale` (pod or producer verdict), whose policy default is a
-restart. A `producer_byte_rate` quota that throttles: the broker throttled the producer,
-it kept delivering after the first throttle, and the sidecar said only `healthy`. S1's
-sticky not-leader, which a restart does clear, still restarts:
-tests/sidecar/test_seed_scenarios_on_the_lab.py (metadata_stale) and the demo.
+restart; for the wrapper, whose telemetry carries the error code, the sidecar's reasons
+or evidence name the error. A `producer_byte_rate` quota that throttles: the broker
+throttled the producer, it kept delivering after the first throttle, and the sidecar
+said only `healthy` (after its first round's `unknown`). S1's sticky not-leader, which a
+restart does clear, still restarts: tests/sidecar/test_seed_scenarios_on_the_lab.py
+(metadata_stale) and the demo.
+
+Marked strict xfail, each with what main's sidecar said when this was written: the
+wrapper's refusals (the sidecar says metadata_stale and producer_hung, issue 29's bug;
+the `writes_rejected` verdict of branch writes-rejected is the fix, after which these
+must pass and the marks go) and the wrapper under a quota (producer_hung while
+throttled: below Kafka's throttle times the telemetry stall rule takes a producer the
+broker keeps waiting for hung; an open finding). Strict: a mark that starts passing
+fails the run, so it cannot outlive the fix.
 """
 
 from __future__ import annotations
@@ -38,6 +50,17 @@ pytestmark = pytest.mark.xdist_group("kafka-engine")
 
 REFUSED = ("too-large", "not-authorized", "login-failed", "unknown-topic")
 
+ISSUE_29 = pytest.mark.xfail(
+    strict=True,
+    reason="issue 29: main's sidecar calls the wrapper's refused writes metadata_stale / "
+    "producer_hung and names no error; writes_rejected (branch writes-rejected) fixes it",
+)
+THROTTLED_HUNG = pytest.mark.xfail(
+    strict=True,
+    reason="open finding: at stall 5 s the wrapper's telemetry stall rule calls a producer "
+    "the broker throttles producer_hung (gaps of 6+ s between deliveries)",
+)
+
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[Lab]:
@@ -45,20 +68,36 @@ def lab() -> Iterator[Lab]:
         yield running
 
 
-@pytest.mark.parametrize("kind", PRODUCER_KINDS)
-@pytest.mark.parametrize("refusal", REFUSED)
+def _cases() -> list[object]:
+    return [
+        pytest.param(refusal, kind, marks=[ISSUE_29] if kind == "wrapper" else [])
+        for refusal in REFUSED
+        for kind in PRODUCER_KINDS
+    ]
+
+
+@pytest.mark.parametrize(("refusal", "kind"), _cases())
 def test_a_refused_write_is_never_a_restart_verdict(lab: Lab, refusal: str, kind: str) -> None:
     case = REFUSALS[refusal]
     seen = watch_refusal(lab, case, kind)
     assert seen.first_error_seconds is not None, f"the producer met no refusal: {seen.describe()}"
     assert any(case.error in error for error in seen.errors), seen.describe()
     assert not seen.verdicts & RESTART_CLASS, seen.describe()
+    if kind == "wrapper":
+        assert case.error in seen.sidecar_text(), seen.describe()
 
 
-@pytest.mark.parametrize("kind", PRODUCER_KINDS)
+@pytest.mark.parametrize(
+    "kind",
+    [pytest.param(k, marks=[THROTTLED_HUNG] if k == "wrapper" else []) for k in PRODUCER_KINDS],
+)
 def test_a_throttling_quota_stays_healthy(lab: Lab, kind: str) -> None:
     seen = watch_refusal(lab, REFUSALS["quota"], kind)
     assert seen.throttles > 0, f"the broker never throttled: {seen.describe()}"
     assert seen.delivered_at_end > seen.delivered_at_first_throttle >= 0, seen.describe()
     assert not seen.errors, seen.describe()
-    assert seen.verdicts == {"healthy"}, seen.describe()
+    verdicts = [verdict for _, verdict, _ in seen.changes]
+    if verdicts[:1] == ["unknown"]:  # the sidecar's first round, before any evidence
+        verdicts = verdicts[1:]
+    assert verdicts == ["healthy"], seen.describe()
+    assert seen.producer_verdicts <= {"healthy"}, seen.describe()

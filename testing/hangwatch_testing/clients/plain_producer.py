@@ -13,7 +13,9 @@ each failed delivery (the client's own first error is what the harness times), f
 with `-X`, librdkafka properties (a SASL login, a client.id a quota names), and
 `--value-bytes` pads each value. Client-level errors print as `client-error <reason>`
 (a failed SASL login; not a failed delivery) and each throttle the broker reports as
-`throttled <ms>`.
+`throttled <ms>`. `--retry-refused`: a write the client refuses at once (an unknown or
+forbidden topic) prints `error <reason>` and is retried after 0.5 s instead of ending
+the process.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from hangwatch.properties import parse_assignments
 
@@ -42,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--acks", default="all")
     parser.add_argument("--message-timeout-ms", type=int, default=0, help="0: librdkafka's")
     parser.add_argument("--value-bytes", type=int, default=0, help="pad each value to N bytes")
+    parser.add_argument(
+        "--retry-refused",
+        action="store_true",
+        help="a write the client refuses at once is printed as an error and retried after "
+        "0.5 s instead of ending the process",
+    )
     parser.add_argument(
         "-X",
         dest="kafka",
@@ -101,6 +109,13 @@ def _run(
                 producer.produce(args.topic, value, on_delivery=on_delivery)
             except BufferError:
                 print("error queue full", flush=True)
+                break
+            except KafkaException as exc:  # refused at once: an unknown or forbidden topic
+                if not args.retry_refused:
+                    raise
+                err = exc.args[0]
+                print(f"error {err.name()}: {err.str()}", flush=True)
+                stop.wait(0.5)  # as a job retries a failed write
                 break
             sent += 1
         if not bursting:

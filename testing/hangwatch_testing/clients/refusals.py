@@ -171,7 +171,7 @@ class _Producer:
                 *("--telemetry-dir", str(self.telemetry)),
                 *("--checkpoint", str(work / "checkpoint")),
                 *("--message-timeout-ms", str(refusal.message_timeout_ms)),
-                *("--value-bytes", str(refusal.value_bytes), *settings),
+                *("--value-bytes", str(refusal.value_bytes), "--retry-refused", *settings),
             ]
         elif kind == "confluent-kafka":
             argv = [
@@ -179,7 +179,7 @@ class _Producer:
                 *("--bootstrap", bootstrap, "--topic", refusal.topic),
                 *("--rate", str(refusal.rate), "--acks", "all"),
                 *("--message-timeout-ms", str(refusal.message_timeout_ms)),
-                *("--value-bytes", str(refusal.value_bytes), *settings),
+                *("--value-bytes", str(refusal.value_bytes), "--retry-refused", *settings),
             ]
         else:
             raise ValueError(f"unknown producer {kind!r} (one of {', '.join(PRODUCER_KINDS)})")
