@@ -393,9 +393,15 @@ class KafkaLab(Lab):
             raise UsageError(f"topic configs for topics the lab does not create: {unknown}")
         self.topic_configs = {t: dict(c) for t, c in (topic_configs or {}).items()}
         self.auto_create_topics = auto_create_topics
-        for user in sasl_users or {}:
+        for user, password in (sasl_users or {}).items():
             if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", user):
                 raise UsageError(f"invalid SASL user name {user!r} (letters, digits, _ . -)")
+            # written into the broker's JAAS line: no quote, backslash, semicolon or space
+            if not re.fullmatch(r'[^"\\;\s]{1,128}', password):
+                raise UsageError(
+                    f"invalid password for SASL user {user!r} (1-128 characters, none of "
+                    "quote, backslash, semicolon or whitespace)"
+                )
         self.sasl_users = dict(sasl_users or {})
         self.sasl_bootstrap = ""
         """The SASL_PLAINTEXT listeners (empty without `sasl_users`): clients there are

@@ -15,6 +15,7 @@ refuses each with one line naming the engine that can.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,6 +24,8 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import ConfigResource, ResourceType
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from hangwatch.errors import LabError, UsageError
 from hangwatch_lab import Lab
@@ -157,3 +160,27 @@ def test_the_mock_says_which_engine_can(call: Any, fault: str) -> None:
     with Lab(brokers=1, topics={"t": 1}) as mock, pytest.raises(UsageError) as err:
         call(mock)
     assert str(err.value).startswith(f"{fault} needs --engine kafka (the mock ")
+
+
+@given(st.text(max_size=80), st.text(max_size=140))
+def test_a_sasl_user_or_password_the_broker_config_cannot_hold_is_one_usage_error(
+    user: str, password: str
+) -> None:
+    """Users and passwords go into the broker's JAAS line: only what it holds verbatim."""
+    valid = re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", user) and re.fullmatch(
+        r'[^"\\;\s]{1,128}', password
+    )
+    if valid:
+        assert KafkaLab(brokers=1, sasl_users={user: password}).sasl_users == {user: password}
+    else:
+        with pytest.raises(UsageError, match=r"invalid (SASL user name|password)") as err:
+            KafkaLab(brokers=1, sasl_users={user: password})
+        assert "\n" not in str(err.value)
+
+
+@given(st.text(max_size=120))
+def test_a_quota_client_id_outside_the_safe_names_is_one_usage_error(client_id: str) -> None:
+    assume(not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", client_id))
+    with pytest.raises(UsageError, match="invalid client id") as err:
+        KafkaLab(brokers=1).set_quota(client_id, producer_byte_rate=1024)
+    assert "\n" not in str(err.value)

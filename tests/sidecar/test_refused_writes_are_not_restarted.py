@@ -23,11 +23,14 @@ restart does clear, still restarts: tests/sidecar/test_seed_scenarios_on_the_lab
 (metadata_stale) and the demo.
 
 Marked strict xfail, each with what main's sidecar said when this was written: the
-wrapper's refusals (the sidecar says metadata_stale and producer_hung, issue 29's bug;
-the `writes_rejected` verdict of branch writes-rejected is the fix, after which these
-must pass and the marks go) and the wrapper under a quota (producer_hung while
-throttled: below Kafka's throttle times the telemetry stall rule takes a producer the
-broker keeps waiting for hung; an open finding). Strict: a mark that starts passing
+wrapper's refusals (metadata_stale and producer_hung for the record too large, the
+failed login and the unknown topic, issue 29's bug; healthy for the forbidden topic,
+whose sends the client refuses at once; the error named in none; the `writes_rejected`
+verdict of branch writes-rejected is the fix, after which these must pass and the marks
+go) and the wrapper under a quota (producer_hung while
+throttled: the telemetry stall rule takes a producer the broker keeps waiting for hung,
+at any stall threshold below the throttle time, which Kafka does not bound for byte-rate
+quotas; an open finding, docs/lab.md). Strict: a mark that starts passing
 fails the run, so it cannot outlive the fix.
 """
 
@@ -52,8 +55,9 @@ REFUSED = ("too-large", "not-authorized", "login-failed", "unknown-topic")
 
 ISSUE_29 = pytest.mark.xfail(
     strict=True,
-    reason="issue 29: main's sidecar calls the wrapper's refused writes metadata_stale / "
-    "producer_hung and names no error; writes_rejected (branch writes-rejected) fixes it",
+    reason="issue 29: main's sidecar names no error for the wrapper's refused writes and "
+    "calls three of the four metadata_stale / producer_hung; writes_rejected (branch "
+    "writes-rejected) is the fix",
 )
 THROTTLED_HUNG = pytest.mark.xfail(
     strict=True,
