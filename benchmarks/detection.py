@@ -42,7 +42,7 @@ from hangwatch_demo.demo_cli import add_report_option, finish_report
 from hangwatch_demo.harness import run_scenario, stop_process, workload
 from hangwatch_demo.report.recorder import Recorder
 from hangwatch_demo.scenarios import SCENARIOS, TOPIC, Timing
-from hangwatch_lab import Lab
+from hangwatch_lab import Lab, kafkajars
 from hangwatch_testing.processes import SidecarCost, sidecar_command
 
 MEASURED = [n for n, s in SCENARIOS.items() if not s.control and s.producer != "jvm"]
@@ -72,6 +72,7 @@ def detection(repeats: int, recorder: Recorder, engine: str, only: list[str]) ->
     )
     print(header + f"  {'producer 1st error s (median, max)':>34}")
     print(f"(producer errors are waited for up to {ERROR_WAIT:.0f} s after the fault)")
+    print(f"(engine kafka: Apache Kafka {kafkajars.default_version()}, the lab's default)")
     for name in [n for n in MEASURED if not only or n in only]:
         scenario = SCENARIOS[name]
         on = scenario.engine if engine == "scenario" else engine
