@@ -200,12 +200,11 @@ def _print_status(status: dict[str, Any], as_json: bool) -> None:
         return
     engine = status.get("engine", DEFAULT_ENGINE)
     process = f"mock pid {status['mock_pid']}" if engine == "mock" else "one JVM per broker"
+    described = f" ({status['description']})" if status.get("description") else ""
     print(
-        f"bootstrap {status['bootstrap']}  engine {engine}  {process}  "
+        f"bootstrap {status['bootstrap']}  engine {engine}{described}  {process}  "
         f"{'running' if status['alive'] else 'DEAD'}"
     )
-    if status.get("description"):
-        print(f"  {status['description']}")
     for broker in status["brokers"]:
         pid = f"  pid {broker['pid']}" if broker.get("pid") else ""
         print(
