@@ -5,15 +5,17 @@ clear, and a client quota that only slows the client down. `refusals_lab` starts
 Apache Kafka lab (the default 4.x) holding every cause at once: a topic whose
 `max.message.bytes` is 200, automatic topic creation off, a SASL/PLAIN user allowed to
 write one topic and no other (StandardAuthorizer), and a `producer_byte_rate` quota on
-one client id. `watch_refusal` runs one producer through one `Refusal` - the hangwatch
-wrapper with its telemetry (`hangwatch_demo.workload`) or a plain confluent-kafka
-producer (`plain_producer`, no telemetry) - next to a real `hangwatch sidecar` process
-probing the topic the producer writes, its socket view narrowed to the producer's
-process, and records every verdict change with its reasons from the start, the
-sidecar's last /status, and what the producer itself reported (its errors, throttles,
-deliveries). The watch runs until `after_error_seconds` past the producer's first error
-(at least 3 stall periods: long enough for any stall rule to fire), or, for the quota,
-for `quota_watch_seconds`. Everything stops on every path.
+one client id per producer kind (a quota's accounting is per client id: a producer
+sharing one would inherit the throttle the one before it earned). `watch_refusal` runs
+one producer through one `Refusal` - the hangwatch wrapper with its telemetry
+(`hangwatch_demo.workload`) or a plain confluent-kafka producer (`plain_producer`, no
+telemetry) - next to a real `hangwatch sidecar` process probing the topic the producer
+writes, its socket view narrowed to the producer's process, and records every verdict
+change with its reasons from the start, the sidecar's last /status, and what the
+producer itself reported (its errors, throttles, deliveries). The watch runs until
+`after_error_seconds` past the producer's first error (at least 3 stall periods: long
+enough for any stall rule to fire), or, for the quota, for `quota_watch_seconds`.
+Everything stops on every path.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ class Refusal:
     error: str
     """The Kafka error name the producer meets (librdkafka's), or "" (the quota)."""
     kafka: tuple[str, ...] = ()
-    """`-X` properties of the producer (its SASL login, its client.id)."""
+    """`-X` properties of the producer (its SASL login, its client.id); `{kind}` is
+    replaced by the producer kind."""
     sasl: bool = False
     """The producer writes through the SASL listener."""
     value_bytes: int = 0
@@ -86,7 +89,7 @@ REFUSALS = {
             "quota",
             "open",
             "",
-            (f"client.id={QUOTA_CLIENT}",),
+            (f"client.id={QUOTA_CLIENT}-{{kind}}",),
             value_bytes=200,
             rate=40.0,
             message_timeout_ms=300_000,
@@ -107,7 +110,8 @@ def refusals_lab() -> Iterator[Lab]:
         sasl_users={USER: PASSWORD},
     ) as lab:
         lab.grant(USER, "open")
-        lab.set_quota(QUOTA_CLIENT, producer_byte_rate=QUOTA_BYTES_PER_SECOND)
+        for kind in PRODUCER_KINDS:  # one client id each: a quota's window is per client id
+            lab.set_quota(f"{QUOTA_CLIENT}-{kind}", producer_byte_rate=QUOTA_BYTES_PER_SECOND)
         yield lab
 
 
@@ -163,7 +167,7 @@ class _Producer:
         self.telemetry = work / "telemetry"
         self.telemetry.mkdir()
         self.out_path, self.err_path = work / "producer.out", work / "producer.err"
-        settings = [f"-X{p}" for p in refusal.kafka]
+        settings = [f"-X{p.replace('{kind}', kind)}" for p in refusal.kafka]
         if kind == "wrapper":
             argv = [
                 *(sys.executable, "-m", "hangwatch_demo.workload", "--bootstrap", bootstrap),
