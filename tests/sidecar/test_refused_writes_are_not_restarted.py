@@ -15,8 +15,10 @@ first error:
 
 each: the producer met the refusal (its own errors name it), and the sidecar never said
 `producer_hung` or `metadata_stale` (pod or producer verdict), whose policy default is a
-restart; for the wrapper, whose telemetry carries the error code, the sidecar's reasons
-or evidence name the error. A `producer_byte_rate` quota that throttles: the broker
+restart; for the wrapper, whose telemetry carries the error code, the sidecar says
+`writes_rejected` (issue 29's verdict for writes the cluster refuses) and its reasons or
+evidence name the error. A plain producer outside Spark shows the sidecar no error at
+all (no telemetry; the broker answers every request), so only the first holds for it. A `producer_byte_rate` quota that throttles: the broker
 throttled the producer, it kept delivering after the first throttle, and the sidecar
 said only `healthy` (after its first round's `unknown`). S1's sticky not-leader, which a
 restart does clear, still restarts: tests/sidecar/test_seed_scenarios_on_the_lab.py
@@ -88,7 +90,8 @@ def test_a_refused_write_is_never_a_restart_verdict(lab: Lab, refusal: str, kind
     assert seen.first_error_seconds is not None, f"the producer met no refusal: {seen.describe()}"
     assert any(case.error in error for error in seen.errors), seen.describe()
     assert not seen.verdicts & RESTART_CLASS, seen.describe()
-    if kind == "wrapper":
+    if kind == "wrapper":  # its telemetry carries the error code
+        assert "writes_rejected" in seen.verdicts, seen.describe()
         assert case.error in seen.sidecar_text(), seen.describe()
 
 
