@@ -18,11 +18,11 @@ each: the producer met the refusal (its own errors name it), and the sidecar nev
 restart; for the wrapper, whose telemetry carries the error code, the sidecar says
 `writes_rejected` (issue 29's verdict for writes the cluster refuses) and its reasons or
 evidence name the error. A plain producer outside Spark shows the sidecar no error at
-all (no telemetry; the broker answers every request), so only the first holds for it. A `producer_byte_rate` quota that throttles: the broker
-throttled the producer, it kept delivering after the first throttle, and the sidecar
-said only `healthy` (after its first round's `unknown`). S1's sticky not-leader, which a
-restart does clear, still restarts: tests/sidecar/test_seed_scenarios_on_the_lab.py
-(metadata_stale) and the demo.
+all (no telemetry; the broker answers every request), so only the first holds for it. A
+`producer_byte_rate` quota that throttles: the broker throttled the producer, it kept
+delivering after the first throttle, and the sidecar said only `healthy` (after its
+first round's `unknown`). S1's sticky not-leader, which a restart does clear, still
+restarts: tests/sidecar/test_seed_scenarios_on_the_lab.py (metadata_stale) and the demo.
 
 Marked strict xfail, each with what main's sidecar said when this was written: the
 wrapper's refusals (metadata_stale and producer_hung for the record too large, the
