@@ -1,5 +1,9 @@
 # The two Quickstart commands are `make demo` and `make test`; each installs what it needs.
-PY ?= python3
+# Everything runs in the project's own virtual environment, made by scripts/setup.sh
+# (HANGWATCH_VENV): the machine's Python and its site-packages are left alone.
+VENV ?= .venv
+PY ?= $(VENV)/bin/python
+export HANGWATCH_VENV := $(VENV)
 
 .PHONY: setup demo test test-fast check pytest bench image kube
 

@@ -6,7 +6,8 @@
 # their own versions (scripts/build-clients.sh, with maven), the image test's container
 # tools (buildah, podman, runc, debootstrap), Chromium (a test opens the demo's HTML
 # report headless), the node tier's CNI plugins and static libc, and the project itself
-# with its development extras. Java's JDK (javac) compiles the Java clients and a Spark
+# with its development extras, in the project's virtual environment .venv. Java's JDK
+# (javac) compiles the Java clients and a Spark
 # UDF; Maven resolves from Maven Central, once per version, Apache Kafka's jars for the
 # lab's real engine (lab/kafka/<line>/pom.xml, cached in ~/.cache/hangwatch/kafka/<version>) and Spark's
 # Kafka connector (hangwatch_pipeline/spark-kafka.pom.xml, ~/.cache/hangwatch/spark-kafka).
@@ -47,6 +48,8 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 [ -x /usr/lib/cni/bridge ] || need_apt+=(containernetworking-plugins)
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || need_apt+=(libc6-dev)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+# the project's virtual environment (Debian's python3 ships venv's ensurepip apart)
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v unzip >/dev/null 2>&1 || need_apt+=(unzip)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} from Debian" >&2
@@ -63,18 +66,27 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
   [ -z "$added_policy" ] || $SUDO rm -f /usr/sbin/policy-rc.d
 fi
-echo "setup: installing hangwatch-producer and hangwatch with its dev extras (pip)" >&2
+# Everything Python goes into the project's own virtual environment (HANGWATCH_VENV,
+# default .venv; the Makefile runs everything through its python): the machine's Python
+# and its site-packages are left as they were.
+venv=${HANGWATCH_VENV:-.venv}
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating the project's virtual environment $venv (the machine's Python is left alone)" >&2
+  python3 -m venv "$venv"
+fi
+py="$venv/bin/python"
+echo "setup: installing hangwatch-producer and hangwatch with its dev extras into $venv (pip)" >&2
 # hangwatch depends on hangwatch-producer (producer/, the wrapper an executor image
 # installs alone), which is not on PyPI: both come from this repository, editable.
-python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+"$py" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
   -e ./producer -e '.[dev]'
 # Apache Kafka's broker and tools jars for `hangwatch lab up --engine kafka`, both lines:
 # the default 4.x and 3.9 (the incidents' clients older than 2.1); a no-op when cached,
 # about 20 s each from an empty Maven repository.
-python3 -m hangwatch_lab.kafkajars >/dev/null
+"$py" -m hangwatch_lab.kafkajars >/dev/null
 # Spark's Kafka connector and the jars it needs beside pyspark's (a no-op when cached;
 # about 17 s from an empty Maven repository).
-python3 -m hangwatch_pipeline.spark_kafka
+"$py" -m hangwatch_pipeline.spark_kafka
 # The incidents' own clients at their own versions (Go module proxy, Maven Central), built
 # into ~/.cache/hangwatch/incident-clients; a no-op when cached.
 bash scripts/build-clients.sh >/dev/null
