@@ -6,10 +6,11 @@ otherwise every Python process of the PID namespace the sidecar sees, less its o
 In a pod that needs `shareProcessNamespace: true` (always set by the operator) and
 `CAP_SYS_PTRACE` (granted only when the policy's opt-in `processView` is on and the
 namespace's Pod Security level is privileged: see docs/threat-model.md). A process is
-Python when its command line's program is named python*. At most `MAX_PROCESSES` are sampled, each with `py-spy dump --native --json`
-(it pauses the process for the few milliseconds of the read), concurrently, each bounded
-by a timeout. Any failure makes the sample unavailable with a one-line reason, so the
-verdict engine judges without it (silence then stays `producer_silent`).
+Python when its command line's program is named python*. At most `MAX_PROCESSES` are
+sampled, each with `py-spy dump --native --json` (it pauses the process for the few
+milliseconds of the read), concurrently, each bounded by a timeout. Any failure makes
+the sample unavailable with a one-line reason, so the verdict engine judges without it
+(silence then stays `producer_silent`).
 """
 
 from __future__ import annotations
