@@ -230,7 +230,7 @@ def build_status(
         ),
         "recentActions": recent,
         "notJudged": [
-            {"feature": str(feature), "pods": pods, "evidence": LOST[feature]}
+            {"feature": str(feature), "watchedPods": pods, "evidence": LOST[feature]}
             for feature, pods in findings.not_judged().items()
         ],
     }
