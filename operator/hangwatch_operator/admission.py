@@ -65,6 +65,9 @@ class Review:
     """The object's namespace, else the request's (CREATE may omit it in the object)."""
     pod: Mapping[str, Any]
     operation: str
+    dry_run: bool = False
+    """`request.dryRun`: nothing may be written because of it (the webhook declares
+    `sideEffects: None`), so a feature left out is logged, not posted as an Event."""
 
     @property
     def pod_name(self) -> str:
@@ -98,6 +101,8 @@ class Admission:
     """Features of the policy the namespace's Pod Security level forbids (not injected)."""
     level: Level | None = None
     """The level that forbade them."""
+    dry_run: bool = False
+    """The request was a dry run (no Event may be posted for it)."""
 
 
 class _Shape(ValueError):
@@ -196,6 +201,7 @@ def admit(
         mode=mode,
         left_out=left_out,
         level=level if left_out else None,
+        dry_run=review.dry_run,
     )
 
 
@@ -236,7 +242,7 @@ def _review(api_version: str, uid: str, request: Mapping[str, Any]) -> Review:
     request_namespace = _optional(request, "namespace", str, "request")
     _check_pod(pod)
     namespace = pod["metadata"].get("namespace") or request_namespace or ""
-    return Review(api_version, uid, namespace, pod, operation)
+    return Review(api_version, uid, namespace, pod, operation, request.get("dryRun") is True)
 
 
 def _check_pod(pod: Mapping[str, Any]) -> None:

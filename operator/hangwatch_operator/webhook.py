@@ -25,7 +25,8 @@ process view), the injector reads the namespace's enforced level first
 (`namespace_levels`, cached) and `admit` leaves out what that level forbids, with an
 AdmissionReview warning; such admissions are also logged and posted as a Warning Event
 on the policy (the pod has no uid yet at admission), at most once per policy and
-namespace per `renotify_seconds`, with the number of pods since. Pods of other
+namespace per `renotify_seconds`, with the number of pods since (a dry run is only
+logged: the webhook declares no side effects). Pods of other
 policies cost no read.
 
 Logging costs nothing per request at INFO: every admission is counted in
@@ -208,8 +209,11 @@ class Injector:
 
     def _features_left_out(self, admission: Admission, pod: str) -> None:
         """Log and post an Event on the policy, at most once per `renotify_seconds` per
-        policy and namespace (with the count of pods since)."""
+        policy and namespace (with the count of pods since); a dry run is logged only."""
         namespace = pod.split("/", 1)[0]
+        if admission.dry_run:
+            log.info("Dry run: %s", left_out_message(admission.warnings, pod, 1))
+            return
         key = (namespace, admission.policy)
         now = time.monotonic()
         due, count = self._left_out.get(key, (0.0, 0))

@@ -14,7 +14,8 @@ it was) and once injected. Checked, case by case: the injected pod is admitted w
 the uninjected one is; it carries the sidecar (the webhook ran); the process view's
 SYS_PTRACE is there in the privileged namespace only, elsewhere its sidecar is told
 what it cannot judge (`HANGWATCH_NOT_JUDGED`), the API server passes the webhook's
-warning on and the policy gets a `HangwatchFeatureLeftOut` Event; the sidecar of a
+warning on and, for a real create, the policy gets a `HangwatchFeatureLeftOut` Event
+(a dry run posts none: the webhook declares no side effects); the sidecar of a
 pod that declares its user runs as that user.
 
 The control: the same pods with the sidecar as the webhook injected it before it knew
@@ -228,25 +229,34 @@ def print_matrix(results: list[tuple[str, str, str, str, bool, bool]]) -> None:
 def test_a_left_out_feature_is_an_event_on_the_policy(
     cluster: LocalCluster, release: HelmRelease, matrix_operator: OperatorRun
 ) -> None:
+    """A real create (a dry run posts nothing: the webhook declares no side effects)."""
     namespace = namespace_of(Level.BASELINE)
     body = pod_body("spark-submit", InjectionMode.NATIVE, True, opted_out=False)
-    assert dry_run_create(cluster, namespace, body).admitted
+    body["metadata"]["name"] = "exec-event"
+    cluster.kubectl("create", "-n", namespace, "-f", "-", stdin=json.dumps(body))
+    try:
 
-    def posted() -> bool:
-        done = cluster.kubectl(
-            "get",
-            "events",
-            "-n",
-            namespace,
-            "--field-selector",
-            f"involvedObject.name={variant(InjectionMode.NATIVE, True)},"
-            "involvedObject.kind=ProducerHealthPolicy,reason=HangwatchFeatureLeftOut",
-            "-o",
-            "json",
-        )
-        return bool(json.loads(done.stdout)["items"])
+        def posted() -> list[dict[str, Any]]:
+            done = cluster.kubectl(
+                "get",
+                "events",
+                "-n",
+                namespace,
+                "--field-selector",
+                f"involvedObject.name={variant(InjectionMode.NATIVE, True)},"
+                "involvedObject.kind=ProducerHealthPolicy,reason=HangwatchFeatureLeftOut",
+                "-o",
+                "json",
+            )
+            items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
+            return items
 
-    matrix_operator.wait_for("the HangwatchFeatureLeftOut Event", posted)
+        (event, *_) = matrix_operator.wait_for("the HangwatchFeatureLeftOut Event", posted)
+        assert event["type"] == "Warning" and event["involvedObject"]["uid"]
+        assert f"Pod {namespace}/exec-event" in event["message"], event["message"]
+        assert "process_view left out" in event["message"], event["message"]
+    finally:
+        cluster.kubectl("delete", "pod", "exec-event", "-n", namespace, "--wait=false")
 
 
 def test_control_the_old_injection_is_refused_below_privileged(

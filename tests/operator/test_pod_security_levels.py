@@ -10,7 +10,8 @@ default injection never adds a capability at any level; the sidecar runs as the
 executor's declared user and group, never root (hypothesis: any securityContext
 values); the webhook reads a namespace only for a policy that asks for such a feature,
 caches it, shares concurrent reads and treats a failed read as restricted; an Event on
-the policy once per `renotify_seconds` with the count of pods since; the policy's
+the policy once per `renotify_seconds` with the count of pods since, none for a dry
+run; the policy's
 status counts the pods whose sidecars report features left out.
 """
 
@@ -260,6 +261,20 @@ def test_a_left_out_feature_is_an_event_on_the_policy_once_per_renotify() -> Non
     }
     assert "process_view left out" in event["message"]
     assert f"Pod spark-jobs/{executor_pod()['metadata']['name']}" in event["message"]
+
+
+def test_a_dry_run_posts_no_event() -> None:
+    async def scenario() -> list[dict[str, Any]]:
+        api = _Api()
+        injector = Injector(SETTINGS, 30, {"spark-jobs": [VIEWING]}, api=api)  # type: ignore[arg-type]
+        review = admission_review(executor_pod(), "spark-jobs")
+        review["request"]["dryRun"] = True
+        body = json.loads(injector.answer(json.dumps(review).encode()))
+        assert body["response"]["warnings"]  # the warning still reaches the client
+        await asyncio.sleep(0)
+        return api.events
+
+    assert asyncio.run(scenario()) == []
 
 
 def test_the_answer_carries_the_warning() -> None:
