@@ -41,7 +41,7 @@ from hangwatch_operator.injection import INJECT_ANNOTATION, SIDECAR_CONTAINER, b
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
 from hangwatch_testing.emulated_cluster import OperatorRun
-from hangwatch_testing.spark_pods import executor_pod
+from hangwatch_testing.spark_pods import SPARK_UID, executor_pod, make_restricted
 from hangwatch_testing.structural import EXAMPLES
 from tests.kube.cluster import LocalCluster
 from tests.kube.release import HelmRelease, running_operator
@@ -53,7 +53,6 @@ MATRIX_LABEL = "hangwatch.dev/matrix"
 MODES = (InjectionMode.NATIVE, InjectionMode.LEGACY)
 VIEWS = (False, True)
 SHAPES = ("spark-submit", "restricted-compliant")
-SPARK_UID = 185
 
 
 def namespace_of(level: Level) -> str:
@@ -80,17 +79,7 @@ def pod_body(shape: str, mode: InjectionMode, view: bool, *, opted_out: bool) ->
     )
     body["metadata"]["name"] = f"exec-{shape}-{variant(mode, view)}"
     if shape == "restricted-compliant":
-        body["spec"]["securityContext"] = {
-            "runAsNonRoot": True,
-            "runAsUser": SPARK_UID,
-            "runAsGroup": SPARK_UID,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        }
-        for container in body["spec"]["containers"]:
-            container["securityContext"] = {
-                "allowPrivilegeEscalation": False,
-                "capabilities": {"drop": ["ALL"]},
-            }
+        make_restricted(body)
     return body
 
 
