@@ -10,7 +10,10 @@ AdmissionReview for `admission.k8s.io/v1` or `v1beta1`, whichever the request us
 Everything fails open: a malformed review, a pod with a field of the wrong type, a
 conflict or a bug all end in `allowed: true` without a patch, with a warning the
 API server passes on to the client, so hangwatch is never the reason a pod does not
-start. `Result` holds the bounded label values of
+start. A policy feature the namespace's enforced Pod Security level forbids
+(`hangwatch.pod_security`) is left out of the injection, named in a warning and in
+`Admission.left_out` (the webhook records an Event): the injected pod is admitted
+wherever the uninjected one is. `Result` holds the bounded label values of
 `hangwatch_operator_webhook_requests_total`. Problem details name the field and
 what was expected, never a value from the pod (values may be secrets).
 """
@@ -24,9 +27,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from hangwatch import pod_security
+from hangwatch.pod_security import Feature, Level, forbidden
 from hangwatch_operator.injection import (
     InjectionConflictError,
     build_sidecar_patch,
+    policy_features,
     resolve_injection_mode,
 )
 from hangwatch_operator.policies import Policy, matching_policy
@@ -59,6 +65,9 @@ class Review:
     """The object's namespace, else the request's (CREATE may omit it in the object)."""
     pod: Mapping[str, Any]
     operation: str
+    dry_run: bool = False
+    """`request.dryRun`: nothing may be written because of it (the webhook declares
+    `sideEffects: None`), so a feature left out is logged, not posted as an Event."""
 
     @property
     def pod_name(self) -> str:
@@ -88,6 +97,12 @@ class Admission:
     policy: str = ""
     mode: InjectionMode | None = None
     error: Exception | None = field(default=None, compare=False)
+    left_out: tuple[Feature, ...] = ()
+    """Features of the policy the namespace's Pod Security level forbids (not injected)."""
+    level: Level | None = None
+    """The level that forbade them."""
+    dry_run: bool = False
+    """The request was a dry run (no Event may be posted for it)."""
 
 
 class _Shape(ValueError):
@@ -132,13 +147,33 @@ def review_from(document: Any) -> Review | Malformed:
         return Malformed(str(problem), version, echo)
 
 
+def covering_policy(review: Review | Malformed, policies: Iterable[Policy]) -> Policy | None:
+    """The policy `admit` would inject for, if any (never raises)."""
+    if not isinstance(review, Review) or review.operation != "CREATE":
+        return None
+    try:
+        return matching_policy(review.pod, policies)
+    except Exception:  # noqa: BLE001 - `admit` reports it
+        return None
+
+
+def needs_level(review: Review | Malformed, policies: Iterable[Policy]) -> bool:
+    """Whether `admit` needs the namespace's enforced level: a covering policy asks for a
+    feature some level forbids (so the lookup is only made for such policies)."""
+    policy = covering_policy(review, policies)
+    return policy is not None and bool(policy_features(policy))
+
+
 def admit(
     review: Review,
     policies: Iterable[Policy],
     settings: OperatorSettings,
     server_minor: int | None,
+    level: Level = Level.RESTRICTED,
 ) -> Admission:
-    """Inject the sidecar if a policy covers the pod; fail open whatever happens."""
+    """Inject the sidecar if a policy covers the pod, without the features `level` (the
+    namespace's enforced Pod Security level; restricted when unknown) forbids; fail open
+    whatever happens."""
     if review.operation != "CREATE":
         return Admission(Result.SKIPPED)
     policy: Policy | None = None
@@ -147,7 +182,8 @@ def admit(
         if policy is None:
             return Admission(Result.SKIPPED)
         mode = resolve_injection_mode(policy.sidecar.injection_mode, settings, server_minor)
-        ops = build_sidecar_patch(review.pod, policy, settings, mode)
+        left_out = forbidden(policy_features(policy), level)
+        ops = build_sidecar_patch(review.pod, policy, settings, mode, left_out)
     except InjectionConflictError as exc:
         name = policy.name if policy is not None else ""
         return Admission(Result.SKIPPED, warnings=(WARNING_PREFIX + str(exc),), policy=name)
@@ -156,7 +192,17 @@ def admit(
         return Admission(Result.ERROR, warnings=(warning,), error=exc)
     if not ops:
         return Admission(Result.SKIPPED, policy=policy.name, mode=mode)
-    return Admission(Result.INJECTED, ops, policy=policy.name, mode=mode)
+    notes = tuple(pod_security.warning(f, level, review.namespace) for f in left_out)
+    return Admission(
+        Result.INJECTED,
+        ops,
+        warnings=notes,
+        policy=policy.name,
+        mode=mode,
+        left_out=left_out,
+        level=level if left_out else None,
+        dry_run=review.dry_run,
+    )
 
 
 def malformed(problem: Malformed) -> Admission:
@@ -196,7 +242,7 @@ def _review(api_version: str, uid: str, request: Mapping[str, Any]) -> Review:
     request_namespace = _optional(request, "namespace", str, "request")
     _check_pod(pod)
     namespace = pod["metadata"].get("namespace") or request_namespace or ""
-    return Review(api_version, uid, namespace, pod, operation)
+    return Review(api_version, uid, namespace, pod, operation, request.get("dryRun") is True)
 
 
 def _check_pod(pod: Mapping[str, Any]) -> None:

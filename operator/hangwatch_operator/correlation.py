@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hangwatch.contracts import Verdict
+from hangwatch.pod_security import Feature
 from hangwatch.wire.status import FailureBudget
 from hangwatch_operator.policies import NODE_FAULT_MIN_PODS
 from hangwatch_operator.sidecar_status import PodReport
@@ -58,6 +59,8 @@ class PodFinding:
     """The application's executor failure budget, as the pod's sidecar read it."""
     brokers: tuple[str, ...] = ()
     """Broker addresses the pod's sidecar could not use in its last probe."""
+    not_judged: tuple[Feature, ...] = ()
+    """Features the pod's Pod Security level left out, as its sidecar said."""
 
     @property
     def unhealthy(self) -> bool:
@@ -94,6 +97,11 @@ class Findings:
         counts = {str(v): tally.get(str(v), 0) for v in Verdict}
         counts[SIDECAR_UNREACHABLE] = sum(1 for f in self.watched if f.unobservable)
         return counts
+
+    def not_judged(self) -> dict[Feature, int]:
+        """Watched pods per feature their Pod Security level left out (absent: none)."""
+        tally = Counter(f for p in self.watched for f in p.not_judged)
+        return {f: tally[f] for f in Feature if tally[f]}
 
     def with_verdict(self, verdict: Verdict) -> tuple[PodFinding, ...]:
         return tuple(f for f in self.watched if f.verdict is verdict)
@@ -156,6 +164,7 @@ def _finding(report: PodReport, faulty: Mapping[str, str]) -> PodFinding:
             since=status.since,
             failure_budget=status.failure_budget,
             brokers=status.failing_brokers,
+            not_judged=status.not_judged,
         )
     return PodFinding(
         report.pod,
@@ -165,4 +174,5 @@ def _finding(report: PodReport, faulty: Mapping[str, str]) -> PodFinding:
         status.since,
         failure_budget=status.failure_budget,
         brokers=status.failing_brokers,
+        not_judged=status.not_judged,
     )

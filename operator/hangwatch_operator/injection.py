@@ -17,22 +17,35 @@ Lifecycle, so that executor pods still finish:
   true`; `hangwatch sidecar --exit-when-gone <fragment>` exits 0 once no process whose
   command line contains the executor's main class is left, so the pod completes.
 
-The Python stack view (policy `processView.enabled`, on by default) needs the pod's
-process namespace shared (`shareProcessNamespace: true`, in either mode) and ptrace for
-the sidecar's py-spy only: the sidecar keeps `drop: [ALL]` and adds `SYS_PTRACE` to its
-bounding set, and the image gives that capability to the py-spy binary alone (a file
-capability, so `allowPrivilegeEscalation` must stay true for it to take effect on exec);
-the sidecar's own Python process runs with no effective capability
-(docs/threat-model.md). With the view off, none of this is set.
+Privileges (docs/threat-model.md): by default the sidecar passes the restricted Pod
+Security Standard, so the injection never makes a pod inadmissible: no capability
+(`drop: [ALL]`), `allowPrivilegeEscalation: false`, `runAsNonRoot`, seccomp
+`RuntimeDefault`, a read-only root filesystem. It runs as the executor container's own
+user and group when the pod declares them (the container's `securityContext`, else the
+pod's; never root), else as 65532: the same user reads the executor's /proc and can use
+the JVM's attach mechanism without any capability. The pod's process namespace is
+shared (`shareProcessNamespace: true`, admitted by every level): legacy injection needs
+it to see the executor end, and same-user evidence needs the executor's processes
+visible.
+
+The Python stack view (policy `processView.enabled`, off by default) is the one
+feature that needs more: ptrace for the sidecar's py-spy only: `SYS_PTRACE` in the
+sidecar's bounding set and `allowPrivilegeEscalation: true` (the image gives that
+capability to the py-spy binary alone, a file capability, which takes effect on exec
+only with escalation allowed); the sidecar's own Python process runs with no effective
+capability. Only the privileged level admits it: `left_out` (what the namespace's level
+forbids, `hangwatch.pod_security`) removes it and names it to the sidecar
+(`NOT_JUDGED_ENV`), whose /status then says what the pod cannot judge.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from hangwatch import spark_driver
+from hangwatch.pod_security import NOT_JUDGED_ENV, Feature, format_not_judged
 from hangwatch.wire import sidecar_http
 from hangwatch_operator.policies import Policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
@@ -54,7 +67,8 @@ BOOTSTRAP_FLAG = "--bootstrap"
 SPARK_CONTAINERS = frozenset({"spark-kubernetes-executor", "spark-kubernetes-driver"})
 """Spark's default container names; with pod templates, `SPARK_EXECUTOR_ID` finds it."""
 SIDECAR_UID = 65532
-"""The conventional `nonroot` user of distroless images; not Spark's 185."""
+"""The sidecar's user (and group) when the pod declares none for the executor: the
+conventional `nonroot` user of distroless images."""
 
 _DOWNWARD = {
     "HANGWATCH_POD_NAME": "metadata.name",
@@ -144,10 +158,21 @@ def sidecar_args(policy: Policy, settings: OperatorSettings, mode: InjectionMode
     return args
 
 
+def policy_features(policy: Policy) -> frozenset[Feature]:
+    """The features of `policy` whose injection needs more than the restricted level."""
+    return frozenset({Feature.PROCESS_VIEW} if policy.process_view.enabled else ())
+
+
 def sidecar_container(
-    policy: Policy, settings: OperatorSettings, mode: InjectionMode
+    policy: Policy,
+    settings: OperatorSettings,
+    mode: InjectionMode,
+    left_out: Collection[Feature] = (),
+    identity: tuple[int, int] = (SIDECAR_UID, SIDECAR_UID),
 ) -> dict[str, Any]:
-    """The sidecar container (an init container with restartPolicy Always when native)."""
+    """The sidecar container (an init container with restartPolicy Always when native),
+    without the features in `left_out`, running as `identity` (uid, gid)."""
+    uid, gid = identity
     probe = {"httpGet": {"path": sidecar_http.HEALTHZ_PATH, "port": PORT_NAME}, "timeoutSeconds": 2}
     container: dict[str, Any] = {
         "name": SIDECAR_CONTAINER,
@@ -155,7 +180,7 @@ def sidecar_container(
         "command": list(SIDECAR_COMMAND),
         "args": sidecar_args(policy, settings, mode),
         "ports": [{"name": PORT_NAME, "containerPort": settings.sidecar_port, "protocol": "TCP"}],
-        "env": _sidecar_env(policy, settings),
+        "env": _sidecar_env(policy, settings, left_out),
         "resources": _resources(policy),
         "volumeMounts": [
             {"name": TELEMETRY_VOLUME, "mountPath": settings.telemetry_dir, "readOnly": True}
@@ -164,11 +189,11 @@ def sidecar_container(
         "livenessProbe": {**probe, "initialDelaySeconds": 10, "periodSeconds": 20},
         # No capability: the socket view's sock_diag netlink dump of the pod's own network
         # namespace (shared by every container of the pod, native or legacy injection) is
-        # answered to any user; it reads no other process's memory or files.
+        # answered to any user; same-user /proc reads need none either.
         "securityContext": {
             "runAsNonRoot": True,
-            "runAsUser": SIDECAR_UID,
-            "runAsGroup": SIDECAR_UID,
+            "runAsUser": uid,
+            "runAsGroup": gid,
             "readOnlyRootFilesystem": True,
             "allowPrivilegeEscalation": False,
             "capabilities": {"drop": ["ALL"]},
@@ -176,7 +201,7 @@ def sidecar_container(
         },
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
-    if policy.process_view.enabled:
+    if Feature.PROCESS_VIEW in policy_features(policy) - set(left_out):
         security = container["securityContext"]
         security["capabilities"] = {"drop": ["ALL"], "add": ["SYS_PTRACE"]}
         security["allowPrivilegeEscalation"] = True  # py-spy's file capability on exec
@@ -188,11 +213,16 @@ def sidecar_container(
 
 
 def build_sidecar_patch(
-    pod: Mapping[str, Any], policy: Policy, settings: OperatorSettings, mode: InjectionMode
+    pod: Mapping[str, Any],
+    policy: Policy,
+    settings: OperatorSettings,
+    mode: InjectionMode,
+    left_out: Collection[Feature] = (),
 ) -> list[dict[str, Any]]:
     """JSONPatch ops that inject the sidecar into `pod`; [] if opted out or already injected.
 
-    `mode` must be resolved (NATIVE or LEGACY, see `resolve_injection_mode`). Raises
+    `mode` must be resolved (NATIVE or LEGACY, see `resolve_injection_mode`); `left_out`
+    are the policy's features the namespace's Pod Security level forbids. Raises
     `InjectionConflictError` when the pod already uses the telemetry volume's name or
     the sidecar's port for something else.
     """
@@ -203,19 +233,49 @@ def build_sidecar_patch(
     spec = pod.get("spec") or {}
     _check_conflicts(spec, settings)
     ops = _metadata_ops(pod.get("metadata") or {}, policy, settings, mode)
-    shares = mode is InjectionMode.LEGACY or policy.process_view.enabled
-    if shares and not spec.get("hostPID") and spec.get("shareProcessNamespace") is not True:
+    if not spec.get("hostPID") and spec.get("shareProcessNamespace") is not True:
         ops.append(_add("/spec/shareProcessNamespace", True))  # hostPID already shares
     ops.append(_append(spec, "/spec/volumes", {"name": TELEMETRY_VOLUME, "emptyDir": {}}))
     spark_containers = [(i, spec["containers"][i]) for i in spark_container_indexes(pod)]
     for index, container in spark_containers:
         ops += _spark_container_ops(container, index, settings)
     target = "initContainers" if mode is InjectionMode.NATIVE else "containers"
-    sidecar = sidecar_container(policy, settings, mode)
+    identity = executor_identity(spec, [c for _, c in spark_containers])
+    sidecar = sidecar_container(policy, settings, mode, left_out, identity)
     sidecar["env"] += driver_env(container for _, container in spark_containers)
     ops.append(_append(spec, f"/spec/{target}", sidecar))
     return ops
 
+
+def executor_identity(
+    spec: Mapping[str, Any], spark_containers: Iterable[Mapping[str, Any]]
+) -> tuple[int, int]:
+    """(uid, gid) the sidecar runs as: the first Spark container's declared user and group
+    (its `securityContext`, else the pod's), `SIDECAR_UID` for what neither declares.
+
+    Never root: a uid of 0 (or a value that is not a non-negative integer) is not
+    copied, so the sidecar keeps `runAsNonRoot` and its own user. A group of 0 is copied:
+    it grants the sidecar nothing the executor's files do not already grant its group.
+    """
+    pod_context = spec.get("securityContext")
+    contexts = [*[c.get("securityContext") for c in spark_containers][:1], pod_context]
+    uid = _declared(contexts, "runAsUser", minimum=1)
+    gid = _declared(contexts, "runAsGroup", minimum=0)
+    return (SIDECAR_UID if uid is None else uid, SIDECAR_UID if gid is None else gid)
+
+
+def _declared(contexts: Iterable[Any], key: str, minimum: int) -> int | None:
+    """The first context's `key` that declares it; None if that value is unusable."""
+    for context in contexts:
+        if isinstance(context, dict) and context.get(key) is not None:
+            value = context[key]
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            return value if ok and minimum <= value <= MAX_ID else None
+    return None
+
+
+MAX_ID = 2**31 - 1
+"""Largest uid/gid the API server accepts in a securityContext."""
 
 _COPYABLE_SOURCES = frozenset({"fieldRef", "configMapKeyRef", "secretKeyRef"})
 """`valueFrom` sources that mean the same in any container of the pod."""
@@ -312,7 +372,9 @@ def _spark_container_ops(
     return ops
 
 
-def _sidecar_env(policy: Policy, settings: OperatorSettings) -> list[dict[str, Any]]:
+def _sidecar_env(
+    policy: Policy, settings: OperatorSettings, left_out: Collection[Feature]
+) -> list[dict[str, Any]]:
     env = [_value_env(telemetry.DIR_ENV, settings.telemetry_dir)]
     env += [_field_env(name, path) for name, path in _SIDECAR_DOWNWARD.items()]
     # Timeouts ride in the sidecar's settings variables rather than flags, outside the
@@ -329,8 +391,11 @@ def _sidecar_env(policy: Policy, settings: OperatorSettings) -> list[dict[str, A
             "HANGWATCH_FRESH_CONNECT_INTERVAL_SECONDS", str(probes.fresh_connect_interval_seconds)
         )
     )
-    stacks = policy.process_view.enabled
+    features = policy_features(policy)
+    stacks = Feature.PROCESS_VIEW in features - set(left_out)
     env.append(_value_env("HANGWATCH_PYTHON_STACKS", "true" if stacks else "false"))
+    if not_judged := format_not_judged(features & set(left_out)):
+        env.append(_value_env(NOT_JUDGED_ENV, not_judged))
     view = policy.socket_view
     env.append(_value_env("HANGWATCH_SOCKET_VIEW", "true" if view.enabled else "false"))
     if view.ports:

@@ -4,7 +4,8 @@ Used by `actuation` (delete pods, read and patch nodes), `remediation` (post Eve
 patch policy status), built once by `handlers` at start-up, from the in-cluster
 service account or, outside a cluster, the kubeconfig (the same sources kopf logs in
 with); and by `policy_watch` (list and watch ProducerHealthPolicies for the webhook,
-with a client of its own that `webhook` builds at start-up). Responses are read as
+with a client of its own that `webhook` builds at start-up, which `namespace_levels`
+also uses to read a namespace's Pod Security labels). Responses are read as
 plain JSON, not as generated models, and every failure becomes `KubeApiError` with
 the HTTP status, so callers handle one exception type. Patches are JSON merge
 patches, which every API server and resource accepts. A watch yields the raw lines
@@ -84,6 +85,13 @@ class KubeApi:
         return await self._json(
             self._core.read_node_without_preload_content(
                 name, _request_timeout=REQUEST_TIMEOUT_SECONDS
+            )
+        )
+
+    async def get_namespace(self, name: str, timeout_seconds: float) -> dict[str, Any]:
+        return await self._json(
+            self._core.read_namespace_without_preload_content(
+                name, _request_timeout=timeout_seconds
             )
         )
 

@@ -222,10 +222,11 @@ class SocketView:
 
 @dataclass(frozen=True)
 class ProcessView:
-    """`spec.processView`: the sidecar may read the executor's Python threads (py-spy):
-    the pod shares its process namespace and the sidecar's py-spy may ptrace."""
+    """`spec.processView`: the sidecar may read the executor's Python threads (py-spy),
+    which needs ptrace (SYS_PTRACE): opt-in, and only where the namespace's Pod Security
+    level is privileged (`hangwatch.pod_security`)."""
 
-    enabled: bool = True
+    enabled: bool = False
 
 
 @dataclass(frozen=True)
@@ -298,6 +299,8 @@ class Policy:
     sidecar: SidecarSpec = field(default_factory=SidecarSpec)
     socket_view: SocketView = field(default_factory=SocketView)
     process_view: ProcessView = field(default_factory=ProcessView)
+    uid: str = field(default="", compare=False)
+    """The object's metadata.uid (Events about the policy name it); empty in tests."""
 
 
 def kafka_env_name(prop: str) -> str:
@@ -336,6 +339,7 @@ def _parse(body: Mapping[str, Any]) -> Policy:
         Policy(
             name=str(meta.get("name") or ""),
             namespace=str(meta.get("namespace") or ""),
+            uid=str(meta.get("uid") or ""),
             selector=_selector(spec.get("selector") or {}),
             roles=frozenset(_enum_list(spec, "roles", Role, [Role.EXECUTOR])),
             kafka=_kafka(_section(spec, "kafka")),
@@ -346,7 +350,7 @@ def _parse(body: Mapping[str, Any]) -> Policy:
             sidecar=_sidecar(_section(spec, "sidecar")),
             socket_view=_socket_view(_section(spec, "socketView")),
             process_view=ProcessView(
-                _flag(_section(spec, "processView"), "processView.enabled", True)
+                _flag(_section(spec, "processView"), "processView.enabled", False)
             ),
         )
     )

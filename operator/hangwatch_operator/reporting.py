@@ -14,11 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hangwatch.pod_security import LOST
 from hangwatch_operator.correlation import Findings, PodFinding
 from hangwatch_operator.decisions import Decision, Gates
 from hangwatch_operator.history import ActionRecord
 from hangwatch_operator.operations import Operation, Outcome, Suppression
-from hangwatch_operator.policies import Policy
+from hangwatch_operator.policies import GROUP, KIND, VERSION, Policy
 from hangwatch_operator.watched import WatchedPod, format_time
 
 RECENT_ACTIONS_MAX = 20
@@ -106,6 +107,27 @@ def event_body(
         "source": {"component": REPORTING_COMPONENT},
         "reportingComponent": REPORTING_COMPONENT,
     }
+
+
+LEFT_OUT_REASON = "HangwatchFeatureLeftOut"
+"""Event reason: the webhook injected a pod without a feature its namespace forbids."""
+
+
+def policy_reference(policy: Policy) -> dict[str, str]:
+    """An Event's involvedObject for a ProducerHealthPolicy."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": KIND,
+        "name": policy.name,
+        "namespace": policy.namespace,
+        "uid": policy.uid,
+    }
+
+
+def left_out_message(warnings: Sequence[str], pod: str, since_last: int) -> str:
+    """The Event's message: the admission warnings, the pod, how many pods since the last."""
+    others = f" ({since_last} pods since the last such Event)" if since_last > 1 else ""
+    return f"{' '.join(warnings)}. Pod {pod}{others}."
 
 
 def pod_reference(pod: WatchedPod) -> dict[str, str]:
@@ -207,6 +229,10 @@ def build_status(
             generation,
         ),
         "recentActions": recent,
+        "notJudged": [
+            {"feature": str(feature), "watchedPods": pods, "evidence": LOST[feature]}
+            for feature, pods in findings.not_judged().items()
+        ],
     }
     if generation is not None:
         status["observedGeneration"] = generation

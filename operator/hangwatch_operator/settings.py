@@ -19,6 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, get_origin, get_type_hints
 
+from hangwatch.pod_security import Level
 from hangwatch.wire import sidecar_http
 from hangwatch_producer.wire.telemetry import DEFAULT_DIR as DEFAULT_TELEMETRY_DIR
 
@@ -116,6 +117,14 @@ class OperatorSettings:
     """What the API server does when the webhook fails or times out. Ignore: a down
     operator must never stop Spark from starting executors; the pod then simply runs
     unwatched. `Fail` only where running unwatched is worse than not running."""
+
+    pod_security_default: Level = Level.RESTRICTED
+    """The Pod Security level the cluster enforces in a namespace without a
+    `pod-security.kubernetes.io/enforce` label (the API server's PodSecurity admission
+    configuration, which the operator cannot read). Kubernetes' own default is
+    `privileged`; hangwatch assumes `restricted` unless told, so a feature a policy opts
+    into (the process view) is never injected where it could be refused: set
+    `privileged` (chart: `webhook.podSecurityDefault`) if that is what the cluster runs."""
 
     watch_namespaces: tuple[str, ...] = ()
     """Namespaces (or kopf namespace patterns) the operator serves; empty: all of them.
@@ -218,6 +227,8 @@ def _convert(name: str, hint: Any, raw: str) -> Any:
             return float(text)
         if target is InjectionMode:
             return InjectionMode(text.lower())
+        if target is Level:
+            return Level(text.lower())
         if target is Path:
             return Path(text)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hangwatch.contracts import Reachability, Verdict
+from hangwatch.pod_security import Feature, parse_not_judged
 from hangwatch.wire import status
 from hangwatch_operator.watched import WatchedPod
 from hangwatch_producer.wire.schema import WireFormatError
@@ -57,6 +58,8 @@ class SidecarReport:
     version: str = ""
     failure_budget: status.FailureBudget | None = None
     """The pod's application's executor failure budget (Spark view), when known."""
+    not_judged: tuple[Feature, ...] = ()
+    """Features the pod's Pod Security level left out of its sidecar (known ones only)."""
 
     @property
     def cut_off(self) -> bool:
@@ -115,4 +118,5 @@ def parse_status(doc: object, *, now: float, stale_after_seconds: float) -> Side
         evaluated_ts=evaluated,
         version=report.version,
         failure_budget=None if report.spark is None else report.spark.failure_budget,
+        not_judged=parse_not_judged(",".join(report.not_judged)),
     )

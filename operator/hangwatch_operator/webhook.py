@@ -20,6 +20,15 @@ failure policy of the managed configuration) and serves every other path;
 `inject_sidecar` itself runs only when kopf's machinery answers (another server or
 tunnel), with the same decision, then kopf's diff.
 
+Pod Security: for a pod whose policy asks for a feature some level forbids (the opt-in
+process view), the injector reads the namespace's enforced level first
+(`namespace_levels`, cached) and `admit` leaves out what that level forbids, with an
+AdmissionReview warning; such admissions are also logged and posted as a Warning Event
+on the policy (the pod has no uid yet at admission), at most once per policy and
+namespace per `renotify_seconds`, with the number of pods since (a dry run is only
+logged: the webhook declares no side effects). Pods of other
+policies cost no read.
+
 Logging costs nothing per request at INFO: every admission is counted in
 `hangwatch_operator_webhook_requests_total{result=injected|skipped|error|malformed}`,
 each one is a DEBUG line, injections are an INFO line at most once a minute (with
@@ -51,6 +60,7 @@ import kopf
 import kubernetes
 import urllib3
 
+from hangwatch.pod_security import Level
 from hangwatch_operator.admission import (
     ADMISSION_V1,
     INTERNAL_ERROR,
@@ -61,16 +71,24 @@ from hangwatch_operator.admission import (
     Review,
     admit,
     malformed,
+    needs_level,
     read_review,
     response_body,
     review_from,
 )
 from hangwatch_operator.certificates import generate_webhook_certificates
 from hangwatch_operator.injection import apply_add_ops, server_minor_version
-from hangwatch_operator.kube_api import KubeApi
+from hangwatch_operator.kube_api import KubeApi, KubeApiError
+from hangwatch_operator.namespace_levels import NamespaceLevels
 from hangwatch_operator.operator_metrics import WEBHOOK_REQUESTS
 from hangwatch_operator.policies import SPARK_ROLE_LABEL, Policy
 from hangwatch_operator.policy_watch import PolicyWatch, watch_plan
+from hangwatch_operator.reporting import (
+    LEFT_OUT_REASON,
+    event_body,
+    left_out_message,
+    policy_reference,
+)
 from hangwatch_operator.settings import InjectionMode, OperatorSettings, SettingsError
 from hangwatch_operator.webhook_configuration import WEBHOOK_ID
 
@@ -100,31 +118,53 @@ class Injector:
     """namespace -> its valid policies: the live `PolicyStore.by_namespace` of this
     replica's own policy watch (`policy_watch`), current whether or not it leads."""
     generated_tls_dir: Path | None = None
+    levels: NamespaceLevels | None = None
+    """The namespaces' enforced Pod Security levels; None: every one counts as restricted."""
+    api: KubeApi | None = None
+    """Where Events about features left out go; None: logged only."""
     _injected_since_log: int = 0
     _next_injection_log: float = 0.0
+    _left_out: dict[tuple[str, str], tuple[float, int]] = field(default_factory=dict)
+    """(namespace, policy) -> (when the next Event is due, pods left out since the last)."""
+    _posting: set[asyncio.Task[None]] = field(default_factory=set)
 
-    def answer(self, data: bytes | None) -> bytes:
-        """The AdmissionReview answering the request body `data` (None: too large)."""
-        review = read_review(data)
-        admission = self.admission(review, f"uid {review.uid or '-'}")
+    def answer(self, data: bytes | None, level: Level = Level.RESTRICTED) -> bytes:
+        """The AdmissionReview answering the request body `data` (None: too large), for a
+        namespace enforcing `level` (`answer_review` after `level_for` looks it up)."""
+        return self.answer_review(read_review(data), level)
+
+    def answer_review(self, review: Review | Malformed, level: Level) -> bytes:
+        admission = self.admission(review, f"uid {review.uid or '-'}", level)
         return response_body(review.api_version, review.uid, admission)
 
-    def admission(self, review: Review | Malformed, unnamed: str) -> Admission:
+    async def level_for(self, review: Review | Malformed) -> Level:
+        """The Pod Security level `review`'s namespace enforces, read only when its policy
+        asks for a feature some level forbids (else restricted: nothing to leave out)."""
+        if not isinstance(review, Review) or self.levels is None:
+            return Level.RESTRICTED
+        if not needs_level(review, self.policies.get(review.namespace, ())):
+            return Level.RESTRICTED
+        return await self.levels.level(review.namespace)
+
+    def admission(
+        self, review: Review | Malformed, unnamed: str, level: Level = Level.RESTRICTED
+    ) -> Admission:
         """The answer to `review`, recorded (`unnamed`: how a malformed one is named)."""
         if isinstance(review, Malformed):
             admission = malformed(review)
             self.record(admission, unnamed, review.problem)
             return admission
-        admission = self.decide(review)
+        admission = self.decide(review, level)
         self.record(admission, review.pod_name)
         return admission
 
-    def decide(self, review: Review) -> Admission:
+    def decide(self, review: Review, level: Level = Level.RESTRICTED) -> Admission:
         return admit(
             review,
             self.policies.get(review.namespace, ()),
             self.settings,
             self.server_minor,
+            level,
         )
 
     def record(self, admission: Admission, pod: str, problem: str = "") -> None:
@@ -147,6 +187,8 @@ class Injector:
             log.debug("Pod %s admitted unchanged (no policy covers it, or already injected).", pod)
 
     def _injected(self, admission: Admission, pod: str) -> None:
+        if admission.left_out:
+            self._features_left_out(admission, pod)
         self._injected_since_log += 1
         now = time.monotonic()
         if now >= self._next_injection_log:
@@ -164,6 +206,47 @@ class Injector:
             log.debug(
                 "Injecting the hangwatch sidecar into pod %s (policy %s).", pod, admission.policy
             )
+
+    def _features_left_out(self, admission: Admission, pod: str) -> None:
+        """Log and post an Event on the policy, at most once per `renotify_seconds` per
+        policy and namespace (with the count of pods since); a dry run is logged only."""
+        namespace = pod.split("/", 1)[0]
+        if admission.dry_run:
+            log.info("Dry run: %s", left_out_message(admission.warnings, pod, 1))
+            return
+        key = (namespace, admission.policy)
+        now = time.monotonic()
+        due, count = self._left_out.get(key, (0.0, 0))
+        count += 1
+        if now < due:
+            self._left_out[key] = (due, count)
+            return
+        self._left_out[key] = (now + self.settings.renotify_seconds, 0)
+        message = left_out_message(admission.warnings, pod, count)
+        log.warning("%s", message)
+        policy = next(
+            (p for p in self.policies.get(namespace, ()) if p.name == admission.policy), None
+        )
+        if self.api is None or policy is None:
+            return
+        body = event_body(
+            policy_reference(policy),
+            kind="Warning",
+            reason=LEFT_OUT_REASON,
+            message=message,
+            now=time.time(),
+            suffix=f"{time.time_ns():x}",
+        )
+        task = asyncio.get_running_loop().create_task(self._post(body))
+        self._posting.add(task)
+        task.add_done_callback(self._posting.discard)
+
+    async def _post(self, body: dict[str, Any]) -> None:
+        assert self.api is not None
+        try:
+            await self.api.create_event(body)
+        except KubeApiError as exc:
+            log.warning("Event %s not posted: %s", body["reason"], exc)
 
 
 class AdmissionServer(kopf.WebhookServer):
@@ -203,7 +286,8 @@ class AdmissionServer(kopf.WebhookServer):
             response: aiohttp.web.Response = await super()._serve(fn, request)
             return response
         try:
-            body = injector.answer(await _read_capped(request, MAX_REVIEW_BYTES))
+            review = read_review(await _read_capped(request, MAX_REVIEW_BYTES))
+            body = injector.answer_review(review, await injector.level_for(review))
         except Exception as exc:  # noqa: BLE001 - never a 500: fail open, logged by record
             admission = Admission(Result.ERROR, warnings=(INTERNAL_ERROR,), error=exc)
             injector.record(admission, "unknown")
@@ -253,7 +337,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     if not watch.ready.is_set():
         log.info("The webhook listens once the ProducerHealthPolicies are listed.")
         await watch.ready.wait()
-    injector = Injector(ours, minor, watch.store.by_namespace)
+    injector = Injector(ours, minor, watch.store.by_namespace, api=watch.api)
+    injector.levels = NamespaceLevels(watch.api.get_namespace, ours.pod_security_default)
     server, injector.generated_tls_dir = _webhook_server(ours, injector)
     settings.admission.server = server
     settings.admission.managed = ours.webhook_managed_configuration
@@ -296,7 +381,7 @@ async def stop_webhook(memo: kopf.Memo, **_: Any) -> None:
         shutil.rmtree(injector.generated_tls_dir, ignore_errors=True)
 
 
-def inject_sidecar(
+async def inject_sidecar(
     body: kopf.Body,
     patch: kopf.Patch,
     memo: kopf.Memo,
@@ -314,13 +399,14 @@ def inject_sidecar(
     review = review_from(
         {"apiVersion": ADMISSION_V1, "kind": "AdmissionReview", "request": request}
     )
-    admission = injector.admission(review, f"uid {body.metadata.uid or '-'}")
+    level = await injector.level_for(review)
+    admission = injector.admission(review, f"uid {body.metadata.uid or '-'}", level)
     warnings.extend(admission.warnings)
     if admission.ops:
         patch.fns.append(functools.partial(apply_add_ops, ops=list(admission.ops)))
 
 
-def register_injection_webhook(webhook_id: str, handler: Callable[..., None]) -> None:
+def register_injection_webhook(webhook_id: str, handler: Callable[..., Any]) -> None:
     """Register `handler` with kopf as the injection webhook `webhook_id`: pod CREATE
     only, pods with a spark-role label, failure policy Ignore, no side effects."""
     kopf.on.mutate(

@@ -50,7 +50,7 @@ from hangwatch_sidecar.spark.client import DriverClient, DriverReader
 from hangwatch_sidecar.spark.tracking import SparkTracker
 from hangwatch_sidecar.spark.types import ReadStats, SparkView
 from hangwatch_sidecar.spark.watch import SparkWatch
-from hangwatch_sidecar.state import SidecarState
+from hangwatch_sidecar.state import SidecarState, not_judged
 from hangwatch_sidecar.tracking import ProducerTracker
 from hangwatch_sidecar.verdicts import Debouncer, Thresholds, evaluate, leader_disagreements
 
@@ -131,6 +131,7 @@ class SidecarLoop:
             settings=redact({k: v for k, v in asdict(settings).items() if k != "kafka"}),
             spark_ui=settings.spark_ui.url if settings.spark_ui else None,
             local_jvm_dumps=self.local is not None,
+            not_judged=not_judged(settings.not_judged),
         )
 
     # -- published state ---------------------------------------------------------------------

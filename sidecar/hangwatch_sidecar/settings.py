@@ -247,6 +247,14 @@ class SidecarSettings:
             "elsewhere is not. Off: silence alone stays producer_silent (alert only)."
         ),
     )
+    not_judged: str = field(
+        default="",
+        metadata=_doc(
+            "Features the pod's Pod Security level left out of this sidecar (comma-separated, "
+            "e.g. process_view; set by the operator's webhook): /status names them and the "
+            "evidence the pod cannot have."
+        ),
+    )
     python_stacks_timeout_ms: int = field(
         default=3000,
         metadata=_doc("Longest one py-spy read of one process may take."),

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hangwatch import __version__
+from hangwatch import __version__, pod_security
 from hangwatch.contracts import Verdict
 from hangwatch.wire import status
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation, ProducerObservation
@@ -30,7 +30,8 @@ from hangwatch_sidecar.verdicts import Assessment, PodAssessment
 
 SPARK_SHOWN = 16
 STACKS_OFF = (
-    "off (--python-stacks false; in a pod: the policy's processView.enabled false): a "
+    "off (--python-stacks false; in a pod: the policy's processView.enabled false, or "
+    "left out by the namespace's Pod Security level, see not_judged): a "
     "producer blocked inside the client cannot be told from a task busy elsewhere, so "
     "silence stays producer_silent"
 )
@@ -85,6 +86,8 @@ class SidecarState:
     probe_counts: ProbeCounts = field(default_factory=ProbeCounts)
     python_stacks: bool = False
     """The Python stack view is on."""
+    not_judged: Mapping[str, str] = field(default_factory=dict)
+    """Feature the pod's Pod Security level left out -> the evidence the pod cannot have."""
     stacks: HeldView | None = None
     """The round's Python stack sample (None: not sampled this round)."""
     stack_samples: int = 0
@@ -162,7 +165,13 @@ def status_document(state: SidecarState) -> status.StatusDocument:
         spark=_spark(state),
         sockets=_sockets(state.sockets),
         python_stacks=_stacks(state),
+        not_judged=dict(state.not_judged),
     )
+
+
+def not_judged(setting: str) -> dict[str, str]:
+    """`--not-judged` (the webhook's `pod_security.NOT_JUDGED_ENV`) as /status shows it."""
+    return {str(f): pod_security.LOST[f] for f in pod_security.parse_not_judged(setting)}
 
 
 def _stacks(state: SidecarState) -> status.PythonStacksStatus | None:

@@ -216,3 +216,25 @@ def _token_volume() -> dict[str, Any]:
             ],
         },
     }
+
+
+SPARK_UID = 185
+"""The user Spark's Kubernetes images run as."""
+
+
+def make_restricted(pod: dict[str, Any], uid: int = SPARK_UID) -> dict[str, Any]:
+    """`pod` changed (in place, and returned) to meet the restricted Pod Security Standard
+    as a team would write it in a pod template: non-root as `uid` (and its group),
+    seccomp RuntimeDefault, no privilege escalation, every capability dropped."""
+    pod["spec"]["securityContext"] = {
+        "runAsNonRoot": True,
+        "runAsUser": uid,
+        "runAsGroup": uid,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    for container in pod["spec"]["containers"]:
+        container["securityContext"] = {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+        }
+    return pod

@@ -24,7 +24,7 @@ from tests.chart.rendering import NAMESPACE, Rendered, only, render, rendered, s
 
 DISCOVERY = {
     ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
-    ("", "namespaces"): {"list", "watch"},
+    ("", "namespaces"): {"get", "list", "watch"},  # get: the webhook reads PSS labels
     ("", "nodes"): {"list", "watch"},
 }
 WORKLOAD = {

@@ -47,15 +47,17 @@ def ensure_namespace(node: NodeCluster, name: str = NAMESPACE) -> None:
     raise AssertionError(f"namespace {name}: no default ServiceAccount or kube-root-ca.crt")
 
 
-def policy(name: str, bootstrap: str, *, mode: str = "auto", app: str = "") -> dict[str, Any]:
-    """A ProducerHealthPolicy for the executors of namespace spark-jobs (team payments)."""
+def policy(
+    name: str, bootstrap: str, *, mode: str = "auto", app: str = "", namespace: str = NAMESPACE
+) -> dict[str, Any]:
+    """A ProducerHealthPolicy for the executors of `namespace` (team payments)."""
     selector: dict[str, Any] = {"matchLabels": {"team": "payments"}}
     if app:
         selector["matchLabels"]["spark-app-name"] = app
     return {
         "apiVersion": "hangwatch.dev/v1alpha1",
         "kind": "ProducerHealthPolicy",
-        "metadata": {"name": name, "namespace": NAMESPACE},
+        "metadata": {"name": name, "namespace": namespace},
         "spec": {
             "selector": selector,
             "roles": ["executor"],
@@ -72,14 +74,14 @@ def policy(name: str, bootstrap: str, *, mode: str = "auto", app: str = "") -> d
     }
 
 
-def submit_driver(node: NodeCluster, suffix: str) -> dict[str, Any]:
+def submit_driver(node: NodeCluster, suffix: str, namespace: str = NAMESPACE) -> dict[str, Any]:
     """The driver pod (stored, not run: its image is Spark's, which is not built here),
     and the executors' ConfigMap, as Spark's driver-side submission creates them."""
     driver = as_submitted(driver_pod())
     driver["metadata"]["name"] += suffix
     # stored, never run (its image is Spark's): a scheduling gate keeps it unscheduled
     driver["spec"]["schedulingGates"] = [{"name": "hangwatch.dev/not-run-here"}]
-    stored: dict[str, Any] = node.create(f"/api/v1/namespaces/{NAMESPACE}/pods", driver)
+    stored: dict[str, Any] = node.create(f"/api/v1/namespaces/{namespace}/pods", driver)
     return stored
 
 
@@ -92,6 +94,7 @@ def executor_for(
     *,
     suffix: str = "",
     labels: dict[str, str] | None = None,
+    namespace: str = NAMESPACE,
 ) -> dict[str, Any]:
     """Executor `exec_id` of `driver` running `script` (python3 -c) in `image`."""
     body = as_submitted(executor_pod(exec_id, labels=labels))
@@ -112,21 +115,23 @@ def executor_for(
     }
     conf = next(v for v in spec["volumes"] if v["name"] == "spark-conf-volume-exec")
     map_name = conf["configMap"]["name"]
-    if not node.exists(f"/api/v1/namespaces/{NAMESPACE}/configmaps/{map_name}"):
+    if not node.exists(f"/api/v1/namespaces/{namespace}/configmaps/{map_name}"):
         node.create(
-            f"/api/v1/namespaces/{NAMESPACE}/configmaps",
+            f"/api/v1/namespaces/{namespace}/configmaps",
             {"metadata": {"name": map_name}, "data": {"spark-env.sh": "# executor env\n"}},
         )
     return copy.deepcopy(body)
 
 
-def create_pod(node: NodeCluster, body: dict[str, Any]) -> dict[str, Any]:
-    stored: dict[str, Any] = node.create(f"/api/v1/namespaces/{NAMESPACE}/pods", body)
+def create_pod(
+    node: NodeCluster, body: dict[str, Any], namespace: str = NAMESPACE
+) -> dict[str, Any]:
+    stored: dict[str, Any] = node.create(f"/api/v1/namespaces/{namespace}/pods", body)
     return stored
 
 
-def read_pod(node: NodeCluster, name: str) -> dict[str, Any]:
-    found: dict[str, Any] = node.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{name}")
+def read_pod(node: NodeCluster, name: str, namespace: str = NAMESPACE) -> dict[str, Any]:
+    found: dict[str, Any] = node.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
     return found
 
 

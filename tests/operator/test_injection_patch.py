@@ -31,6 +31,7 @@ import jsonpatch
 import kubernetes_validate
 import pytest
 
+from hangwatch.pod_security import NOT_JUDGED_ENV
 from hangwatch_operator.injection import (
     INJECTED_ANNOTATION,
     MODE_ANNOTATION,
@@ -110,10 +111,12 @@ def test_native_injection_yields_a_pod_the_1_29_schema_accepts() -> None:
     (sidecar,) = pod["spec"]["initContainers"]
     assert sidecar["name"] == SIDECAR_CONTAINER and sidecar["restartPolicy"] == "Always"
     assert [c["name"] for c in pod["spec"]["containers"]] == ["spark-kubernetes-executor"]
-    assert pod["spec"]["shareProcessNamespace"] is True  # the process view (on by default)
+    # shared in either mode (every Pod Security level admits it): same-user evidence
+    # needs the executor's processes visible, with or without the process view
+    assert pod["spec"]["shareProcessNamespace"] is True
     assert pod["metadata"]["annotations"][MODE_ANNOTATION] == "native"
-    off = dataclasses.replace(_policy(), process_view=ProcessView(enabled=False))
-    assert "shareProcessNamespace" not in _inject(executor_pod(), NATIVE, off)["spec"]
+    on = dataclasses.replace(_policy(), process_view=ProcessView(enabled=True))
+    assert _inject(executor_pod(), NATIVE, on)["spec"]["shareProcessNamespace"] is True
 
 
 def test_legacy_injection_yields_a_pod_the_1_27_schema_accepts() -> None:
@@ -162,18 +165,24 @@ def test_sidecar_follows_the_contract() -> None:
     assert sidecar["volumeMounts"] == [
         {"name": TELEMETRY_VOLUME, "mountPath": "/var/run/hangwatch/telemetry", "readOnly": True}
     ]
-    context = sidecar["securityContext"]
-    assert context["runAsNonRoot"] and context["readOnlyRootFilesystem"]
-    # the process view: SYS_PTRACE in the bounding set, reached only by py-spy's file
-    # capability on exec (so privilege escalation stays allowed for that exec)
-    assert context["allowPrivilegeEscalation"] is True
-    assert context["capabilities"] == {"drop": ["ALL"], "add": ["SYS_PTRACE"]}
-    off = dataclasses.replace(_policy(), process_view=ProcessView(enabled=False))
-    closed = _sidecar(_inject(executor_pod(), NATIVE, off))
-    assert closed["securityContext"]["allowPrivilegeEscalation"] is False
-    assert closed["securityContext"]["capabilities"] == {"drop": ["ALL"]}
-    env = {e["name"]: e.get("value") for e in closed["env"]}
-    assert env["HANGWATCH_PYTHON_STACKS"] == "false"
+    # the default passes the restricted Pod Security Standard
+    assert sidecar["securityContext"] == {
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+        "runAsGroup": 65532,
+        "readOnlyRootFilesystem": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    env = {e["name"]: e.get("value") for e in sidecar["env"]}
+    assert env["HANGWATCH_PYTHON_STACKS"] == "false" and NOT_JUDGED_ENV not in env
+    # the opt-in process view: SYS_PTRACE in the bounding set, reached only by py-spy's
+    # file capability on exec (so privilege escalation stays allowed for that exec)
+    on = dataclasses.replace(_policy(), process_view=ProcessView(enabled=True))
+    opened = _sidecar(_inject(executor_pod(), NATIVE, on))["securityContext"]
+    assert opened["allowPrivilegeEscalation"] is True
+    assert opened["capabilities"] == {"drop": ["ALL"], "add": ["SYS_PTRACE"]}
 
 
 def test_sidecar_identity_comes_from_the_downward_api() -> None:
@@ -462,7 +471,7 @@ def test_socket_view_and_passive_first_probing_reach_the_sidecar_settings() -> N
     assert env["HANGWATCH_SOCKET_PORTS"] == "9093"
     assert env["HANGWATCH_SOCKET_UIDS"] == "185,1000"
     assert env["HANGWATCH_FRESH_CONNECT_INTERVAL_SECONDS"] == "300"
-    assert env["HANGWATCH_PYTHON_STACKS"] == "true"
+    assert env["HANGWATCH_PYTHON_STACKS"] == "false"  # the process view is opt-in
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     settings = from_args(parser.parse_args(sidecar["args"]), environ=env)

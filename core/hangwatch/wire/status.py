@@ -323,6 +323,9 @@ class StatusDocument(msgspec.Struct, kw_only=True, frozen=True):
     """None when the sidecar's socket view is switched off."""
     python_stacks: PythonStacksStatus | None = None
     """None without a Spark view (the stack view samples only while a task runs)."""
+    not_judged: TextMap = msgspec.field(default_factory=dict)
+    """Features the pod's Pod Security level left out of the sidecar (`hangwatch.
+    pod_security.Feature` values) -> the evidence, and so the judgement, the pod lacks."""
 
 
 def without_evidence(doc: StatusDocument) -> StatusDocument:

@@ -3,13 +3,14 @@
 Which processes: with a narrowed socket view (`--socket-process`), the Python processes
 of that process tree (a PySpark executor's daemon and workers descend from its JVM);
 otherwise every Python process of the PID namespace the sidecar sees, less its own tree.
-In a pod that needs `shareProcessNamespace: true`; reading another user's process needs
-`CAP_SYS_PTRACE` (the operator grants both when the policy's `processView` is on: see
-docs/threat-model.md). A process is Python when its command line's program is named
-python*. At most `MAX_PROCESSES` are sampled, each with `py-spy dump --native --json`
-(it pauses the process for the few milliseconds of the read), concurrently, each bounded
-by a timeout. Any failure makes the sample unavailable with a one-line reason, so the
-verdict engine judges without it (silence then stays `producer_silent`).
+In a pod that needs `shareProcessNamespace: true` (always set by the operator) and
+`CAP_SYS_PTRACE` (granted only when the policy's opt-in `processView` is on and the
+namespace's Pod Security level is privileged: see docs/threat-model.md). A process is
+Python when its command line's program is named python*. At most `MAX_PROCESSES` are
+sampled, each with `py-spy dump --native --json` (it pauses the process for the few
+milliseconds of the read), concurrently, each bounded by a timeout. Any failure makes
+the sample unavailable with a one-line reason, so the verdict engine judges without it
+(silence then stays `producer_silent`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,159 @@
+"""An executor in a namespace enforcing the restricted Pod Security level, with its sidecar.
+
+The namespace carries `pod-security.kubernetes.io/enforce: restricted`; its policy
+opts into the process view (which restricted refuses). The driver and the executor are
+restricted-compliant as a team's pod template makes them (`make_restricted`: Spark's
+uid 185, seccomp RuntimeDefault, no privilege escalation, every capability dropped);
+the executor runs a process from the hangwatch image that opens a connection to an
+unanswering broker (the policy's only bootstrap address) and holds a request on it.
+Covered, on a real kubelet:
+
+- the API server admits the injected executor; it runs with the native sidecar, which
+  runs as the executor's user (185), with no capability and no privilege escalation;
+- the sidecar's /status names the pod, says the process view was left out
+  (`not_judged`), lists the executor's connection in its socket view (sock_diag with no
+  capability), and judges the frozen broker: `cluster_unreachable` (no restart);
+- the policy's status counts the pod under `notJudged`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from hangwatch.pod_security import ENFORCE_LABEL
+from hangwatch_operator.injection import SIDECAR_CONTAINER
+from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.silent_broker import SilentBroker
+from hangwatch_testing.spark_pods import SPARK_UID, driver_pod, make_restricted
+from tests.kube.release import HelmRelease, running_operator
+from tests.kube.spark import as_submitted
+from tests.node.cluster import NodeCluster
+from tests.node.workloads import (
+    create_pod,
+    ensure_namespace,
+    executor_for,
+    policy,
+    read_pod,
+    wait_for,
+    wait_operator_ready,
+)
+
+pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(1200)]
+
+NAMESPACE = "spark-restricted"
+POLICY = "restricted-executors"
+
+
+@pytest.fixture(scope="module")
+def broker(node: NodeCluster) -> Iterator[SilentBroker]:
+    listener = SilentBroker(node.node_ip)
+    yield listener
+    listener.close()
+
+
+@pytest.fixture(scope="module")
+def operator(
+    node: NodeCluster,
+    release: HelmRelease,
+    broker: SilentBroker,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[OperatorRun]:
+    if not node.exists(f"/api/v1/namespaces/{NAMESPACE}"):
+        labels = {ENFORCE_LABEL: "restricted"}
+        node.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE, "labels": labels}})
+    ensure_namespace(node, NAMESPACE)
+    body = policy(POLICY, broker.address, namespace=NAMESPACE)
+    body["spec"]["processView"] = {"enabled": True}
+    node.create(f"/apis/hangwatch.dev/v1alpha1/namespaces/{NAMESPACE}/producerhealthpolicies", body)
+    with running_operator(node, tmp_path_factory.mktemp("restricted")) as (run, _):
+        wait_operator_ready(run, node, release, NAMESPACE, POLICY)
+        yield run
+
+
+def _script(sidecar_port: int, broker: str, seconds: float) -> str:
+    """Wait for the sidecar on the pod's loopback, hold a request on the broker, exit 0."""
+    host, port = broker.rsplit(":", 1)
+    return f"""
+import os, signal, socket, time, urllib.request
+signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
+while True:
+    try:
+        urllib.request.urlopen("http://127.0.0.1:{sidecar_port}/healthz", timeout=2).read()
+        break
+    except OSError:
+        time.sleep(0.2)
+conn = socket.create_connection(("{host}", {port}))
+conn.sendall(b"\\x00\\x00\\x00\\x10" + b"\\x00" * 16)
+time.sleep({seconds})
+"""
+
+
+def _status(pod_ip: str, port: int) -> Any:
+    try:
+        with urllib.request.urlopen(f"http://{pod_ip}:{port}/status", timeout=3) as answer:
+            return json.loads(answer.read())
+    except OSError:
+        return None
+
+
+def test_a_restricted_executor_runs_with_its_sidecar_and_the_frozen_broker_is_judged(
+    node: NodeCluster,
+    release: HelmRelease,
+    hangwatch_image: str,
+    operator: OperatorRun,
+    broker: SilentBroker,
+) -> None:
+    driver = make_restricted(as_submitted(driver_pod()))
+    driver["metadata"]["name"] += "-restricted"
+    driver["spec"]["schedulingGates"] = [{"name": "hangwatch.dev/not-run-here"}]
+    driver = node.create(f"/api/v1/namespaces/{NAMESPACE}/pods", driver)
+    script = _script(release.sidecar_port, broker.address, seconds=120)
+    body = executor_for(
+        node, driver, 1, hangwatch_image, script, suffix="-restricted", namespace=NAMESPACE
+    )
+    stored = create_pod(node, make_restricted(body), NAMESPACE)  # admitted by restricted
+    name = stored["metadata"]["name"]
+    try:
+        (sidecar,) = stored["spec"]["initContainers"]
+        assert sidecar["name"] == SIDECAR_CONTAINER
+        context = sidecar["securityContext"]
+        assert context["runAsUser"] == SPARK_UID and context["runAsGroup"] == SPARK_UID
+        assert context["capabilities"] == {"drop": ["ALL"]}
+        assert context["allowPrivilegeEscalation"] is False
+
+        def running() -> Any:
+            pod = read_pod(node, name, NAMESPACE)
+            return pod if pod["status"].get("phase") == "Running" else None
+
+        pod_ip = wait_for(f"pod {name} Running", running, timeout=300)["status"]["podIP"]
+
+        def judged() -> Any:
+            status = _status(pod_ip, release.sidecar_port)
+            if not isinstance(status, dict) or status.get("verdict") != "cluster_unreachable":
+                return None
+            listed = {c["connection"] for c in (status.get("sockets") or {}).get("connections", ())}
+            ours = {f"{peer}->{broker.address}" for peer in broker.peers if peer.startswith(pod_ip)}
+            return status if listed & ours else None
+
+        started = time.monotonic()
+        status = wait_for("cluster_unreachable with the executor's connection", judged, 180)
+        print(f"restricted: cluster_unreachable {time.monotonic() - started:.1f} s after Running")
+        assert name in status["identity"].values(), status["identity"]
+        assert set(status["not_judged"]) == {"process_view"}, status["not_judged"]
+
+        base = f"/apis/hangwatch.dev/v1alpha1/namespaces/{NAMESPACE}/producerhealthpolicies"
+
+        def counted() -> Any:
+            found = node.get(f"{base}/{POLICY}").get("status", {}).get("notJudged") or []
+            return found if any(e["feature"] == "process_view" for e in found) else None
+
+        (entry,) = operator.wait_for("status.notJudged", counted)
+        assert entry["watchedPods"] >= 1, entry
+    finally:
+        node.delete(f"/api/v1/namespaces/{NAMESPACE}/pods/{name}", grace_seconds=0)
