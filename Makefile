@@ -5,7 +5,7 @@ VENV ?= .venv
 PY ?= $(VENV)/bin/python
 export HANGWATCH_VENV := $(VENV)
 
-.PHONY: setup demo test test-fast check pytest bench image kube
+.PHONY: setup demo test test-fast check pytest bench image kube docs docs-references
 
 # The image `make image` builds and the chart's default image (image.repository and
 # sidecar.image.repository, tag = the chart's appVersion): tests/chart checks they agree.
@@ -66,3 +66,13 @@ kube:
 bench:
 	bash scripts/setup.sh --kube
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
+
+# The documentation site (mkdocs.yml over docs/) into site/, strictly: a broken link fails
+# (tests/docs builds it the same way in `make test`). `mkdocs serve` previews it.
+docs:
+	$(PY) -m mkdocs build --strict --site-dir site
+
+# Regenerate docs/reference/ (chart values by helm-docs, the CRD reference) after editing
+# charts/hangwatch/values.yaml or crds/producerhealthpolicy.yaml.
+docs-references:
+	$(PY) scripts/generate_references.py

@@ -12,7 +12,8 @@
 # lab's real engine (lab/kafka/<line>/pom.xml, cached in ~/.cache/hangwatch/kafka/<version>) and Spark's
 # Kafka connector (hangwatch_pipeline/spark-kafka.pom.xml, ~/.cache/hangwatch/spark-kafka).
 # Safe to run again. `--kube` (what `make test` passes) also builds the Kubernetes
-# cluster of the kube and node tiers when it is not cached; `make demo` does not need it.
+# cluster of the kube and node tiers when it is not cached, and installs helm-docs (the
+# docs' chart values reference); `make demo` needs neither.
 set -euo pipefail
 build_kube=""
 case "${1:-}" in
@@ -94,3 +95,8 @@ bash scripts/build-clients.sh >/dev/null
 # pods): Kubernetes, etcd and containerd from the Go module proxy (20-40 minutes cold on
 # 2 cores, docs/testing-tiers.md), a no-op when cached.
 [ -z "$build_kube" ] || bash scripts/build-kube.sh
+# helm-docs, which generates the chart's values reference (docs/reference/chart-values.md;
+# tests/docs checks it is current): `go install` from the Go module proxy into
+# ~/.cache/hangwatch/tools, a no-op when there. It needs Go >= 1.22, which the Kubernetes
+# build above guarantees, so it comes with --kube (`make test`), not with `make demo`.
+[ -z "$build_kube" ] || bash scripts/helm-docs/install.sh >/dev/null

@@ -13,12 +13,12 @@ labelled grafana_dashboard (label and namespace configurable) carrying the same 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from hangwatch_testing import scripts
 from tests.chart.known_metrics import SIDECAR_METRICS
 from tests.chart.rendering import CHART, ROOT, metric_names, only, render
 
@@ -27,13 +27,7 @@ DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "generate_dashboard", ROOT / "scripts" / "generate_dashboard.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return scripts.load("generate_dashboard")
 
 
 def _dashboard() -> dict[str, Any]:
