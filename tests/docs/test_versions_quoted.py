@@ -147,7 +147,7 @@ SOURCES = {
 """Product -> its pins and how the docs quote it."""
 
 HISTORICAL = {
-    ("README.md", "Spark", "4.3.0"): "the demo's progress lines, labelled as an earlier "
+    ("docs/demo.md", "Spark", "4.3.0"): "the demo's progress lines, labelled as an earlier "
     "version's run on pyspark 4.3.0, before the 4.2.0 pin",
     ("docs/pipeline.md", "Spark", "4.3.0"): "the recorded run's environment, labelled as "
     "pyspark 4.3.0 before the 4.2.0 pin",
