@@ -24,8 +24,11 @@ DEFAULT_NAMESPACE = "hangwatch-system"
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig (default: KUBECONFIG, "
-                        "~/.kube/config, or the pod's service account)")  # fmt: skip
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig (default: KUBECONFIG, ~/.kube/config, or the pod's service account)",
+    )
     parser.add_argument(
         "-n",
         "--namespace",

@@ -240,8 +240,11 @@ def schema_differences(served: Any, packaged: Any, path: str = "") -> list[str]:
                 out += schema_differences(served[key], packaged[key], where)
         return out
     if isinstance(served, list) and isinstance(packaged, list) and len(served) == len(packaged):
-        return [d for i, (a, b) in enumerate(zip(served, packaged, strict=True)) for d in
-                schema_differences(a, b, f"{path}[{i}]")]  # fmt: skip
+        return [
+            d
+            for i, (a, b) in enumerate(zip(served, packaged, strict=True))
+            for d in schema_differences(a, b, f"{path}[{i}]")
+        ]
     return [] if served == packaged else [f"{path} differs"]
 
 
@@ -262,8 +265,9 @@ def check_crd(survey: Survey) -> Result:
             f"{CRD_NAME} is not served",
             "install the chart (its crds/ installs it) or kubectl apply -f crds/",
         )
-    conditions = {c.get("type"): c.get("status") for c in (crd.get("status") or {}).get(
-        "conditions") or []}  # fmt: skip
+    conditions = {
+        c.get("type"): c.get("status") for c in (crd.get("status") or {}).get("conditions") or []
+    }
     if conditions.get("Established") != "True":
         return Result(name, Status.FAIL, f"{CRD_NAME} is not Established", "kubectl describe crd")
     labelled = ((crd.get("metadata") or {}).get("labels") or {}).get(VERSION_LABEL)
@@ -413,8 +417,10 @@ def check_webhook_configuration(survey: Survey) -> Result:
             f"{config_name} calls Service {where}, which is not in {survey.namespace}",
             "pass --namespace of the install, or reinstall the chart",
         )
-    ports = [p.get("port") for p in (survey.services[service["name"]].get("spec") or {}).get(
-        "ports") or []]  # fmt: skip
+    ports = [
+        p.get("port")
+        for p in (survey.services[service["name"]].get("spec") or {}).get("ports") or []
+    ]
     if service.get("port", 443) not in ports:
         return Result(
             name, Status.FAIL, f"{config_name} calls port {where}, the Service has {ports}"
@@ -730,8 +736,9 @@ def check_sidecars(survey: Survey) -> Result:
     answered = 0
     for key, answer in sorted(survey.answers.items()):
         namespace, pod = key.split("/", 1)
-        pods = {str((p.get("metadata") or {}).get("name")): p for p in survey.pods.get(
-            namespace, [])}  # fmt: skip
+        pods = {
+            str((p.get("metadata") or {}).get("name")): p for p in survey.pods.get(namespace, [])
+        }
         labels = ((pods.get(pod) or {}).get("metadata") or {}).get("labels") or {}
         policy = policies.get((namespace, str(labels.get(POLICY_LABEL))))
         stale = stale_after_seconds(policy) if policy else 60.0
@@ -827,8 +834,10 @@ def check_images(survey: Survey) -> Result:
     for namespace, pods in sorted(survey.pods.items()):
         for pod in pods:
             status = pod.get("status") or {}
-            for state in [*(status.get("initContainerStatuses") or []), *(
-                    status.get("containerStatuses") or [])]:  # fmt: skip
+            for state in [
+                *(status.get("initContainerStatuses") or []),
+                *(status.get("containerStatuses") or []),
+            ]:
                 waiting = (state.get("state") or {}).get("waiting") or {}
                 if state.get("name") == SIDECAR_CONTAINER and waiting.get("reason") in PULL_ERRORS:
                     failing.append(

@@ -39,10 +39,21 @@ class Level(StrEnum):
 
 BASELINE_CAPABILITIES = frozenset(
     {
-        "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
-        "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+        "AUDIT_WRITE",
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "FOWNER",
+        "FSETID",
+        "KILL",
+        "MKNOD",
+        "NET_BIND_SERVICE",
+        "SETFCAP",
+        "SETGID",
+        "SETPCAP",
+        "SETUID",
+        "SYS_CHROOT",
     }
-)  # fmt: skip
+)
 """Capabilities the baseline level lets a container add (the container runtime's defaults)."""
 RESTRICTED_CAPABILITIES = frozenset({"NET_BIND_SERVICE"})
 """The only capability the restricted level lets a container add (after dropping ALL)."""
