@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import urllib3
+import yaml
 from cryptography.hazmat.primitives.serialization import Encoding
 from kubernetes import client, config
 
@@ -96,7 +97,8 @@ class Cluster:
                 config.load_kube_config(  # type: ignore[no-untyped-call]
                     config_file=kubeconfig, client_configuration=configuration
                 )
-        except (config.ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
+        except (config.ConfigException, yaml.YAMLError, OSError, ValueError, TypeError, KeyError,
+                AttributeError) as exc:  # fmt: skip
             where = kubeconfig or "KUBECONFIG / ~/.kube/config / service account"
             raise UsageError(f"no usable Kubernetes credentials in {where}: {exc}") from None
         return cls(client.ApiClient(configuration), timeout_seconds)
