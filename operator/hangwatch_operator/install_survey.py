@@ -82,7 +82,7 @@ class Cluster:
 
     def __init__(self, api: client.ApiClient, timeout_seconds: float) -> None:
         self._api = api
-        self._timeout = timeout_seconds
+        self.timeout = timeout_seconds
 
     @classmethod
     def connect(cls, kubeconfig: str | None, timeout_seconds: float) -> Cluster:
@@ -123,7 +123,7 @@ class Cluster:
                 auth_settings=["BearerToken"],
             )
             response = self._api.call_api(
-                method, url, header_params=headers, body=payload, _request_timeout=self._timeout
+                method, url, header_params=headers, body=payload, _request_timeout=self.timeout
             )
             raw = response.read()  # type: ignore[no-untyped-call]
             return int(response.status), bytes(raw or b"")
@@ -360,8 +360,10 @@ def _answers(
             )
             try:
                 status, raw = cluster.request("GET", proxy)
-            except ApiError as exc:
-                found.answers[f"{ns}/{meta.get('name')}"] = Answer(None, str(exc))
+            except ApiError:
+                found.answers[f"{ns}/{meta.get('name')}"] = Answer(
+                    None, f"no answer through the API server's pod proxy in {cluster.timeout:g} s"
+                )
                 continue
             error = "" if status == 200 else f"HTTP {status} {raw[:120].decode(errors='replace')}"
             found.answers[f"{ns}/{meta.get('name')}"] = Answer(raw if not error else None, error)

@@ -80,8 +80,9 @@ MONITORING = {
 SETTLE_SECONDS = 120.0
 
 
-def _check(node: NodeCluster) -> tuple[int, dict[str, Any], str]:
-    """`hangwatch check -o json` as the admin: exit code, document, stderr."""
+def _check(node: NodeCluster, output: str = "json") -> tuple[int, Any, str]:
+    """`hangwatch check -o OUTPUT` as the admin: exit code, the JSON document (the text
+    report with `output="text"`), stderr."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HANGWATCH_", "KUBECONFIG"))}
     done = subprocess.run(
         [
@@ -103,6 +104,8 @@ def _check(node: NodeCluster) -> tuple[int, dict[str, Any], str]:
         check=False,
     )
     assert "Traceback" not in done.stderr, done.stderr
+    if output == "text":
+        return done.returncode, done.stdout, done.stderr
     return done.returncode, json.loads(done.stdout) if done.stdout else {}, done.stderr
 
 
@@ -197,6 +200,9 @@ def test_a_good_install_passes_every_check(node: NodeCluster, install: dict[str,
         ),
     )
     assert code == 0
+    text_code, text, _ = _check(node, "text")
+    print(f"hangwatch check on the good install (exit {text_code}):\n{text}")
+    assert text_code == 0 and "\u221a sidecars: 1 sidecars answer /status" in text
     for check in (
         "helm-release",
         "crd",
@@ -262,6 +268,8 @@ def test_a_ca_bundle_of_another_ca_fails(node: NodeCluster, install: dict[str, A
             ),
         )
         assert code == 1 and "hangwatch webhook CA" in lines["webhook-certificate"]["detail"]
+        text_code, text, _ = _check(node, "text")
+        print(f"hangwatch check with the caBundle of another CA (exit {text_code}):\n{text}")
     finally:
         hooks.patch_mutating_webhook_configuration(
             name, [{"op": "replace", "path": path, "value": original}]
