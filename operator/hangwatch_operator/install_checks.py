@@ -159,6 +159,8 @@ class Survey:
     """`<namespace>/<pod>` -> its sidecar's answer."""
     crds_present: frozenset[str] = frozenset()
     """Names of the Prometheus Operator CRDs the API server serves."""
+    monitoring_objects: dict[str, int] = field(default_factory=dict)
+    """Per served Prometheus Operator CRD: how many objects labelled as hangwatch's exist."""
     secrets_present: dict[str, bool] = field(default_factory=dict)
     """`<namespace>/<name>` -> whether that Secret exists (pull secrets)."""
     service_accounts: dict[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -770,26 +772,44 @@ def check_sidecars(survey: Survey) -> Result:
 
 def check_monitoring(survey: Survey) -> Result:
     name = "monitoring"
+    present = {crd: n for crd, n in survey.monitoring_objects.items() if crd in survey.crds_present}
+    found = ", ".join(f"{n} {crd.split('.', 1)[0]}" for crd, n in sorted(present.items()) if n)
     if survey.release is None:
-        return Result(name, Status.SKIP, "no Helm release: the chart's monitoring values unknown")
+        if found:
+            return Result(name, Status.PASS, f"no Helm release; hangwatch's {found} present")
+        return Result(
+            name,
+            Status.WARN,
+            "no Helm release to tell whether the chart's monitoring is on, and no hangwatch "
+            "PodMonitor, ServiceMonitor or PrometheusRule is present",
+            "pass --namespace of the install",
+        )
     monitoring = release_values(survey.release).get("monitoring") or {}
     enabled = {
         k: crd for k, crd in MONITORING_CRDS.items() if (monitoring.get(k) or {}).get("enabled")
     }
     if not enabled:
         return Result(name, Status.PASS, "the chart's Prometheus Operator objects are off")
+    keys = f"monitoring.{', monitoring.'.join(sorted(enabled))}"
     missing = sorted({crd for crd in enabled.values() if crd not in survey.crds_present})
     if missing:
         return Result(
             name,
             Status.FAIL,
-            f"monitoring.{', monitoring.'.join(sorted(enabled))} on, but the API server does "
-            f"not serve {', '.join(missing)}: nothing scrapes hangwatch",
+            f"{keys} on, but the API server does not serve {', '.join(missing)}: nothing "
+            "scrapes hangwatch",
             "install the Prometheus Operator (its CRDs), then helm upgrade; or turn these off",
         )
-    return Result(
-        name, Status.PASS, f"monitoring.{', monitoring.'.join(sorted(enabled))} on, CRDs served"
-    )
+    absent = sorted({crd for crd in enabled.values() if not present.get(crd)})
+    if absent:
+        return Result(
+            name,
+            Status.FAIL,
+            f"{keys} on, CRDs served, but no hangwatch object of "
+            f"{', '.join(a.split('.', 1)[0] for a in absent)} (deleted with a CRD?)",
+            "helm upgrade (same values) renders them again",
+        )
+    return Result(name, Status.PASS, f"{keys} on, CRDs served, {found} present")
 
 
 # --------------------------------------------------------------------------- images

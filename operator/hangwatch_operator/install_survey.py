@@ -60,6 +60,8 @@ from hangwatch_operator.install_checks import (
 from hangwatch_operator.policies import GROUP, PLURAL, SPARK_ROLE_LABEL, VERSION, Policy
 
 HELM_OWNER = "owner=helm"
+PART_OF = "app.kubernetes.io/part-of=hangwatch"
+"""On every object the chart renders."""
 DRY_RUN_CONTAINER = "spark-kubernetes-executor"
 EXECUTOR_UID = 185
 """The user Spark's images run executors as."""
@@ -173,7 +175,7 @@ def survey(
     found.crd = _get(cluster, f"{crds}/{CRD_NAME}")
     _release(cluster, found)
     progress("the operator and its webhook")
-    selector = f"app.kubernetes.io/part-of=hangwatch,{OPERATOR_COMPONENT}"
+    selector = f"{PART_OF},{OPERATOR_COMPONENT}"
     deployments = _items(cluster, f"/apis/apps/v1/namespaces/{namespace}/deployments", selector)
     found.deployment = deployments[0] if deployments else None
     found.webhook_configurations = list(
@@ -202,6 +204,10 @@ def survey(
     found.crds_present = frozenset(
         crd for crd in MONITORING_CRDS.values() if _get(cluster, f"{crds}/{crd}") is not None
     )
+    for crd in sorted(found.crds_present):
+        plural, group = crd.split(".", 1)
+        objects = _items(cluster, f"/apis/{group}/v1/{plural}", PART_OF)
+        found.monitoring_objects[crd] = len(objects)
     _pull_secrets(cluster, found)
     found.now = time.time()
     return found

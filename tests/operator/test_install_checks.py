@@ -421,10 +421,19 @@ def test_monitoring_on_without_the_prometheus_operator_crds_fails() -> None:
     result = check_monitoring(survey)
     assert result.status is Status.FAIL
     assert "podmonitors.monitoring.coreos.com" in result.detail
-    survey.crds_present = frozenset(
-        {"podmonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"}
+    served = {"podmonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"}
+    survey.crds_present = frozenset(served)
+    survey.monitoring_objects = {"podmonitors.monitoring.coreos.com": 1}
+    result = check_monitoring(survey)
+    assert (
+        result.status is Status.FAIL and "no hangwatch object of prometheusrules" in result.detail
     )
+    survey.monitoring_objects["prometheusrules.monitoring.coreos.com"] = 1
     assert check_monitoring(survey).status is Status.PASS
+    survey.release = None
+    assert check_monitoring(survey).status is Status.PASS
+    survey.crds_present = frozenset()
+    assert check_monitoring(survey).status is Status.WARN
 
 
 def test_absent_pull_secrets_and_pull_errors_fail() -> None:
