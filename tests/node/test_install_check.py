@@ -72,6 +72,8 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 DEPLOYMENT = "hangwatch-operator"
 PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator@v0.92.1"
 """The newest release whose module the Go proxy serves; its example/ holds the CRDs."""
+MERGE = "application/merge-patch+json"
+"""The Python client's patch calls send a JSON Patch unless told."""
 MONITORING = {
     "sidecarPodMonitor": "monitoring.coreos.com_podmonitors.yaml",
     "operatorServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
@@ -95,7 +97,7 @@ def _check(node: NodeCluster, output: str = "json") -> tuple[int, Any, str]:
             "--namespace",
             INSTALL,
             "-o",
-            "json",
+            output,
         ],
         capture_output=True,
         text=True,
@@ -147,6 +149,7 @@ def _set_ready(api: client.ApiClient, ready: int) -> None:
                 "updatedReplicas": 2,
             }
         },
+        _content_type=MERGE,
     )
 
 
@@ -185,6 +188,7 @@ def install(
                 timeout=300,
             )
             yield {"api": api, "pod": name}
+            node.delete(f"/api/v1/namespaces/{JOBS}/pods/{name}", grace_seconds=0)
     finally:
         api.close()  # type: ignore[no-untyped-call]
         broker.close()
@@ -227,11 +231,13 @@ def test_the_crd_of_another_version_fails(node: NodeCluster, install: dict[str, 
     label = {"metadata": {"labels": {VERSION_LABEL: "0.0.1"}}}
     own = yaml.safe_load((ROOT / "crds" / "producerhealthpolicy.yaml").read_text())
     try:
-        extensions.patch_custom_resource_definition(CRD_NAME, label)
+        extensions.patch_custom_resource_definition(CRD_NAME, label, _content_type=MERGE)
         code, lines = _until(node, "the CRD's version", _failed("crd", "0.0.1"))
         assert code == 1 and "never upgrades" in lines["crd"]["hint"]
     finally:
-        extensions.patch_custom_resource_definition(CRD_NAME, {"metadata": own["metadata"]})
+        extensions.patch_custom_resource_definition(
+            CRD_NAME, {"metadata": own["metadata"]}, _content_type=MERGE
+        )
 
 
 def test_an_operator_not_ready_fails(node: NodeCluster, install: dict[str, Any]) -> None:
@@ -316,10 +322,13 @@ def test_a_namespace_level_that_forbids_what_the_policy_asks_fails(
             "producerhealthpolicies",
             POLICY,
             {"spec": {"processView": {"enabled": enabled}}},
+            _content_type=MERGE,
         )
 
     try:
-        core.patch_namespace(JOBS, {"metadata": {"labels": {enforce: "baseline"}}})
+        core.patch_namespace(
+            JOBS, {"metadata": {"labels": {enforce: "baseline"}}}, _content_type=MERGE
+        )
         view(True)
         code, lines = _until(
             node,
@@ -332,7 +341,7 @@ def test_a_namespace_level_that_forbids_what_the_policy_asks_fails(
         assert code == 1 and "processView" in lines[f"pod-security {JOBS}"]["hint"]
     finally:
         view(False)
-        core.patch_namespace(JOBS, {"metadata": {"labels": {enforce: None}}})
+        core.patch_namespace(JOBS, {"metadata": {"labels": {enforce: None}}}, _content_type=MERGE)
 
 
 def _sidecar_pid(pod: str) -> int:
@@ -445,14 +454,16 @@ def test_a_pull_secret_named_and_absent_fails(node: NodeCluster, install: dict[s
     core = client.CoreV1Api(install["api"])
     try:
         core.patch_namespaced_service_account(
-            "default", JOBS, {"imagePullSecrets": [{"name": "regcred"}]}
+            "default", JOBS, {"imagePullSecrets": [{"name": "regcred"}]}, _content_type=MERGE
         )
         code, _ = _until(
             node, "the absent pull secret", _failed("sidecar-image", f"{JOBS}/regcred")
         )
         assert code == 1
     finally:
-        core.patch_namespaced_service_account("default", JOBS, {"imagePullSecrets": None})
+        core.patch_namespaced_service_account(
+            "default", JOBS, {"imagePullSecrets": None}, _content_type=MERGE
+        )
 
 
 def test_without_the_crd_the_check_fails_first(node: NodeCluster, install: dict[str, Any]) -> None:
