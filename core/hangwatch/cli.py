@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "worst-case time-to-error of a producer configuration",
     ),
     "operator": ("hangwatch_operator.operator_cli", "run the operator against a cluster"),
+    "check": ("hangwatch_operator.check_cli", "check a hangwatch install on the current cluster"),
     "pipeline": ("hangwatch_pipeline.pipeline_cli", "run or verify the reference PySpark pipeline"),
 }
 """Sub-command name -> (module, one-line help). Components add theirs here."""

@@ -207,9 +207,15 @@ def decide(
             decisions.append(draft)
             actions = policy.actions.by_verdict.get(finding.verdict, ())
             if draft.suppression is Suppression.FAILURE_BUDGET and Operation.ALERT not in actions:
-                decisions.append(dataclasses.replace(draft, operation=Operation.ALERT,
-                                                     outcome=Outcome.ACTED, suppression=None,
-                                                     limit=""))  # fmt: skip
+                decisions.append(
+                    dataclasses.replace(
+                        draft,
+                        operation=Operation.ALERT,
+                        outcome=Outcome.ACTED,
+                        suppression=None,
+                        limit="",
+                    )
+                )
     decisions.extend(_uncordons(findings, policy, history, now))
     return decisions
 
@@ -319,9 +325,10 @@ def budget_exhausted(budget: FailureBudget | None, planned: int) -> str | None:
         return None
     setting = "spark.executor.maxNumFailures" + ("" if budget.configured else " (Spark's default)")
     window = (
-        "" if budget.validity_seconds is None
+        ""
+        if budget.validity_seconds is None
         else f" within spark.executor.failuresValidityInterval {budget.validity_seconds:g} s"
-    )  # fmt: skip
+    )
     return (
         f"restarting would be executor failure {budget.failures + planned + 1} of the "
         f"application, whose {setting} is {budget.max_failures}{window}: Spark would end "

@@ -139,10 +139,13 @@ _CLUSTER_AT_FAULT = frozenset(
 _SECRET_PROPERTY = re.compile(r"^(sasl|ssl)\.[a-z0-9]+(\.[a-z0-9]+)*$")
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([numkMGTPE]|[KMGTPE]i)?$")
 _SUFFIX: dict[str, Decimal] = {
-    "": Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
     **{s: Decimal(1000) ** (i + 1) for i, s in enumerate("kMGTPE")},
     **{s + "i": Decimal(1024) ** (i + 1) for i, s in enumerate("KMGTPE")},
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)

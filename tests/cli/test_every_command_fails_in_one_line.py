@@ -48,6 +48,7 @@ STARTS: dict[str, list[tuple[str, str]]] = {
         ("hangwatch_pipeline.job", "execute"),
     ],
     "operator": [("hangwatch_operator.operator_cli", "_check_credentials")],
+    "check": [("hangwatch_operator.check_cli", "survey")],
     "demo": [("hangwatch_demo.spark_cluster", "local_spark_cluster")],
     "config-check": [],
 }
