@@ -1,7 +1,7 @@
 """kopf handlers for remediation: the watched pods, an index of cordons, a daemon per policy.
 
 Thin by design. `start_remediation` (startup) builds the shared `remediation.Runtime`
-(Kubernetes API client, HTTP session for the sidecars), starts `pod_watch.PodWatch` (its
+(Kubernetes API client), starts `pod_watch.PodWatch` (its
 own list and watch of every pod the webhook labelled `hangwatch.dev/policy`: a kopf
 index of thousands of pods takes minutes to start, see `pod_store`) and serves the
 operator's /metrics; `hangwatch_cordons` indexes nodes hangwatch cordoned;
@@ -21,7 +21,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 import kopf
 from prometheus_client import start_http_server
 
@@ -63,8 +62,7 @@ def operator_settings(memo: kopf.Memo) -> OperatorSettings:
 
 @kopf.on.startup()
 async def start_remediation(memo: kopf.Memo, settings: kopf.OperatorSettings, **_: Any) -> None:
-    """Watch the labelled pods and nodes, connect to the API server, open the sidecar
-    HTTP session, serve /metrics."""
+    """Watch the labelled pods and nodes, connect to the API server, serve /metrics."""
     # Server-side selector: the API server sends only hangwatch's cordoned nodes, not
     # every node of the cluster (kopf's filters are local).
     settings.watching.label_selectors["", "v1", "nodes"] = CORDONED_LABEL
@@ -75,8 +73,6 @@ async def start_remediation(memo: kopf.Memo, settings: kopf.OperatorSettings, **
     pods = PodWatch(await KubeApi.connect(), watch_plan(ours.watch_namespaces), ours.sidecar_port)
     pods.start()
     api = await KubeApi.connect()
-    connector = aiohttp.TCPConnector(limit=ours.status_poll_concurrency * 4)
-    session = aiohttp.ClientSession(connector=connector)
     server = None
     if ours.metrics_port:
         server, _thread = start_http_server(
@@ -85,7 +81,7 @@ async def start_remediation(memo: kopf.Memo, settings: kopf.OperatorSettings, **
             registry=operator_metrics.REGISTRY,
         )
         log.info("Operator metrics on :%d/metrics.", ours.metrics_port)
-    memo[RUNTIME_KEY] = Started(Runtime(ours, api, session), server, pods)
+    memo[RUNTIME_KEY] = Started(Runtime(ours, api), server, pods)
 
 
 @kopf.on.cleanup()
@@ -94,7 +90,6 @@ async def stop_remediation(memo: kopf.Memo, **_: Any) -> None:
     if not isinstance(started, Started):
         return
     await started.pods.stop()
-    await started.runtime.session.close()
     await started.runtime.api.close()
     if started.metrics_server is not None:
         started.metrics_server.shutdown()
