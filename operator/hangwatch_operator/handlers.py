@@ -36,6 +36,8 @@ from hangwatch_operator.webhook import SETTINGS_KEY
 
 RUNTIME_KEY = "hangwatch_remediation"
 """Memo key of the `Started` remediation runtime."""
+LIST_WAIT_STEP_SECONDS = 0.2
+"""How often a policy's daemon looks whether the pods are listed (or it is stopped)."""
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +122,10 @@ async def remediate_policy(
         raise kopf.TemporaryError("remediation runtime not started yet", delay=1)
     if not started.pods.ready.is_set():
         logger.info("Waiting for the first complete list of the labelled pods.")
-        await started.pods.ready.wait()
+    while not started.pods.ready.is_set():  # never a round on half a list
+        if stopped:
+            return
+        await stopped.wait(LIST_WAIT_STEP_SECONDS)
     watch = PolicyWatch(started.runtime, namespace or "", name, body.get("status"))
     try:
         while not stopped:
