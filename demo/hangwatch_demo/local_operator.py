@@ -19,8 +19,6 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import aiohttp
-
 from hangwatch_operator import operator_metrics
 from hangwatch_operator.decisions import Decision
 from hangwatch_operator.history import History
@@ -107,14 +105,12 @@ class LocalOperator:
         return asyncio.run(self._poll(pods))
 
     async def _poll(self, pods: Sequence[WatchedPod]) -> list[PodReport]:
-        async with aiohttp.ClientSession() as session:
-            return await poll_sidecars(
-                session,
-                pods,
-                timeout_seconds=SETTINGS.status_timeout_seconds,
-                concurrency=8,
-                stale_after_seconds=stale_after_seconds(self.policy),
-            )
+        return await poll_sidecars(
+            pods,
+            timeout_seconds=SETTINGS.status_timeout_seconds,
+            concurrency=8,
+            stale_after_seconds=stale_after_seconds(self.policy),
+        )
 
     def decide(
         self, reports: Sequence[PodReport], now: float, carry_out: CarryOut

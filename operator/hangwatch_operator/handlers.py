@@ -1,12 +1,14 @@
-"""kopf handlers for remediation: indexes of watched pods and cordons, a daemon per policy.
+"""kopf handlers for remediation: the watched pods, an index of cordons, a daemon per policy.
 
 Thin by design. `start_remediation` (startup) builds the shared `remediation.Runtime`
-(Kubernetes API client, HTTP session for the sidecars) and serves the operator's
-/metrics; `pods_by_policy` indexes every running pod the webhook labelled
-`hangwatch.dev/policy`; `hangwatch_cordons` indexes nodes hangwatch cordoned;
+(Kubernetes API client), starts `pod_watch.PodWatch` (its
+own list and watch of every pod the webhook labelled `hangwatch.dev/policy`: a kopf
+index of thousands of pods takes minutes to start, see `pod_store`) and serves the
+operator's /metrics; `hangwatch_cordons` indexes nodes hangwatch cordoned;
 `remediate_policy` is a daemon per ProducerHealthPolicy that runs
 `remediation.PolicyWatch.round` once per probe interval until the policy is deleted or
-this replica stops leading (kopf peering pauses every handler of a standby replica).
+this replica stops leading (kopf peering pauses every handler of a standby replica),
+from the first complete list of the pods on.
 Loaded together with `webhook` by `hangwatch operator` (`operator_cli`), or with
 `kopf run -m hangwatch_operator.webhook -m hangwatch_operator.handlers`.
 """
@@ -19,28 +21,23 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 import kopf
 from prometheus_client import start_http_server
 
-from hangwatch.wire.sidecar_http import PORT
 from hangwatch_operator import operator_metrics
-from hangwatch_operator.injection import POLICY_LABEL
 from hangwatch_operator.kube_api import KubeApi
+from hangwatch_operator.pod_watch import PodWatch
 from hangwatch_operator.policies import GROUP, PLURAL, VERSION
+from hangwatch_operator.policy_watch import watch_plan
 from hangwatch_operator.remediation import PolicyWatch, Runtime
 from hangwatch_operator.settings import OperatorSettings, SettingsError
-from hangwatch_operator.watched import (
-    CORDONED_LABEL,
-    CordonedNode,
-    WatchedPod,
-    cordoned_node,
-    watched_pod,
-)
+from hangwatch_operator.watched import CORDONED_LABEL, CordonedNode, cordoned_node
 from hangwatch_operator.webhook import SETTINGS_KEY
 
 RUNTIME_KEY = "hangwatch_remediation"
 """Memo key of the `Started` remediation runtime."""
+LIST_WAIT_STEP_SECONDS = 0.2
+"""How often a policy's daemon looks whether the pods are listed (or it is stopped)."""
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +48,7 @@ class Started:
 
     runtime: Runtime
     metrics_server: Any | None
+    pods: PodWatch
 
 
 def operator_settings(memo: kopf.Memo) -> OperatorSettings:
@@ -66,16 +64,17 @@ def operator_settings(memo: kopf.Memo) -> OperatorSettings:
 
 @kopf.on.startup()
 async def start_remediation(memo: kopf.Memo, settings: kopf.OperatorSettings, **_: Any) -> None:
-    """Watch only labelled pods and nodes, connect to the API server, open the sidecar
-    HTTP session, serve /metrics."""
-    # Server-side selectors: the API server sends only injected pods and hangwatch's
-    # cordoned nodes, not every pod and node of the cluster (kopf's filters are local).
-    settings.watching.label_selectors["", "v1", "pods"] = POLICY_LABEL
+    """Watch the labelled pods and nodes, connect to the API server, serve /metrics."""
+    # Server-side selector: the API server sends only hangwatch's cordoned nodes, not
+    # every node of the cluster (kopf's filters are local).
     settings.watching.label_selectors["", "v1", "nodes"] = CORDONED_LABEL
     ours = operator_settings(memo)
+    started = memo.get(RUNTIME_KEY)
+    if isinstance(started, Started):  # a retried start-up keeps what it started
+        return
+    pods = PodWatch(await KubeApi.connect(), watch_plan(ours.watch_namespaces), ours.sidecar_port)
+    pods.start()
     api = await KubeApi.connect()
-    connector = aiohttp.TCPConnector(limit=ours.status_poll_concurrency * 4)
-    session = aiohttp.ClientSession(connector=connector)
     server = None
     if ours.metrics_port:
         server, _thread = start_http_server(
@@ -84,7 +83,7 @@ async def start_remediation(memo: kopf.Memo, settings: kopf.OperatorSettings, **
             registry=operator_metrics.REGISTRY,
         )
         log.info("Operator metrics on :%d/metrics.", ours.metrics_port)
-    memo[RUNTIME_KEY] = Started(Runtime(ours, api, session), server)
+    memo[RUNTIME_KEY] = Started(Runtime(ours, api), server, pods)
 
 
 @kopf.on.cleanup()
@@ -92,22 +91,11 @@ async def stop_remediation(memo: kopf.Memo, **_: Any) -> None:
     started = memo.get(RUNTIME_KEY)
     if not isinstance(started, Started):
         return
-    await started.runtime.session.close()
+    await started.pods.stop()
     await started.runtime.api.close()
     if started.metrics_server is not None:
         started.metrics_server.shutdown()
         started.metrics_server.server_close()
-
-
-@kopf.index("", "v1", "pods", labels={POLICY_LABEL: kopf.PRESENT})
-def pods_by_policy(body: kopf.Body, memo: kopf.Memo, **_: Any) -> dict[tuple[str, str], WatchedPod]:
-    """(namespace, policy) -> the pods it watches: running ones and ones being deleted."""
-    started = memo.get(RUNTIME_KEY)
-    port = started.runtime.settings.sidecar_port if isinstance(started, Started) else PORT
-    pod = watched_pod(body, port)
-    if not pod.running and not pod.terminating:
-        return {}
-    return {(pod.namespace, pod.policy): pod}
 
 
 @kopf.index("", "v1", "nodes", labels={CORDONED_LABEL: kopf.PRESENT})
@@ -125,19 +113,24 @@ async def remediate_policy(
     memo: kopf.Memo,
     stopped: kopf.DaemonStopped,
     logger: logging.Logger | logging.LoggerAdapter[Any],
-    pods_by_policy: kopf.Index[tuple[str, str], WatchedPod] | None = None,
     hangwatch_cordons: kopf.Index[str, CordonedNode] | None = None,
     **_: Any,
 ) -> None:
     """Poll, decide, act and report for one policy until it is deleted or we stop leading."""
     started = memo.get(RUNTIME_KEY)
-    if not isinstance(started, Started) or pods_by_policy is None or hangwatch_cordons is None:
+    if not isinstance(started, Started) or hangwatch_cordons is None:
         raise kopf.TemporaryError("remediation runtime not started yet", delay=1)
+    if not started.pods.ready.is_set():
+        logger.info("Waiting for the first complete list of the labelled pods.")
+    while not started.pods.ready.is_set():  # never a round on half a list
+        if stopped:
+            return
+        await stopped.wait(LIST_WAIT_STEP_SECONDS)
     watch = PolicyWatch(started.runtime, namespace or "", name, body.get("status"))
     try:
         while not stopped:
             began = time.monotonic()
-            pods = list(pods_by_policy.get((watch.namespace, name), []))
+            pods = started.pods.store.pods(watch.namespace, name)
             cordons = [node for store in hangwatch_cordons.values() for node in store]
             interval = await watch.round(body, pods, cordons, logger)
             await stopped.wait(max(0.0, interval - (time.monotonic() - began)))

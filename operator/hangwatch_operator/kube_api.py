@@ -5,10 +5,11 @@ patch policy status), built once by `handlers` at start-up, from the in-cluster
 service account or, outside a cluster, the kubeconfig (the same sources kopf logs in
 with); and by `policy_watch` (list and watch ProducerHealthPolicies for the webhook,
 with a client of its own that `webhook` builds at start-up, which `namespace_levels`
-also uses to read a namespace's Pod Security labels). Responses are read as
-plain JSON, not as generated models, and every failure becomes `KubeApiError` with
-the HTTP status, so callers handle one exception type. Patches are JSON merge
-patches, which every API server and resource accepts. A watch yields the raw lines
+also uses to read a namespace's Pod Security labels) and by `pod_watch` (list and
+watch the pods the webhook labelled, for remediation, with a client of its own).
+Responses are read as plain JSON, not as generated models, and every failure becomes
+`KubeApiError` with the HTTP status, so callers handle one exception type. Patches are
+JSON merge patches, which every API server and resource accepts. A watch yields the raw lines
 of the stream (one event each); `policy_store` reads them.
 """
 
@@ -141,14 +142,45 @@ class KubeApi:
         """The lines of a watch of ProducerHealthPolicies from `resource_version`, with
         bookmarks, until the server ends it after `timeout_seconds` (the client gives up
         `WATCH_GRACE_SECONDS` later: a server that ends nothing, or a dead connection)."""
+        options = _watch_options(resource_version, timeout_seconds)
+        async for line in self._lines(self._list_call(namespace, options)):
+            yield line
+
+    async def list_pods(
+        self,
+        namespace: str | None,
+        limit: int,
+        continue_token: str | None = None,
+        *,
+        label_selector: str,
+    ) -> dict[str, Any]:
+        """One page of the pods carrying `label_selector` (in `namespace`, or in all)."""
         options: dict[str, Any] = {
-            "watch": True,
-            "allow_watch_bookmarks": True,
-            "resource_version": resource_version,
-            "timeout_seconds": timeout_seconds,
-            "_request_timeout": float(timeout_seconds + WATCH_GRACE_SECONDS),
+            "limit": limit,
+            "label_selector": label_selector,
+            "_request_timeout": REQUEST_TIMEOUT_SECONDS,
         }
-        response = await self._response(self._list_call(namespace, options))
+        if continue_token:
+            options["_continue"] = continue_token
+        return await self._json(self._pod_call(namespace, options))
+
+    async def watch_pods(
+        self,
+        namespace: str | None,
+        resource_version: str,
+        timeout_seconds: int,
+        *,
+        label_selector: str,
+    ) -> AsyncGenerator[bytes, None]:
+        """The lines of a watch of the pods carrying `label_selector`, as `watch_policies`."""
+        options = _watch_options(resource_version, timeout_seconds)
+        options["label_selector"] = label_selector
+        async for line in self._lines(self._pod_call(namespace, options)):
+            yield line
+
+    async def _lines(self, call: Any) -> AsyncGenerator[bytes, None]:
+        """The non-empty lines of a watch stream until it ends."""
+        response = await self._response(call)
         try:
             async for line in response.content:
                 if line.strip():
@@ -160,6 +192,11 @@ class KubeApi:
             raise KubeApiError(0, f"watch interrupted: {exc!r}") from exc
         finally:
             response.release()
+
+    def _pod_call(self, namespace: str | None, options: dict[str, Any]) -> Any:
+        if namespace is None:
+            return self._core.list_pod_for_all_namespaces_without_preload_content(**options)
+        return self._core.list_namespaced_pod_without_preload_content(namespace, **options)
 
     def _list_call(self, namespace: str | None, options: dict[str, Any]) -> Any:
         """A list (or, with `watch`, a watch) of the policies, cluster-wide or in one namespace."""
@@ -204,6 +241,18 @@ class KubeApi:
         except ValueError as exc:
             raise KubeApiError(response.status, "an answer that is not JSON") from exc
         return parsed if isinstance(parsed, dict) else {}
+
+
+def _watch_options(resource_version: str, timeout_seconds: int) -> dict[str, Any]:
+    """A watch from `resource_version` with bookmarks, ended by the server after
+    `timeout_seconds` and by the client `WATCH_GRACE_SECONDS` later."""
+    return {
+        "watch": True,
+        "allow_watch_bookmarks": True,
+        "resource_version": resource_version,
+        "timeout_seconds": timeout_seconds,
+        "_request_timeout": float(timeout_seconds + WATCH_GRACE_SECONDS),
+    }
 
 
 def _event_model(body: dict[str, Any]) -> client.CoreV1Event:

@@ -99,6 +99,12 @@ WEBHOOK_POLICY_WATCH_UP = Gauge(
     "fails and is retried (the webhook keeps the policies it had).",
     registry=REGISTRY,
 )
+POD_WATCH_UP = Gauge(
+    "hangwatch_operator_pod_watch_up",
+    "1 while the operator's list and watch of the labelled pods works, 0 while it fails "
+    "and is retried (remediation keeps judging the pods it had).",
+    registry=REGISTRY,
+)
 CORDONED_NODES = Gauge(
     "hangwatch_operator_cordoned_nodes",
     "Nodes currently cordoned by hangwatch (label hangwatch.dev/cordoned).",

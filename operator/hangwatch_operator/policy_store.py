@@ -68,6 +68,8 @@ class Note:
     """`namespace/name`, or where the bad object came from."""
     generation: int | None = None
     problem: str = ""
+    resource: str = "policy"
+    """What kind of object a BAD_OBJECT note is about (`pod_store` uses this note too)."""
 
     @property
     def warning(self) -> bool:
@@ -81,7 +83,7 @@ class Note:
                 "its pods are not injected."
             )
         if self.kind is NoteKind.BAD_OBJECT:
-            return f"Ignored a policy object or event ({self.policy}): {self.problem}."
+            return f"Ignored a {self.resource} object or event ({self.policy}): {self.problem}."
         verb = {
             NoteKind.LOADED: "loaded",
             NoteKind.CHANGED: "changed",
@@ -140,27 +142,20 @@ def backoff_seconds(failures: int, jitter: float) -> float:
     return base * (0.5 + 0.5 * factor)
 
 
-class PolicyStore:
-    """The policies of `scopes`, kept current by lists and watch events (see module)."""
+class Scopes:
+    """The bookkeeping every store of a list and watch shares (`PolicyStore`,
+    `pod_store.PodStore`): its scopes, each one's resourceVersion, which are listed."""
 
-    def __init__(
-        self,
-        scopes: Iterable[Scope],
-        in_scope: Callable[[str], bool] | None = None,
-    ) -> None:
+    resource = "object"
+    """What the store holds, for notes about objects it could not read."""
+
+    def __init__(self, scopes: Iterable[Scope], in_scope: Callable[[str], bool] | None) -> None:
         self.scopes: tuple[Scope, ...] = tuple(dict.fromkeys(scopes))
         if not self.scopes:
-            raise ValueError("a policy store needs at least one scope")
+            raise ValueError(f"a {self.resource} store needs at least one scope")
         self._in_scope = in_scope or (lambda _namespace: True)
-        self._entries: dict[str, dict[str, _Entry]] = {}
-        self._valid: dict[str, tuple[Policy, ...]] = {}
         self._versions: dict[Scope, str | None] = dict.fromkeys(self.scopes)
         self._listed: set[Scope] = set()
-
-    @property
-    def by_namespace(self) -> Mapping[str, tuple[Policy, ...]]:
-        """namespace -> its valid policies; a live view, updated in place."""
-        return self._valid
 
     @property
     def ready(self) -> bool:
@@ -173,6 +168,65 @@ class PolicyStore:
     def resource_version(self, scope: Scope) -> str | None:
         """Where a watch of `scope` resumes (None: not listed yet)."""
         return self._versions[scope]
+
+    def _check(self, scope: Scope) -> None:
+        if scope not in self._versions:
+            raise KeyError(f"not a scope of this store: {scope!r}")
+
+    def _done_listing(self, scope: Scope, resource_version: str) -> None:
+        self._versions[scope] = resource_version
+        self._listed.add(scope)
+
+    def apply(self, scope: Scope, event: WatchEvent) -> Applied:
+        """Apply one watch event of `scope` (events arrive in order): ERROR 410 asks for a
+        relist, another ERROR is an error, ADDED, MODIFIED and DELETED go to `_changed`,
+        and every event with a resourceVersion (BOOKMARK too) moves the scope on to it."""
+        self._check(scope)
+        kind, obj = event.type, event.object
+        if kind == "ERROR":
+            code = obj.get("code")
+            if code == GONE or obj.get("reason") in ("Expired", "Gone"):
+                return Applied(gone=True)
+            message = obj.get("message")
+            detail = message if isinstance(message, str) else "no message"
+            return Applied(error=f"watch error {code}: {detail[:200]}")
+        if kind not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
+            return Applied((self._bad(scope, f"event type {kind[:40]!r}"),))
+        notes = [] if kind == "BOOKMARK" else self._changed(scope, kind, obj)
+        meta = obj.get("metadata")
+        version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        if isinstance(version, str) and version:
+            self._versions[scope] = version
+        return Applied(tuple(notes))
+
+    def _changed(self, scope: Scope, kind: str, obj: Mapping[str, Any]) -> list[Note]:
+        """Apply an ADDED, MODIFIED or DELETED event's object; what to note."""
+        raise NotImplementedError
+
+    def _bad(self, scope: Scope, problem: str) -> Note:
+        return Note(
+            NoteKind.BAD_OBJECT, describe_scope(scope), problem=problem, resource=self.resource
+        )
+
+
+class PolicyStore(Scopes):
+    """The policies of `scopes`, kept current by lists and watch events (see module)."""
+
+    resource = "policy"
+
+    def __init__(
+        self,
+        scopes: Iterable[Scope],
+        in_scope: Callable[[str], bool] | None = None,
+    ) -> None:
+        super().__init__(scopes, in_scope)
+        self._entries: dict[str, dict[str, _Entry]] = {}
+        self._valid: dict[str, tuple[Policy, ...]] = {}
+
+    @property
+    def by_namespace(self) -> Mapping[str, tuple[Policy, ...]]:
+        """namespace -> its valid policies; a live view, updated in place."""
+        return self._valid
 
     def valid_count(self) -> int:
         return sum(len(policies) for policies in self._valid.values())
@@ -194,43 +248,19 @@ class PolicyStore:
         for namespace, objects in fresh.items():
             for name, body in objects.items():
                 notes.extend(self._store(namespace, name, body))
-        self._versions[scope] = resource_version
-        self._listed.add(scope)
+        self._done_listing(scope, resource_version)
         return notes
 
-    def apply(self, scope: Scope, event: WatchEvent) -> Applied:
-        """Apply one watch event of `scope` (events arrive in order)."""
-        self._check(scope)
-        kind, obj = event.type, event.object
-        if kind == "ERROR":
-            code = obj.get("code")
-            if code == GONE or obj.get("reason") in ("Expired", "Gone"):
-                return Applied(gone=True)
-            message = obj.get("message")
-            detail = message if isinstance(message, str) else "no message"
-            return Applied(error=f"watch error {code}: {detail[:200]}")
-        if kind not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
-            problem = f"event type {kind[:40]!r}"
-            note = Note(NoteKind.BAD_OBJECT, describe_scope(scope), problem=problem)
-            return Applied((note,))
-        meta = obj.get("metadata")
-        version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    def _changed(self, scope: Scope, kind: str, obj: Mapping[str, Any]) -> list[Note]:
         notes: list[Note] = []
-        if kind != "BOOKMARK":
-            key = self._key(scope, obj, notes)
-            if key is not None:
-                namespace, name = key
-                if kind == "DELETED":
-                    notes.extend(self._remove(namespace, name))
-                else:
-                    notes.extend(self._store(namespace, name, obj))
-        if isinstance(version, str) and version:
-            self._versions[scope] = version
-        return Applied(tuple(notes))
-
-    def _check(self, scope: Scope) -> None:
-        if scope not in self._versions:
-            raise KeyError(f"not a scope of this store: {scope!r}")
+        key = self._key(scope, obj, notes)
+        if key is not None:
+            namespace, name = key
+            if kind == "DELETED":
+                notes.extend(self._remove(namespace, name))
+            else:
+                notes.extend(self._store(namespace, name, obj))
+        return notes
 
     def _key(self, scope: Scope, obj: Any, notes: list[Note]) -> tuple[str, str] | None:
         """(namespace, name) of a policy object of `scope`, or None (noted if unreadable)."""
@@ -238,12 +268,10 @@ class PolicyStore:
         namespace = meta.get("namespace") if isinstance(meta, dict) else None
         name = meta.get("name") if isinstance(meta, dict) else None
         if not isinstance(namespace, str) or not namespace or not isinstance(name, str) or not name:
-            problem = "no metadata.namespace and metadata.name"
-            notes.append(Note(NoteKind.BAD_OBJECT, describe_scope(scope), problem=problem))
+            notes.append(self._bad(scope, "no metadata.namespace and metadata.name"))
             return None
         if scope is not None and namespace != scope:
-            problem = "another namespace"
-            notes.append(Note(NoteKind.BAD_OBJECT, describe_scope(scope), problem=problem))
+            notes.append(self._bad(scope, "another namespace"))
             return None
         if not self._in_scope(namespace):
             return None

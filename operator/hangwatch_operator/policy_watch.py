@@ -25,6 +25,9 @@ scope has been listed: the webhook does not listen before that, so a replica tha
 not loaded the policies is not ready (the chart's readiness probe connects to the
 webhook port) and never admits a pod without knowing its policy.
 
+The loop is `ListWatch`, for any kind whose store follows these rules: `PolicyWatch` for
+the webhook's policies, `pod_watch.PodWatch` for the pods remediation watches.
+
 Metrics: `hangwatch_operator_webhook_policies` (valid policies this replica injects
 for) and `hangwatch_operator_webhook_policy_watch_up` (0 while a list or watch fails).
 """
@@ -37,8 +40,9 @@ import enum
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 from kopf._cogs.structs.references import (
     NamespaceName,
@@ -50,6 +54,7 @@ from hangwatch_operator.kube_api import KubeApi, KubeApiError
 from hangwatch_operator.operator_metrics import WEBHOOK_POLICIES, WEBHOOK_POLICY_WATCH_UP
 from hangwatch_operator.policy_store import (
     GONE,
+    Applied,
     Note,
     PolicyStore,
     Scope,
@@ -116,28 +121,66 @@ def watch_plan(namespaces: Sequence[str]) -> WatchPlan:
     return WatchPlan((None,), tuple(dict.fromkeys(namespaces)))
 
 
-class PolicyWatch:
-    """Lists and watches the policies of `plan` into `store` until cancelled."""
+class Store(Protocol):
+    """What a list-and-watch loop keeps current (`policy_store.PolicyStore`,
+    `pod_watch.PodStore`): pure, fed with complete lists and watch events in order."""
+
+    @property
+    def ready(self) -> bool: ...
+
+    def listed_once(self, scope: Scope) -> bool: ...
+
+    def resource_version(self, scope: Scope) -> str | None: ...
+
+    def listed(self, scope: Scope, items: Iterable[Any], resource_version: str) -> list[Note]: ...
+
+    def apply(self, scope: Scope, event: WatchEvent) -> Applied: ...
+
+
+StoreT = TypeVar("StoreT", bound=Store)
+
+
+class ListWatch(Generic[StoreT]):
+    """Lists and watches one kind of object of `plan` into `store` until cancelled (the
+    bookkeeping of the module docstring); subclasses say what to list and watch."""
+
+    kind = "objects"
+    """What is listed, for log lines."""
 
     def __init__(
         self,
         api: KubeApi,
         plan: WatchPlan,
+        store: StoreT,
         *,
         jitter: Callable[[], float] = random.random,
     ) -> None:
         self.api = api
         self.plan = plan
-        self.store = PolicyStore(plan.scopes, plan.in_scope)
+        self.store = store
         self.ready = asyncio.Event()
         self._jitter = jitter
         self._failing: set[Scope] = set()
         self._task: asyncio.Task[None] | None = None
 
+    def list_page(
+        self, scope: Scope, limit: int, token: str | None
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
+        raise NotImplementedError
+
+    def watch_lines(self, scope: Scope, version: str, timeout: int) -> AsyncGenerator[bytes, None]:
+        raise NotImplementedError
+
+    def set_up(self, up: bool) -> None:
+        """Export whether every list and watch works (a metric of the subclass)."""
+
+    def listed_note(self, scope: Scope, count: int) -> str:
+        return f"Listed {count} {self.kind} in {describe_scope(scope)}."
+
     def start(self) -> None:
         """Run in the background (on the running loop) until `stop`."""
         if self._task is None:
-            self._task = asyncio.create_task(self.run(), name="hangwatch policy watch")
+            self._task = asyncio.create_task(self.run(), name=f"hangwatch {self.kind} watch")
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -147,7 +190,7 @@ class PolicyWatch:
         await self.api.close()
 
     async def run(self) -> None:
-        log.info("Listing and watching ProducerHealthPolicies in %s.", self.plan.describe())
+        log.info("Listing and watching %s in %s.", self.kind, self.plan.describe())
         await asyncio.gather(*(self._follow(scope) for scope in self.plan.scopes))
 
     async def _follow(self, scope: Scope) -> None:
@@ -164,15 +207,18 @@ class PolicyWatch:
             except KubeApiError as exc:
                 failures += 1
                 self._failed(scope, str(exc), failures)
-            except Exception:  # a bug must not end the webhook's policy source
+            except Exception:  # a bug must not end the watch
                 failures += 1
-                log.exception("Policy watch of %s failed; trying again.", describe_scope(scope))
+                log.exception(
+                    "Watch of %s in %s failed; trying again.", self.kind, describe_scope(scope)
+                )
                 self._failed(scope, "unexpected error", failures)
                 relist = True
             else:
                 if end is WatchEnd.GONE:
                     log.info(
-                        "Policies of %s: resourceVersion too old (410 Gone); listing again.",
+                        "%s of %s: resourceVersion too old (410 Gone); listing again.",
+                        self.kind,
                         describe_scope(scope),
                     )
                     relist = True
@@ -188,7 +234,7 @@ class PolicyWatch:
         items: list[object] = []
         token: str | None = None
         while True:
-            page = await self.api.list_policies(scope, LIST_PAGE_SIZE, token)
+            page = await self.list_page(scope, LIST_PAGE_SIZE, token)
             found = page.get("items")
             items.extend(found if isinstance(found, list) else [])
             meta = page.get("metadata")
@@ -198,15 +244,10 @@ class PolicyWatch:
                 break
         version = meta.get("resourceVersion")
         if not isinstance(version, str) or not version:
-            raise KubeApiError(0, "a policy list without metadata.resourceVersion")
+            raise KubeApiError(0, f"a list of {self.kind} without metadata.resourceVersion")
         self._log(self.store.listed(scope, items, version))
         self._healthy(scope)
-        log.info(
-            "Listed %d ProducerHealthPolicies in %s for injection (%d valid in every scope).",
-            len(items),
-            describe_scope(scope),
-            self.store.valid_count(),
-        )
+        log.info("%s", self.listed_note(scope, len(items)))
         if self.store.ready and not self.ready.is_set():
             self.ready.set()
 
@@ -218,7 +259,7 @@ class PolicyWatch:
         timeout = low + int((high - low) * self._jitter())
         began = time.monotonic()
         delivered = False
-        lines = self.api.watch_policies(scope, version, timeout)
+        lines = self.watch_lines(scope, version, timeout)
         try:
             async with contextlib.aclosing(lines):
                 async for line in lines:
@@ -245,26 +286,63 @@ class PolicyWatch:
         for note in notes:
             log.log(logging.WARNING if note.warning else logging.INFO, note.message())
         if notes:
-            WEBHOOK_POLICIES.set(self.store.valid_count())
+            self.changed()
+
+    def changed(self) -> None:
+        """Called after a list or event that changed what the store holds (notes)."""
 
     def _healthy(self, scope: Scope) -> None:
         if scope in self._failing:
             self._failing.discard(scope)
-            log.info("Policy watch of %s works again.", describe_scope(scope))
-        WEBHOOK_POLICY_WATCH_UP.set(0 if self._failing else 1)
+            log.info("Watch of %s in %s works again.", self.kind, describe_scope(scope))
+        self.set_up(not self._failing)
 
     def _failed(self, scope: Scope, problem: str, failures: int) -> None:
         self._failing.add(scope)
-        WEBHOOK_POLICY_WATCH_UP.set(0)
+        self.set_up(False)
         state = (
-            "keeping the policies as they were"
-            if self.store.listed_once(scope)
-            else "not listed yet: the webhook waits"
+            "keeping what it listed" if self.store.listed_once(scope) else "not listed yet: waiting"
         )
         log.warning(
-            "Policy watch of %s failed (%s), %d time(s) in a row; %s; trying again.",
+            "Watch of %s in %s failed (%s), %d time(s) in a row; %s; trying again.",
+            self.kind,
             describe_scope(scope),
             problem,
             failures,
             state,
+        )
+
+
+class PolicyWatch(ListWatch[PolicyStore]):
+    """Lists and watches the policies of `plan` into `store` for the webhook."""
+
+    kind = "ProducerHealthPolicies"
+
+    def __init__(
+        self,
+        api: KubeApi,
+        plan: WatchPlan,
+        *,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        super().__init__(api, plan, PolicyStore(plan.scopes, plan.in_scope), jitter=jitter)
+
+    def list_page(
+        self, scope: Scope, limit: int, token: str | None
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
+        return self.api.list_policies(scope, limit, token)
+
+    def watch_lines(self, scope: Scope, version: str, timeout: int) -> AsyncGenerator[bytes, None]:
+        return self.api.watch_policies(scope, version, timeout)
+
+    def set_up(self, up: bool) -> None:
+        WEBHOOK_POLICY_WATCH_UP.set(1 if up else 0)
+
+    def changed(self) -> None:
+        WEBHOOK_POLICIES.set(self.store.valid_count())
+
+    def listed_note(self, scope: Scope, count: int) -> str:
+        return (
+            f"Listed {count} ProducerHealthPolicies in {describe_scope(scope)} for injection "
+            f"({self.store.valid_count()} valid in every scope)."
         )

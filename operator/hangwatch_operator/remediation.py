@@ -23,8 +23,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
-
 from hangwatch_operator import operator_metrics as metrics
 from hangwatch_operator.actuation import carry_out
 from hangwatch_operator.decisions import Decision
@@ -61,7 +59,6 @@ class Runtime:
 
     settings: OperatorSettings
     api: KubeApi
-    session: aiohttp.ClientSession
     cordons: CordonLedger = field(default_factory=CordonLedger)
 
 
@@ -151,7 +148,6 @@ class PolicyWatch:
         started = time.monotonic()
         live = [p for p in pods if not p.terminating]
         reports = await poll_sidecars(
-            self.runtime.session,
             live,
             timeout_seconds=settings.status_timeout_seconds,
             concurrency=settings.status_poll_concurrency,

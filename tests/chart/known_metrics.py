@@ -69,6 +69,7 @@ OPERATOR_METRICS = [
     "hangwatch_operator_webhook_requests_total",
     "hangwatch_operator_webhook_policies",
     "hangwatch_operator_webhook_policy_watch_up",
+    "hangwatch_operator_pod_watch_up",
     "hangwatch_operator_cordoned_nodes",
     "hangwatch_operator_poll_rounds_total",
 ]

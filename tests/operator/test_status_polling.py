@@ -7,12 +7,16 @@ the sidecar writes it); a refused port, a socket that accepts and never answers
 (timeout, while the other sidecars' answers are not held up), an HTTP error, a
 non-JSON or wrong-schema body, an unknown verdict and a wedged sidecar (evaluation
 too old) each become a report with an error and no verdict; a pod without an IP is
-not dialled at all.
+not dialled at all. The answer reader (`fetch_status`, `parse_answer`): an answer
+larger than 1 MiB is cut off and refused, one that is not HTTP, is chunked or is
+shorter than its Content-Length is refused; hypothesis: `parse_answer` returns or raises
+`StatusAnswerError` for any bytes, and reads back any status and body it is given.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import threading
@@ -22,12 +26,18 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
-import aiohttp
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator.sidecar_status import PodReport
-from hangwatch_operator.status_polling import poll_sidecars
+from hangwatch_operator.status_polling import (
+    MAX_STATUS_BYTES,
+    StatusAnswerError,
+    parse_answer,
+    poll_sidecars,
+)
 from hangwatch_operator.watched import WatchedPod
 from hangwatch_sidecar.state import SidecarState
 from hangwatch_testing.remediation_cluster import BROKERS, FakeSidecar, free_port
@@ -39,10 +49,9 @@ def _pod(port: int | None, ip: str | None = "127.0.0.1", name: str = "e1") -> Wa
 
 def _poll(pods: list[WatchedPod], timeout: float = 1.0) -> list[PodReport]:
     async def run() -> list[PodReport]:
-        async with aiohttp.ClientSession() as session:
-            return await poll_sidecars(
-                session, pods, timeout_seconds=timeout, concurrency=8, stale_after_seconds=60
-            )
+        return await poll_sidecars(
+            pods, timeout_seconds=timeout, concurrency=8, stale_after_seconds=60
+        )
 
     return asyncio.run(run())
 
@@ -192,3 +201,68 @@ def test_answers_the_operator_cannot_use_are_reported_not_read_as_verdicts(
     (report,) = _poll([_pod(canned(code, body))])
     assert report.status is None and report.error is not None
     assert error in report.error
+
+
+def _raw_server(answer: bytes) -> tuple[socket.socket, threading.Thread]:
+    """A socket that answers one request with `answer` (then closes)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(4096)
+            with contextlib.suppress(OSError):  # the poller hangs up on one too large
+                conn.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return listener, thread
+
+
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        (
+            b"HTTP/1.1 200 OK\r\n\r\n" + b" " * (MAX_STATUS_BYTES + 1),
+            "unusable answer: /status larger than 1 MiB",
+        ),
+        (b"SSH-2.0-OpenSSH_9.6\r\n", "unusable answer: an answer that is not HTTP"),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            "unusable answer: a chunked answer",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{}",
+            "unusable answer: an answer shorter than its Content-Length",
+        ),
+    ],
+    ids=["too-large", "not-http", "chunked", "cut-short"],
+)
+def test_answers_that_are_not_a_sidecars_are_refused(answer: bytes, error: str) -> None:
+    listener, thread = _raw_server(answer)
+    with listener:
+        (report,) = _poll([_pod(listener.getsockname()[1])], 5.0)
+        thread.join(10)
+    assert report.status is None and report.error is not None
+    assert report.error.startswith(error)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_parse_answer_returns_or_refuses_any_bytes(raw: bytes) -> None:
+    try:
+        code, body = parse_answer(raw)
+    except StatusAnswerError:
+        return
+    assert code >= 0 and len(body) <= len(raw)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(100, 599), st.binary(max_size=2000), st.booleans())
+def test_parse_answer_reads_back_any_status_and_body(code: int, body: bytes, length: bool) -> None:
+    head = f"HTTP/1.1 {code} Whatever\r\nContent-Type: application/json\r\n"
+    if length:
+        head += f"Content-Length: {len(body)}\r\n"
+    assert parse_answer((head + "\r\n").encode() + body) == (code, body)
