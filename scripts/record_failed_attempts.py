@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from hangwatch_lab import Lab
@@ -33,7 +34,7 @@ LIMIT = 200
 
 
 def _get(ui: str, path: str) -> Any:
-    with urllib.request.urlopen(f"{ui}/api/v1{path}", timeout=30) as answer:  # noqa: S310
+    with urllib.request.urlopen(f"{ui}/api/v1{path}", timeout=30) as answer:
         return json.load(answer)
 
 
@@ -54,17 +55,20 @@ def record() -> Path:
         spark = builder.getOrCreate()
         try:
             spark.sparkContext.setLogLevel("OFF")
-            rows = spark.range(4).selectExpr("CAST(id AS STRING) AS key", "repeat('x', 1024) AS value")
+            rows = spark.range(4).selectExpr(
+                "CAST(id AS STRING) AS key", "repeat('x', 1024) AS value"
+            )
             try:
                 (rows.write.format("kafka").option("kafka.bootstrap.servers", lab.bootstrap)
                  .option("kafka.request.timeout.ms", "10000")
                  .option("kafka.delivery.timeout.ms", "20000")
                  .option("topic", TOPIC).save())  # fmt: skip
-            except Exception as exc:  # the job fails: that is the recording
+            except Py4JJavaError as exc:  # the job fails: that is the recording
                 print(f"record-failed-attempts: job failed: {str(exc)[:160]}", flush=True)
             ui = spark.sparkContext.uiWebUrl
             app = spark.sparkContext.applicationId
-            stages = _get(ui, f"/applications/{app}/stages?status=active&status=failed&details=false")
+            query = "status=active&status=failed&details=false"
+            stages = _get(ui, f"/applications/{app}/stages?{query}")
             lists = {
                 f"{s['stageId']}/{s['attemptId']}": _get(
                     ui,

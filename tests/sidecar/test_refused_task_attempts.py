@@ -73,7 +73,7 @@ def view(*errors: str, age: float = 1.0) -> SparkView:
             attempt=i - 1,
             error=e,
             seen_at=100.0 - age,
-        )  # fmt: skip
+        )
         for i, e in enumerate(errors, start=1)
     )
     return SparkView(at=100.0, available=True, failed_attempts=attempts, executor_id="1")
@@ -113,7 +113,7 @@ JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
     lambda inner: (
         st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=6)
-    ),  # fmt: skip
+    ),
     max_leaves=20,
 )
 
@@ -134,7 +134,7 @@ def test_any_json_is_attempts_or_one_answer_error(doc: Any) -> None:
         (TOO_LARGE, "MESSAGE_TOO_LARGE"),
         (NOT_AUTHORIZED, "TOPIC_AUTHORIZATION_FAILED"),
         (LOGIN, "SASL_AUTHENTICATION_FAILED"),
-    ],  # fmt: skip
+    ],
 )
 def test_a_refused_attempt_is_writes_rejected(error: str, kafka_name: str) -> None:
     (finding,) = judge_spark(view(error), stall_seconds=10, heartbeat_seconds=15,
