@@ -4,23 +4,27 @@ plain JVM or Python producers alike), never a restart verdict.
 
 The exception texts are real: Spark 4.2's Kafka sink (kafka-clients 3.9.2) writing 1 KiB
 records to a topic of the lab's Apache Kafka whose max.message.bytes is 200
-(scripts/record_failed_attempts.py; seen there: two of four attempts fail with
-RecordTooLargeException, two with "Expiring 4 record(s) ... since batch creation" after
-delivery.timeout.ms, the Java producer having split and retried the batch meanwhile).
+(scripts/record_failed_attempts.py, its answers in spark_fixtures/; seen in two runs:
+one or two of four attempts fail with RecordTooLargeException, the others with
+"Expiring 4 record(s) ... since batch creation" after delivery.timeout.ms, the Java
+producer splitting and retrying the refused batch meanwhile).
 
 Covers: the driver's `taskList` answer -> this executor's failed attempts (others'
 skipped), wrong answers -> one AnswerError line, any JSON -> attempts or AnswerError;
 RecordTooLargeException / TopicAuthorizationException / SaslAuthenticationException
 -> writes_rejected naming the task, the exception and Kafka's name with a hint; the
 TimeoutException of the same run decides nothing (a timeout alone does not tell); an
-attempt older than the window is forgotten; the pod's verdict is writes_rejected while
-the socket view would say producer_hung; the message classifier on untrusted text
+attempt older than the window is forgotten unless a later attempt of its task runs (the
+recorded run: RecordTooLargeException first, then three timeouts); the pod's verdict is
+writes_rejected, not a restart verdict; the message classifier on untrusted text
 (hypothesis): total, bounded, finds a known exception wherever it is embedded, never a
 name Kafka does not have.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -31,9 +35,10 @@ from hangwatch import kafka_errors as ke
 from hangwatch.contracts import Verdict as V
 from hangwatch_sidecar.spark import answers
 from hangwatch_sidecar.spark.judge import REFUSAL_WINDOW_SECONDS, judge_spark
-from hangwatch_sidecar.spark.types import FailedAttempt, SparkView
+from hangwatch_sidecar.spark.types import FailedAttempt, RunningTask, SparkView, TaskThread
 from hangwatch_sidecar.verdicts import Thresholds, evaluate
 from tests.sidecar.builders import cluster
+from tests.sidecar.spark_builders import FIXTURES
 
 TOO_LARGE = (
     "org.apache.kafka.common.errors.RecordTooLargeException: The request included a message "
@@ -149,6 +154,30 @@ def test_the_runs_timeout_decides_nothing_and_old_attempts_are_forgotten() -> No
                        cluster_healthy=True) == ()  # fmt: skip
     old = view(TOO_LARGE, age=REFUSAL_WINDOW_SECONDS + 1)
     assert judge_spark(old, stall_seconds=10, heartbeat_seconds=15, cluster_healthy=True) == ()
+
+
+def test_the_recorded_run_is_writes_rejected_while_its_task_retries() -> None:
+    doc = json.loads((FIXTURES / "recorded_failed_attempts_record_too_large.json").read_text())
+    assert answers.stages_with_failures(doc["stages"]) == [(0, 0)]
+    found = answers.failed_attempts(doc["task_lists"]["0/0"], "driver", (0, 0))
+    assert [a.attempt for a in found] == [0, 1, 2, 3]
+    first = found[0]
+    ended = first.ended_ts or 0.0
+    seen = tuple(replace(a, seen_at=(a.ended_ts or 0.0) - ended) for a in found[:1])
+    just_failed = SparkView(at=1.0, available=True, failed_attempts=seen)
+    (finding,) = judge_spark(just_failed, stall_seconds=10, heartbeat_seconds=15,
+                             cluster_healthy=True)  # fmt: skip
+    assert finding.verdict is V.WRITES_REJECTED and "RecordTooLargeException" in finding.reason
+    later = replace(just_failed, at=REFUSAL_WINDOW_SECONDS + 60)
+    assert judge_spark(later, stall_seconds=10, heartbeat_seconds=15, cluster_healthy=True) == ()
+    retried = RunningTask(TaskThread(99, "t", 0, 0, first.index, 1), running_seconds=50.0)
+    still = replace(later, tasks=(retried,))
+    again = judge_spark(still, stall_seconds=10, heartbeat_seconds=15, cluster_healthy=True)
+    assert [f.verdict for f in again] == [V.WRITES_REJECTED, None]  # and "attempt 2"
+    expired = [a for a in found if "TimeoutException" in a.error]
+    assert len(expired) == 3
+    alone = SparkView(at=1.0, available=True, failed_attempts=tuple(expired))
+    assert judge_spark(alone, stall_seconds=10, heartbeat_seconds=15, cluster_healthy=True) == ()
 
 
 def test_the_pod_is_writes_rejected_not_a_restart_verdict() -> None:

@@ -150,11 +150,19 @@ def _corroborating(tasks: tuple[RunningTask, ...]) -> list[SparkFinding]:
 
 
 def refused_attempts(view: SparkView) -> list[SparkFinding]:
-    """`writes_rejected` findings: this executor's recent failed attempts whose exception
-    is a refusal the next client meets again."""
+    """`writes_rejected` findings: this executor's failed attempts whose exception is a
+    refusal the next client meets again, while the refusal is current: the newest failed
+    attempt of the executor (whatever its error) ended within `REFUSAL_WINDOW_SECONDS`,
+    or a later attempt of the same task runs. (The Java client splits a batch the broker
+    refuses as too large and retries it until `delivery.timeout.ms`: of the recorded
+    run's four attempts one failed with RecordTooLargeException, three with a
+    TimeoutException naming the expired batch.)"""
+    newest = max((a.seen_at for a in view.failed_attempts), default=None)
+    recent = newest is not None and view.at - newest <= REFUSAL_WINDOW_SECONDS
+    running = {(t.task.stage_id, t.task.index) for t in view.tasks}
     found = []
     for attempt in view.failed_attempts:
-        if view.at - attempt.seen_at > REFUSAL_WINDOW_SECONDS:
+        if not recent and (attempt.stage_id, attempt.index) not in running:
             continue
         said = kafka_errors.classify_message(attempt.error)
         if said is None or said.info.restart is not kafka_errors.Restart.MEETS_AGAIN:
