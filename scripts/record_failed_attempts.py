@@ -19,8 +19,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import AdminClient, NewTopic
-from py4j.protocol import Py4JJavaError
+from confluent_kafka import admin as kafka_admin
+from confluent_kafka.cimpl import NewTopic
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 from pyspark.sql import SparkSession
 
 from hangwatch_lab import Lab
@@ -40,7 +41,7 @@ def _get(ui: str, path: str) -> Any:
 
 def record() -> Path:
     with Lab(brokers=1, topics={}, engine="kafka") as lab:
-        admin = AdminClient({"bootstrap.servers": lab.bootstrap})
+        admin = kafka_admin.AdminClient({"bootstrap.servers": lab.bootstrap})
         topic = NewTopic(TOPIC, 1, 1, config={"max.message.bytes": str(LIMIT)})
         admin.create_topics([topic])[TOPIC].result(60)
         print(f"record-failed-attempts: topic {TOPIC} max.message.bytes={LIMIT}", flush=True)
@@ -65,7 +66,7 @@ def record() -> Path:
                  .option("topic", TOPIC).save())  # fmt: skip
             except Py4JJavaError as exc:  # the job fails: that is the recording
                 print(f"record-failed-attempts: job failed: {str(exc)[:160]}", flush=True)
-            ui = spark.sparkContext.uiWebUrl
+            ui = spark.sparkContext.uiWebUrl or ""
             app = spark.sparkContext.applicationId
             query = "status=active&status=failed&details=false"
             stages = _get(ui, f"/applications/{app}/stages?{query}")
