@@ -20,7 +20,7 @@ from __future__ import annotations
 import pytest
 
 from hangwatch.contracts import Verdict as V
-from hangwatch.wire import telemetry as wire
+from hangwatch_producer.wire import telemetry as wire
 from hangwatch_sidecar.evidence import ErrorObserved
 from hangwatch_sidecar.tracking import ProducerTracker
 from hangwatch_sidecar.verdicts import Debouncer, Thresholds, evaluate
