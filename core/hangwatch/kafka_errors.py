@@ -240,6 +240,7 @@ MAX_MESSAGE_SCANNED = 64 * 1024
 
 _EXCEPTION = re.compile(r"(?<![\w$])[A-Z][\w$]{0,80}Exception(?![\w$])")
 _QUALIFIER = re.compile(r"(?:[A-Za-z_$][\w$]{0,80}\.){1,12}$")
+_NAME = re.compile(r"(?<![\w$])_?[A-Z][A-Z0-9_]{2,60}(?![\w$])")
 
 
 @dataclass(frozen=True)
@@ -256,17 +257,35 @@ class ClassifiedMessage:
 
 def classify_message(text: str) -> ClassifiedMessage | None:
     """The first Kafka exception a message names that is in the table (the outermost
-    first, then its causes); None when it names none. Bounded and total on any text."""
+    first, then its causes), else the first error name of librdkafka or Apache Kafka it
+    names (a Python task's `KafkaError{code=MSG_SIZE_TOO_LARGE,...}`, the wrapper's
+    `DeliveryFailed` lines `topic[0]: MSG_SIZE_TOO_LARGE: ...`); None when it names none.
+    Bounded and total on any text."""
     scanned = text[:MAX_MESSAGE_SCANNED]
+    return _java(scanned) or _named(scanned)
+
+
+def _detail(rest: str) -> str:
+    line = rest[:1000].split("\n", 1)[0].removeprefix(":").removeprefix(",").strip()
+    return "".join(c if c.isprintable() else "?" for c in line)[:200]
+
+
+def _named(scanned: str) -> ClassifiedMessage | None:
+    for match in _NAME.finditer(scanned):
+        info = by_name(match.group(0))
+        if info is not None:
+            return ClassifiedMessage(info, match.group(0), _detail(scanned[match.end() :]))
+    return None
+
+
+def _java(scanned: str) -> ClassifiedMessage | None:
     for match in _EXCEPTION.finditer(scanned):
         info = by_exception(match.group(0))
         if info is None:
             continue
         before = _QUALIFIER.search(scanned[max(0, match.start() - 400) : match.start()])
         qualified = (before.group(0) if before else "") + match.group(0)
-        rest = scanned[match.end() : match.end() + 1000].split("\n", 1)[0]
-        detail = "".join(c if c.isprintable() else "?" for c in rest.removeprefix(":").strip())
-        return ClassifiedMessage(info, qualified[-200:], detail[:200])
+        return ClassifiedMessage(info, qualified[-200:], _detail(scanned[match.end() :]))
     return None
 
 

@@ -11,9 +11,11 @@ producer splitting and retrying the refused batch meanwhile).
 
 Covers: the driver's `taskList` answer -> this executor's failed attempts (others'
 skipped), wrong answers -> one AnswerError line, any JSON -> attempts or AnswerError;
-RecordTooLargeException / TopicAuthorizationException / SaslAuthenticationException
--> writes_rejected naming the task, the exception and Kafka's name with a hint; the
-TimeoutException of the same run decides nothing (a timeout alone does not tell); an
+RecordTooLargeException / TopicAuthorizationException / SaslAuthenticationException, a
+Python task's KafkaError{code=TOPIC_AUTHORIZATION_FAILED} and the wrapper's DeliveryFailed
+naming MSG_SIZE_TOO_LARGE (shapes written here, not recorded) -> writes_rejected naming
+the task, the exception and Kafka's name with a hint; the TimeoutException of the same
+run decides nothing (a timeout alone does not tell); an
 attempt older than the window is forgotten unless a later attempt of its task runs (the
 recorded run: RecordTooLargeException first, then three timeouts); the pod's verdict is
 writes_rejected, not a restart verdict; the message classifier on untrusted text
@@ -57,6 +59,20 @@ LOGIN = (
     "org.apache.kafka.common.errors.SaslAuthenticationException: Authentication failed "
     "during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512\n"
 )
+PYTHON_TASK = (
+    "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+    '  File "job.py", line 12, in write\n'
+    "cimpl.KafkaException: KafkaError{code=TOPIC_AUTHORIZATION_FAILED,val=29,"
+    'str="Broker: Topic authorization failed"}\n'
+)
+"""A PySpark task whose plain confluent-kafka producer raised (the shape Spark reports)."""
+WRAPPER_TASK = (
+    "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+    "hangwatch_producer.producer.DeliveryFailed: delivery failed: 0 unacknowledged and 784 "
+    "failed of 784 messages (delivered 0); first errors: orders[0]: MSG_SIZE_TOO_LARGE: "
+    "Broker: Message size too large (x784)\n"
+)
+"""The wrapper's own DeliveryFailed, as the issue's run raised it."""
 T = Thresholds(stall_seconds=10, heartbeat_seconds=15)
 
 
@@ -139,13 +155,15 @@ def test_any_json_is_attempts_or_one_answer_error(doc: Any) -> None:
         (TOO_LARGE, "MESSAGE_TOO_LARGE"),
         (NOT_AUTHORIZED, "TOPIC_AUTHORIZATION_FAILED"),
         (LOGIN, "SASL_AUTHENTICATION_FAILED"),
+        (PYTHON_TASK, "TOPIC_AUTHORIZATION_FAILED"),
+        (WRAPPER_TASK, "MESSAGE_TOO_LARGE"),
     ],
 )
 def test_a_refused_attempt_is_writes_rejected(error: str, kafka_name: str) -> None:
     (finding,) = judge_spark(view(error), stall_seconds=10, heartbeat_seconds=15,
                              cluster_healthy=True)  # fmt: skip
     assert finding.verdict is V.WRITES_REJECTED and finding.tasks == (1,)
-    assert finding.reason.startswith("task 0.0 of stage 1.0 (TID 1) failed with org.apache")
+    assert finding.reason.startswith("task 0.0 of stage 1.0 (TID 1) failed with ")
     assert f"({kafka_name})" in finding.reason and "a restart cannot help (hint:" in finding.reason
 
 
