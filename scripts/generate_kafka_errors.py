@@ -51,8 +51,8 @@ Broker = tuple[int, str, str, bool]
 
 def apache_kafka_errors() -> tuple[str, list[Broker]]:
     """(Kafka version, [(code, name, exception class, retriable)]) from the lab's jar."""
-    lib = kafkajars.ensure_jars()
-    version = kafkajars.kafka_version()
+    version = kafkajars.default_version()
+    lib = kafkajars.ensure_jars(version)
     jars = sorted(lib.glob("kafka-clients-*.jar")) + sorted(lib.glob("slf4j-api-*.jar"))
     if not jars:
         raise SystemExit(f"no kafka-clients jar in {lib}")
@@ -111,7 +111,11 @@ def render() -> str:
         ")",
         "",
     ]
-    return "\n".join(lines)
+    formatted = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(OUTPUT), "-"],
+        input="\n".join(lines), capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    return formatted.stdout
 
 
 def main() -> int:
