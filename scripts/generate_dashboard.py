@@ -311,6 +311,15 @@ def producer_rows(builder: dash.Dashboard) -> dash.Dashboard:
         )
         .with_panel(
             series(
+                "Producers whose writes are refused",
+                "Producers whose latest verdict is writes_rejected (the cluster refuses their "
+                "writes for a reason a restart cannot fix: /status names the error), per "
+                "application.",
+                per_application("sum", "hangwatch_producer_verdict", 'verdict="writes_rejected"'),
+            )
+        )
+        .with_panel(
+            series(
                 "Producers with stale metadata",
                 "Producers whose latest verdict is metadata_stale, per application.",
                 per_application("sum", "hangwatch_producer_verdict", 'verdict="metadata_stale"'),

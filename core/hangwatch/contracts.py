@@ -27,6 +27,11 @@ class Verdict(StrEnum):
     """Every connection of the pod to brokers silent while Spark runs a task, and nothing
     shows whether the producer is stuck or the task is busy elsewhere (computing, reading
     its input): silence alone. Alert only by default: a restart needs positive evidence."""
+    WRITES_REJECTED = "writes_rejected"
+    """The cluster refuses the producer's writes for a reason the next client meets again
+    (a record above the topic's limit, a missing ACL, refused credentials, a topic that
+    does not exist): `hangwatch.kafka_errors` says which. Alert only: a restart cannot
+    help, so policies may not restart or decommission for it."""
     UNKNOWN = "unknown"
     NODE_NETWORK_FAULT = "node_network_fault"
     """Added by the operator only: pods on one node fail while pods elsewhere succeed."""

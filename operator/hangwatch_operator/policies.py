@@ -51,6 +51,7 @@ ACTION_FIELDS: dict[str, Verdict] = {
     "producerHung": Verdict.PRODUCER_HUNG,
     "metadataStale": Verdict.METADATA_STALE,
     "producerSilent": Verdict.PRODUCER_SILENT,
+    "writesRejected": Verdict.WRITES_REJECTED,
     "brokerDegraded": Verdict.BROKER_DEGRADED,
     "clusterUnreachable": Verdict.CLUSTER_UNREACHABLE,
     "leaderElection": Verdict.LEADER_ELECTION,
@@ -63,6 +64,7 @@ DEFAULT_ACTIONS: dict[Verdict, tuple[Operation, ...]] = {
     Verdict.PRODUCER_HUNG: (Operation.RESTART,),
     Verdict.METADATA_STALE: (Operation.RESTART,),
     Verdict.PRODUCER_SILENT: (Operation.ALERT,),
+    Verdict.WRITES_REJECTED: (Operation.ALERT,),
     Verdict.BROKER_DEGRADED: (Operation.ALERT,),
     Verdict.CLUSTER_UNREACHABLE: (Operation.ALERT,),
     Verdict.LEADER_ELECTION: (Operation.ALERT,),
@@ -70,7 +72,9 @@ DEFAULT_ACTIONS: dict[Verdict, tuple[Operation, ...]] = {
     Verdict.UNKNOWN: (),
 }
 """Same defaults as the CRD: restart only where a restart is the fix (S1, S2, S4) and the
-evidence says so; silence alone (`producer_silent`) alerts (docs/evidence-ladder.md)."""
+evidence says so; silence alone (`producer_silent`) alerts (docs/evidence-ladder.md), and
+writes the cluster refuses for a reason the next client meets again (`writes_rejected`)
+alert: the CRD forbids restarting or decommissioning for them."""
 
 PORT_PATTERN = (
     "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"

@@ -4,13 +4,16 @@ Reads settings from `--file` (a .properties file) and `-X key=value` (which over
 the file), lets librdkafka validate its own properties (`rdkafka_conf`), asks the
 client's model (`timeouts`) for the worst case with every broker blackholed, and
 prints it: the figure first, then the formula with each term, the assumptions, the
-warnings and notes. Exit 0 within the budget (or without one), 1 over `--budget-seconds`
-or unbounded with a budget, 3 on bad input.
+warnings and notes. With `--record-bytes` (and `--topic-max-message-bytes`) it also warns
+when a limit is certain to refuse the job's records (`record_size`). Exit 0 within the
+budget (or without one), 1 over `--budget-seconds`, unbounded with a budget, or with a
+record a limit refuses; 3 on bad input.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -20,10 +23,13 @@ from hangwatch import rdkafka_conf
 from hangwatch.contracts import ExitCode
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
-from hangwatch.time_to_error import models
+from hangwatch.time_to_error import models, record_size
 from hangwatch.time_to_error.client_config import read_properties
 from hangwatch.time_to_error.estimate import Estimate, seconds_text
 from hangwatch_producer.secrets import redact
+
+MAX_SIZE = 2**31 - 1
+"""Sizes are Kafka int32s."""
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +59,19 @@ def register(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="N",
         help="exit 1 when the worst case exceeds N seconds (or is unbounded)",
+    )
+    parser.add_argument(
+        "--record-bytes",
+        type=int,
+        metavar="N",
+        help="the largest record the job writes (key + value + headers): warn when a limit "
+        "is certain to refuse it",
+    )
+    parser.add_argument(
+        "--topic-max-message-bytes",
+        type=int,
+        metavar="N",
+        help="the topic's max.message.bytes (kafka-configs --describe), with --record-bytes",
     )
     parser.add_argument("--json", action="store_true", help="print the estimate as JSON")
 
@@ -134,15 +153,27 @@ def as_text(estimate: Estimate, budget_seconds: float | None) -> str:
     return "\n".join(lines)
 
 
+def _size(name: str, value: int | None) -> int | None:
+    if value is not None and not 0 < value <= MAX_SIZE:
+        raise UsageError(f"{name} must be between 1 and {MAX_SIZE}, got {value}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     budget_seconds = _budget(args.budget_seconds)
+    record_bytes = _size("--record-bytes", args.record_bytes)
+    topic_limit = _size("--topic-max-message-bytes", args.topic_max_message_bytes)
+    if topic_limit is not None and record_bytes is None:
+        raise UsageError("--topic-max-message-bytes needs --record-bytes (the records' size)")
     config = load_config(args.file, args.settings)
     if args.client == "librdkafka":
         rdkafka_conf.validate(config)
     estimate = models.worst_case(args.client, config, args.brokers, budget_seconds)
+    sizes = record_size.size_findings(args.client, config, record_bytes, topic_limit)
+    estimate = dataclasses.replace(estimate, findings=estimate.findings + sizes)
     if args.json:
         print(json.dumps(as_json(estimate, budget_seconds, config), indent=2))
     else:
         print(as_text(estimate, budget_seconds))
     over = budget_seconds is not None and estimate.exceeds(budget_seconds)
-    return ExitCode.DEGRADED if over else ExitCode.OK
+    return ExitCode.DEGRADED if over or sizes else ExitCode.OK

@@ -32,6 +32,8 @@ from typing import Any, NamedTuple, Protocol
 
 MAX_ERROR_EVENTS = 1000
 """Errors waiting to be logged; beyond this the oldest are dropped (they are still counted)."""
+MAX_ERRORS_SEEN = 1000
+"""(topic, code) pairs remembered; beyond this the least recently met is forgotten."""
 
 
 class ReportedError(Protocol):
@@ -70,6 +72,17 @@ class Counters:
         return self.enqueued - self.delivered - self.failed
 
 
+@dataclass(frozen=True)
+class ErrorSeen:
+    """One error code met on one topic ("" for a client error): count, first and last time."""
+
+    code: str
+    topic: str
+    count: int
+    first_ts: float
+    last_ts: float
+
+
 class ErrorEvent(NamedTuple):
     """One error to log: a failed delivery, or a client error (`client` True)."""
 
@@ -100,6 +113,9 @@ class DeliveryLedger:
         """Error code -> occurrences, delivery and client errors."""
         self.last_error: dict[str, Any] | None = None
         """The latest error: code, reason, ts, fatal (the telemetry's `last_error`)."""
+        self.errors_seen: dict[tuple[str, str], ErrorSeen] = {}
+        """(topic, code) -> how often and when first and last (the telemetry's `errors`;
+        topic "" for client errors); at most `MAX_ERRORS_SEEN`, the oldest dropped."""
         self.last_delivery_ts: float | None = None
         self.topics: set[str] = set()
         self._events: collections.deque[ErrorEvent] = collections.deque(maxlen=MAX_ERROR_EVENTS)
@@ -134,7 +150,7 @@ class DeliveryLedger:
             self.last_delivery_ts = self._clock()
             return
         self.failed += 1
-        code, reason = self._record_error(err, client=False)
+        code, reason = self._record_error(err, client=False, topic=msg.topic() or "")
         if len(self.errors) < self._max_recorded:
             part = msg.partition()
             where = f"[{part}]" if part is not None and part >= 0 else " (no partition yet)"
@@ -142,18 +158,20 @@ class DeliveryLedger:
 
     def record_client_error(self, err: ReportedError) -> None:
         """A client error (`error_cb`): counted and logged, not a message's failure."""
-        self._record_error(err, client=True)
+        self._record_error(err, client=True, topic="")
 
-    def _record_error(self, err: ReportedError, *, client: bool) -> tuple[str, str]:
+    def _record_error(self, err: ReportedError, *, client: bool, topic: str) -> tuple[str, str]:
         code = err.name()
         reason = self._scrub(err.str())
+        now = self._clock()
         self.error_counts[code] = self.error_counts.get(code, 0) + 1
-        self.last_error = {
-            "code": code,
-            "reason": reason,
-            "ts": self._clock(),
-            "fatal": err.fatal(),
-        }
+        self.last_error = {"code": code, "reason": reason, "ts": now, "fatal": err.fatal()}
+        seen = self.errors_seen.pop((topic, code), None)
+        if seen is None and len(self.errors_seen) >= MAX_ERRORS_SEEN:
+            del self.errors_seen[next(iter(self.errors_seen))]  # the least recently met
+        first = now if seen is None else seen.first_ts
+        count = (seen.count if seen else 0) + 1
+        self.errors_seen[(topic, code)] = ErrorSeen(code, topic, count, first, now)
         self._events.append(ErrorEvent(code, reason, client))
         return code, reason
 

@@ -14,10 +14,10 @@ Pure: no I/O, no clock (callers pass the times), no threads.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hangwatch_producer.ledger import Counters, DeliveryLedger
+from hangwatch_producer.ledger import Counters, DeliveryLedger, ErrorSeen
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class Snapshot:
     bootstrap: list[str]
     topics: list[str]
     stats_received_ts: float | None = None
+    errors_seen: list[ErrorSeen] = field(default_factory=list)
+    """Per topic and code, most recently met first."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ def build_snapshot(
         last_delivery_ts=ledger.last_delivery_ts,
         last_error=ledger.last_error,
         error_counts=dict(ledger.error_counts),
+        errors_seen=sorted(ledger.errors_seen.values(), key=lambda e: -e.last_ts),
         callbacks=asdict(callbacks),
         config=facts.config,
         wrapper=facts.wrapper,

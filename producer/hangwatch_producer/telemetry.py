@@ -227,6 +227,16 @@ def document(
         if snapshot.last_error
         else None,
         error_counts={code[:MAX_STRING]: count for code, count in errors},
+        errors=[
+            wire.ErrorSeen(
+                code=e.code[:MAX_STRING],
+                topic=e.topic[:MAX_STRING],
+                count=e.count,
+                first_ts=e.first_ts,
+                last_ts=e.last_ts,
+            )
+            for e in snapshot.errors_seen[:list_cap]
+        ],
         callbacks=wire.part(wire.Callbacks, dict(snapshot.callbacks)),
         bootstrap=[a[:MAX_STRING] for a in snapshot.bootstrap[:list_cap]],
         topics=[t[:MAX_STRING] for t in sorted(snapshot.topics)[:list_cap]],

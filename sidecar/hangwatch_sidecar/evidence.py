@@ -62,6 +62,21 @@ class ClusterObservation:
 
 
 @dataclass(frozen=True)
+class ErrorObserved:
+    """One error code a producer met on one topic ("" when the error names none), from its
+    telemetry: how often, and how long ago first and last (sidecar seconds)."""
+
+    code: str
+    topic: str
+    count: int
+    last_age_seconds: float
+    first_age_seconds: float | None = None
+    """None when the telemetry predates per-topic errors (only `last_error` is known)."""
+    first_ts: float | None = None
+    """Wall time of the first occurrence (for the reason's "since")."""
+
+
+@dataclass(frozen=True)
 class ProducerObservation:
     """One producer process as its telemetry and the tracker's memory describe it."""
 
@@ -94,5 +109,7 @@ class ProducerObservation:
     """How long, without interruption, the producer's leaders have disagreed with the
     cluster's as the sidecar saw both (0: they agree, or it has not been seen yet)."""
     identity: Mapping[str, object] = field(default_factory=dict)
+    errors: tuple[ErrorObserved, ...] = ()
+    """The errors its telemetry reports, most recently met first."""
     problem: str | None = None
     """Set when the telemetry could not be used (garbage, too large, wrong schema...)."""

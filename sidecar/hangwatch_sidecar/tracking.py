@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hangwatch_producer.wire.telemetry import IDENTITY_SUMMARY, Statistics, TelemetryDocument
-from hangwatch_sidecar.evidence import ProducerObservation, TopicPartition
+from hangwatch_sidecar.evidence import ErrorObserved, ProducerObservation, TopicPartition
 
 
 @dataclass
@@ -69,6 +69,31 @@ def unanswered_waits(
     return waiting, responses
 
 
+def errors_observed(doc: TelemetryDocument, wall_now: float) -> tuple[ErrorObserved, ...]:
+    """The document's errors per topic and code with their ages; a document written before
+    per-topic errors existed gives its `last_error` alone (topic and first time unknown)."""
+
+    def age(ts: float) -> float:
+        return max(0.0, wall_now - ts)
+
+    found = [
+        ErrorObserved(
+            code=e.code,
+            topic=e.topic,
+            count=e.count,
+            last_age_seconds=age(e.last_ts if e.last_ts is not None else e.first_ts or 0.0),
+            first_age_seconds=None if e.first_ts is None else age(e.first_ts),
+            first_ts=e.first_ts,
+        )
+        for e in doc.errors
+        if e.last_ts is not None or e.first_ts is not None
+    ]
+    last = doc.last_error
+    if not doc.errors and last is not None and last.code and last.ts is not None:
+        found.append(ErrorObserved(last.code, "", doc.error_counts.get(last.code, 1), age(last.ts)))
+    return tuple(found)
+
+
 def _when(ts: float | None, now: float, wall_now: float) -> float | None:
     """The sidecar-monotonic time of a wall timestamp from the document (never in the future)."""
     if ts is None:
@@ -117,6 +142,7 @@ class ProducerTracker:
             awaiting_responses=waiting,
             metadata_age_seconds=metadata_age_seconds(doc.stats),
             identity=_identity(doc),
+            errors=errors_observed(doc, wall_now),
         )
 
     @staticmethod

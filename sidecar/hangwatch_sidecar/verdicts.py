@@ -15,7 +15,14 @@ Order of precedence (first match wins), following the incidents' lesson
 1. no probe round yet -> `unknown`
 2. no broker answers from this pod -> `cluster_unreachable`
 3. partitions the producers write to have no leader -> `leader_election`
-4. a producer is stuck while the cluster is healthy -> `producer_hung`: its requests go
+4. the cluster refuses a producer's writes for a reason the next client meets again (its
+   telemetry's error codes, or Spark's failed task attempts of this executor, classified
+   by `hangwatch.kafka_errors`: a record above the topic's limit, a missing ACL, refused
+   credentials, a topic that does not exist) -> `writes_rejected`, alert only; it comes
+   before the restart verdicts below, whose evidence (pending without delivery, sends
+   failing while brokers answer) such a refusal also produces. A producer whose heartbeat
+   stopped (S4) is `producer_hung` first: its loop is blocked whatever it met before
+5. a producer is stuck while the cluster is healthy -> `producer_hung`: its requests go
    unanswered (S2) or its heartbeat stopped (S4); but a stuck producer whose requests
    brokers keep answering without a delivery (S1) -> `metadata_stale`. Without
    telemetry the socket view decides on a request unanswered on a live connection;
@@ -23,29 +30,31 @@ Order of precedence (first match wins), following the incidents' lesson
    result never coming; waits for metadata -> `metadata_stale`); the Python stack view
    for a Python producer (a thread held inside a delivery callback the client called).
    With telemetry all add their reasons; a straggler task only corroborates
-5. a producer's metadata disagrees / is too old / it keeps failing -> `metadata_stale`
-6. every connection of the pod silent while Spark runs a task of this executor: the
+6. a producer's metadata disagrees / is too old / it keeps failing -> `metadata_stale`
+7. every connection of the pod silent while Spark runs a task of this executor: the
    evidence ladder (`ladder`) decides - `producer_hung` on positive evidence (a thread
    inside the client while nothing is sent), cleared when a source shows the task busy
    elsewhere (the wrapper's telemetry: nothing pending; stacks: no thread in a client),
    else `producer_silent` (silence alone: alert only, never a restart by default)
-7. some brokers or bootstrap entries fail (producers can still work), or the pod's own
+8. some brokers or bootstrap entries fail (producers can still work), or the pod's own
    connections to a broker are blackholed -> `broker_degraded`
-8. no producer telemetry, no connection of the pod to a broker and no Kafka producer
+9. no producer telemetry, no connection of the pod to a broker and no Kafka producer
    thread in the executor's JVM -> `unknown` (cluster fine, nothing to judge)
-9. otherwise -> `healthy`
+10. otherwise -> `healthy`
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hangwatch import kafka_errors
 from hangwatch.contracts import Verdict
 from hangwatch.defaults import STANDALONE
 from hangwatch.wire import status
-from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
+from hangwatch_sidecar.evidence import ClusterObservation, ErrorObserved, ProducerObservation
 from hangwatch_sidecar.ladder import SilenceWeighed, weigh_silence
 from hangwatch_sidecar.pystacks.judge import HeldView, StackFinding, judge_stacks
 from hangwatch_sidecar.sockets.judge import SocketFinding, failed_connects_reason, judge_sockets
@@ -161,6 +170,10 @@ def assess_producer(
             ),
             ev,
         )
+    refused = refusals(producer, thresholds)
+    if refused:
+        ev["writes_rejected"] = [_refusal_evidence(e) for e in refused[:10]]
+        return Assessment(Verdict.WRITES_REJECTED, tuple(_refusal_reason(e) for e in refused), ev)
     stalled = (
         producer.pending > 0
         and producer.pending_seconds > thresholds.stall_seconds
@@ -172,12 +185,12 @@ def assess_producer(
     # Brokers keep answering (responses grow, nothing awaits an answer) yet nothing is
     # delivered: the producer's requests are refused, its view of the cluster is wrong (S1).
     # A producer whose requests go unanswered (S2) awaits responses instead.
-    refused = (
+    answered = (
         producer.answered_age_seconds is not None
         and producer.answered_age_seconds <= thresholds.stall_seconds
         and producer.awaiting_responses == 0
     )
-    if stalled and cluster_healthy and refused:
+    if stalled and cluster_healthy and answered:
         ev["answered_age_seconds"] = round(producer.answered_age_seconds or 0.0, 3)
         return Assessment(
             Verdict.METADATA_STALE,
@@ -200,6 +213,64 @@ def assess_producer(
             ev,
         )
     return _assess_metadata(producer, cluster, thresholds, cluster_healthy, ev)
+
+
+def refusals(producer: ProducerObservation, thresholds: Thresholds) -> list[ErrorObserved]:
+    """The refusals a restart cannot fix (`kafka_errors.Restart.MEETS_AGAIN`) that this
+    producer still meets and that have held long enough to name.
+
+    Still met: seen within the stall threshold, or nothing delivered since the first one
+    while messages wait. Held: since the stall threshold, or the producer has delivered
+    nothing for it (its messages pending or its sends failing) - the same evidence the
+    restart verdicts wait for, so a refusal is named no later than they would be."""
+    window = max(thresholds.stall_seconds, thresholds.heartbeat_seconds)
+    progress = producer.progress_age_seconds
+    stuck = producer.failing_seconds > thresholds.stall_seconds or (
+        producer.pending > 0
+        and producer.pending_seconds > thresholds.stall_seconds
+        and (progress is None or progress > thresholds.stall_seconds)
+    )
+    found = []
+    for error in producer.errors:
+        info = kafka_errors.by_name(error.code)
+        if info is None or info.restart is not kafka_errors.Restart.MEETS_AGAIN:
+            continue
+        first = error.first_age_seconds
+        undelivered = producer.pending > 0 and (
+            progress is None or (first is not None and progress >= first)
+        )
+        if error.last_age_seconds > window and not undelivered:
+            continue
+        if stuck or (first is not None and first >= thresholds.stall_seconds):
+            found.append(error)
+    return found
+
+
+def _refusal_reason(error: ErrorObserved) -> str:
+    info = kafka_errors.by_name(error.code)
+    name = error.code if info is None or info.name == error.code else f"{error.code} ({info.name})"
+    where = f"writes to topic {error.topic}" if error.topic else "the producer's connections"
+    since = ""
+    if error.first_ts is not None:
+        stamp = datetime.datetime.fromtimestamp(error.first_ts, datetime.UTC)
+        since = f" since {stamp.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+    if error.first_age_seconds is not None:
+        since += f" ({error.first_age_seconds:.0f} s ago)"
+    return (
+        f"{where} refused: {name}, {error.count} times{since}, last {error.last_age_seconds:.0f} "
+        "s ago; the next producer meets the same refusal, a restart cannot help"
+        + (f" (hint: {info.hint})" if info is not None and info.hint else "")
+    )
+
+
+def _refusal_evidence(error: ErrorObserved) -> dict[str, Any]:
+    return {
+        "topic": error.topic or None,
+        "error": error.code,
+        "count": error.count,
+        "first_ts": error.first_ts,
+        "last_age_seconds": round(error.last_age_seconds, 1),
+    }
 
 
 def _assess_metadata(
@@ -268,6 +339,7 @@ def _assess_metadata(
 
 
 _PRODUCER_ORDER = (
+    Verdict.WRITES_REJECTED,
     Verdict.PRODUCER_HUNG,
     Verdict.METADATA_STALE,
     Verdict.PRODUCER_SILENT,
@@ -513,9 +585,12 @@ def _broker_reason(broker: Any) -> str:
     return f"{where} {broker.address}{node} is {broker.reachability}{detail}"
 
 
-HELD_BY_THRESHOLD = frozenset({Verdict.PRODUCER_HUNG, Verdict.METADATA_STALE})
+HELD_BY_THRESHOLD = frozenset(
+    {Verdict.PRODUCER_HUNG, Verdict.METADATA_STALE, Verdict.WRITES_REJECTED}
+)
 """Verdicts whose evidence already had to hold for a threshold (stall, heartbeat, failing
-time): they take over at once instead of after `hold` more evaluations."""
+time): they take over at once instead of after `hold` more evaluations (a refusal must
+replace a restart verdict in the same evaluation)."""
 
 
 @dataclass

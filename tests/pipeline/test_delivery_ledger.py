@@ -6,6 +6,8 @@ hands them over; a real lock; the wall clock replaced by a counter to check stam
 - failed reports count as failed; the first `max_recorded_errors` are kept as
   `topic[partition]: code: reason` (a message without a partition yet says so),
   `error_counts` and `last_error` follow every error, reasons are scrubbed of secrets;
+- each (topic, code) is remembered with its count and first and last time (a client
+  error under topic ""), bounded, the least recently met forgotten first;
 - a client error is counted and logged but fails no message;
 - `withdraw` undoes an `enqueue` librdkafka refused; a refused message's topic is
   not listed, an accepted one's is;
@@ -33,9 +35,11 @@ from hypothesis import strategies as st
 
 from hangwatch_producer.ledger import (
     MAX_ERROR_EVENTS,
+    MAX_ERRORS_SEEN,
     DeliveryLedger,
     ErrorEvent,
     ErrorLogThrottle,
+    ErrorSeen,
 )
 from hangwatch_producer.secrets import REDACTED
 from hangwatch_producer.telemetry import MAX_STRING, scrub
@@ -100,6 +104,24 @@ def test_failed_reports_keep_the_first_errors_and_count_every_one() -> None:
         "code": "_PURGE_QUEUE", "reason": "Local: Purged in queue", "ts": 1_002.0, "fatal": False,
     }  # fmt: skip
     assert book.last_delivery_ts is None
+
+
+def test_errors_are_remembered_per_topic_and_code_with_first_and_last_time() -> None:
+    book = ledger()
+    sent(book, count=3)
+    too_large = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)
+    book.record_report(too_large, Message(topic="orders", partition=0))
+    book.record_client_error(KafkaError(KafkaError._AUTHENTICATION))
+    book.record_report(too_large, Message(topic="orders", partition=1))
+    assert book.errors_seen == {
+        ("orders", "MSG_SIZE_TOO_LARGE"): ErrorSeen("MSG_SIZE_TOO_LARGE", "orders", 2, 1_000.0,
+                                                    1_002.0),
+        ("", "_AUTHENTICATION"): ErrorSeen("_AUTHENTICATION", "", 1, 1_001.0, 1_001.0),
+    }  # fmt: skip
+    for n in range(MAX_ERRORS_SEEN):
+        book.record_report(too_large, Message(topic=f"t{n}", partition=0))
+    assert len(book.errors_seen) == MAX_ERRORS_SEEN
+    assert ("", "_AUTHENTICATION") not in book.errors_seen  # the least recently met
 
 
 def test_reasons_are_scrubbed_and_bounded() -> None:

@@ -49,6 +49,10 @@ def telemetry(seq: int = 3, **changes: Any) -> dict[str, Any]:
         "last_delivery_ts": WALL - 1,
         "last_error": {"code": "_TRANSPORT", "reason": "down", "ts": WALL - 5, "fatal": False},
         "error_counts": {"_TRANSPORT": 1},
+        "errors": [
+            {"code": "_TRANSPORT", "topic": "", "count": 1, "first_ts": WALL - 5,
+             "last_ts": WALL - 5},
+        ],
         "callbacks": {"pending": 0, "running_seconds": None, "completed": 4, "errors": 0},
         "bootstrap": ["10.0.0.1:9092"], "topics": ["t"], "topic_count": 1,
         "wrapper": {

@@ -33,6 +33,8 @@ class Code:
     RETRIES_EXCEED_BUDGET = "retries-exceed-budget"
     METADATA_REFRESH_DEAD_BROKER = "metadata-refresh-dead-broker"
     IDEMPOTENCE_UNBOUNDED_RETRIES = "idempotence-unbounded-retries"
+    RECORD_ABOVE_PRODUCER_LIMIT = "record-above-producer-limit"
+    RECORD_ABOVE_TOPIC_LIMIT = "record-above-topic-limit"
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ VERDICT_COLOURS: dict[str, str] = {
     Verdict.NODE_NETWORK_FAULT: "#5d4037",
     Verdict.UNKNOWN: UNKNOWN_COLOUR,
     Verdict.PRODUCER_SILENT: "#f48fb1",
+    Verdict.WRITES_REJECTED: "#00897b",
     NO_STATUS: "#cfd8dc",
 }
 """Each verdict of `hangwatch.contracts.Verdict` and the colour its band is drawn in."""

@@ -159,6 +159,18 @@ class LastError(msgspec.Struct, kw_only=True, frozen=True):
     fatal: bool = False
 
 
+class ErrorSeen(msgspec.Struct, kw_only=True, frozen=True):
+    """One error code as the producer met it on one topic (`topic` empty: a client error,
+    such as a failed login, that names no topic): how often, first and last time."""
+
+    code: Name
+    """librdkafka's name (`MSG_SIZE_TOO_LARGE`, `_MSG_TIMED_OUT`): `hangwatch.kafka_errors`."""
+    topic: Name = ""
+    count: Count = 0
+    first_ts: Optional[Timestamp] = None
+    last_ts: Optional[Timestamp] = None
+
+
 class Callbacks(msgspec.Struct, kw_only=True, frozen=True):
     """The job's callbacks queued to the wrapper's callback thread."""
 
@@ -305,6 +317,7 @@ class Statistics(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
 
 
 ErrorCounts = Annotated[dict[Name, Count], msgspec.Meta(max_length=MAX_LIST)]
+ErrorsSeen = Annotated[list[ErrorSeen], msgspec.Meta(max_length=MAX_LIST)]
 NameList = Annotated[list[Name], msgspec.Meta(max_length=MAX_LIST)]
 ConfigMap = Annotated[dict[Name, ConfigValue], msgspec.Meta(max_length=MAX_CONFIG_ENTRIES)]
 
@@ -327,6 +340,9 @@ class TelemetryDocument(msgspec.Struct, kw_only=True, frozen=True):
     last_delivery_ts: Optional[Timestamp] = None
     last_error: Optional[LastError] = None
     error_counts: ErrorCounts = msgspec.field(default_factory=dict)
+    errors: ErrorsSeen = msgspec.field(default_factory=list)
+    """Per topic and code, the most recently met first; absent in documents of wrappers
+    before it (readers then have `last_error` and `error_counts` only)."""
     callbacks: Callbacks = msgspec.field(default_factory=Callbacks)
     bootstrap: NameList = msgspec.field(default_factory=list)
     topics: NameList = msgspec.field(default_factory=list)

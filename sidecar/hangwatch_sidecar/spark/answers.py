@@ -9,15 +9,18 @@ negative or absurd count or a missing field must not reach the verdict engine.
 - `/applications/<app>/stages/<stage>/<attempt>?details=false` -> `StagePeers` counts;
 - `.../taskSummary?quantiles=0.5` -> the median duration of the stage's finished tasks;
 - `/applications/<app>/executors` -> this executor's `ExecutorCounts` (used only when
-  no thread dump can be had).
+  no thread dump can be had); `/allexecutors` -> its failed task count;
+- `/applications/<app>/stages?status=active&status=failed` -> the stage attempts with
+  failed tasks; `.../taskList?status=FAILED` -> this executor's `FailedAttempt`s.
 """
 
 from __future__ import annotations
 
+import datetime
 import math
 from typing import Any
 
-from hangwatch_sidecar.spark.types import ExecutorCounts, StagePeers
+from hangwatch_sidecar.spark.types import MAX_ERROR_CHARS, ExecutorCounts, FailedAttempt, StagePeers
 
 MAX_COUNT = 2**53
 """Counts beyond this are not counts (JSON's exact integer range)."""
@@ -105,3 +108,74 @@ def executor_counts(doc: Any, executor_id: str) -> ExecutorCounts:
                 completed_tasks=_count(executor, "completedTasks", what),
             )
     raise AnswerError(f"{what}: executor {executor_id} is not listed (gone, or not yet added)")
+
+
+def executor_failed_tasks(doc: Any, executor_id: str) -> int | None:
+    """This executor's `failedTasks` from `/executors` or `/allexecutors`; None when it is
+    not listed."""
+    what = "allexecutors"
+    if not isinstance(doc, list):
+        raise AnswerError(f"{what}: not a JSON list")
+    for entry in doc[:MAX_IDS]:
+        executor = _object(entry, what)
+        if executor.get("id") == executor_id:
+            return _count(executor, "failedTasks", what)
+    return None
+
+
+def stages_with_failures(doc: Any) -> list[tuple[int, int]]:
+    """(stage, attempt) of the listed stages that have failed tasks, newest first."""
+    what = "stages"
+    if not isinstance(doc, list):
+        raise AnswerError(f"{what}: not a JSON list")
+    found = []
+    for entry in doc[:MAX_IDS]:
+        stage = _object(entry, what)
+        if _count(stage, "numFailedTasks", what) > 0:
+            found.append((_count(stage, "stageId", what), _count(stage, "attemptId", what)))
+    return sorted(found, reverse=True)
+
+
+def _ended(task: dict[str, Any], what: str) -> float | None:
+    """`launchTime` (`2026-05-09T10:15:00.123GMT`) + `duration` (ms) in Unix seconds."""
+    launched = task.get("launchTime")
+    if not isinstance(launched, str):
+        return None
+    stamp = launched.removesuffix("GMT").removesuffix("Z")
+    try:
+        at = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%f")
+    except ValueError:
+        raise AnswerError(f"{what}: launchTime {launched[:40]!r} is not a time") from None
+    duration = task.get("duration", 0)
+    if isinstance(duration, bool) or not isinstance(duration, int) or not 0 <= duration < MAX_COUNT:
+        raise AnswerError(f"{what}: duration is not a count")
+    return at.replace(tzinfo=datetime.UTC).timestamp() + min(duration / 1000.0, MAX_SECONDS)
+
+
+def failed_attempts(
+    doc: Any, executor_id: str, stage: tuple[int, int]
+) -> tuple[FailedAttempt, ...]:
+    """This executor's failed attempts from a stage's `taskList?status=FAILED`."""
+    what = "task list"
+    if not isinstance(doc, list):
+        raise AnswerError(f"{what}: not a JSON list")
+    found = []
+    for entry in doc[:MAX_IDS]:
+        task = _object(entry, what)
+        if task.get("executorId") != executor_id or task.get("status") != "FAILED":
+            continue
+        error = task.get("errorMessage", "")
+        if not isinstance(error, str):
+            raise AnswerError(f"{what}: errorMessage is not a string")
+        found.append(
+            FailedAttempt(
+                task_id=_count(task, "taskId", what),
+                stage_id=stage[0],
+                stage_attempt=stage[1],
+                index=_count(task, "index", what),
+                attempt=_count(task, "attempt", what),
+                error=error[:MAX_ERROR_CHARS],
+                ended_ts=_ended(task, what),
+            )
+        )
+    return tuple(found)

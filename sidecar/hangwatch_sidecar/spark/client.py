@@ -34,14 +34,16 @@ from hangwatch.spark_driver import DriverUi
 from hangwatch.wire.status import FailureBudget
 from hangwatch_sidecar.spark import answers, failures
 from hangwatch_sidecar.spark.threads import ThreadDumpError, classify_dump
-from hangwatch_sidecar.spark.types import SparkSnapshot, StagePeers, TaskThread
+from hangwatch_sidecar.spark.types import FailedAttempt, SparkSnapshot, StagePeers, TaskThread
 
 MAX_RESPONSE_BYTES = 2 << 20
 """Largest answer read (2 MiB): an executor's thread dump is 30-150 KiB; a JVM with a
 few thousand threads fits; more is refused rather than parsed."""
 MAX_STAGES = 4
-"""Stage attempts whose peers are read in one round at most (tasks of an executor
-usually belong to one stage)."""
+"""Stage attempts whose peers (or failed attempts) are read in one round at most (tasks
+of an executor usually belong to one stage)."""
+MAX_FAILED_ATTEMPTS = 20
+"""Failed task attempts read per stage, and kept, at most."""
 API = "/api/v1/applications"
 
 ERROR_KINDS = (
@@ -202,6 +204,8 @@ class DriverReader:
         self.client, self.executor_id, self.clock = client, executor_id, clock
         self.application_id = application_id
         self._budget_settings: failures.BudgetSettings | None = None
+        self.failed_tasks: int | None = None
+        """This executor's failed task count at the last `read_budget` (None: unknown)."""
 
     def _app_path(self) -> str:
         if not self.application_id:
@@ -258,8 +262,28 @@ class DriverReader:
         if settings.max_failures is None:
             return failures.failure_budget(settings, 0)
         executors = self.client.get_json(f"{base}/allexecutors")
+        self.failed_tasks = answers.executor_failed_tasks(executors, self.executor_id)
         failed = failures.failed_executors(executors, now, settings.validity_seconds)
         return failures.failure_budget(settings, failed)
+
+    def read_failed_attempts(self) -> tuple[FailedAttempt, ...]:
+        """This executor's failed task attempts in the active and failed stages (at most
+        MAX_STAGES of them, newest first). Raises DriverError or AnswerError."""
+        base = self._app_path()
+        stages = answers.stages_with_failures(
+            self.client.get_json(f"{base}/stages?status=active&status=failed&details=false")
+        )
+        found: list[FailedAttempt] = []
+        for stage_id, attempt in stages[:MAX_STAGES]:
+            path = f"{base}/stages/{stage_id}/{attempt}/taskList"
+            try:
+                tasks = self.client.get_json(f"{path}?status=FAILED&length={MAX_FAILED_ATTEMPTS}")
+            except DriverError as exc:
+                if exc.kind == "not_found":
+                    continue
+                raise
+            found += answers.failed_attempts(tasks, self.executor_id, (stage_id, attempt))
+        return tuple(sorted(found, key=lambda a: -a.task_id)[:MAX_FAILED_ATTEMPTS])
 
     def read_peers(self, tasks: Iterable[TaskThread]) -> dict[tuple[int, int], StagePeers]:
         """Counts and the finished tasks' median duration of the stages of `tasks` (at most

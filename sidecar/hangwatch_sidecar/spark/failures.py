@@ -44,6 +44,8 @@ FIRST_COUNTING_VERSION = (3, 5)
 MAX_PROPERTIES = 10_000
 MAX_EXECUTORS = 100_000
 INT_MAX = 2**31 - 1
+MAX_SECONDS = 1e9
+"""Longest interval taken (the bound of a duration in /status)."""
 _VERSION = re.compile(r"^(\d{1,4})\.(\d{1,4})(?:\.\d{1,4})?(?:[-+.][0-9A-Za-z.+-]{0,64})?$")
 _TIME = re.compile(r"^(\d{1,18})\s*(us|ms|s|m|min|h|d)?$")
 _TIME_UNITS = {
@@ -123,7 +125,10 @@ def parse_seconds(name: str, text: str) -> float:
     match = _TIME.match(text.strip().lower())
     if match is None:
         raise AnswerError(f"environment: {name}={text[:40]!r} is not a time")
-    return int(match.group(1)) * _TIME_UNITS[match.group(2)]
+    seconds = int(match.group(1)) * _TIME_UNITS[match.group(2)]
+    if seconds > MAX_SECONDS:  # /status carries durations up to 10^9 s
+        raise AnswerError(f"environment: {name}={text[:40]!r} is out of range")
+    return seconds
 
 
 def budget_settings(version: tuple[str, tuple[int, int]], environment: Any) -> BudgetSettings:

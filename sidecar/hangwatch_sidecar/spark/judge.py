@@ -13,7 +13,13 @@ task it rests on; `verdict` None marks corroborating evidence that never decides
 - a thread in `flush` or waiting for buffer memory for the stall threshold ->
   `producer_hung` only when its task is also a straggler (a busy producer flushes and
   waits for buffer too); otherwise corroborating;
-- a straggler task, failed task attempts -> corroborating only.
+- a failed task attempt of this executor whose exception `hangwatch.kafka_errors`
+  classifies as a refusal the next client meets again (RecordTooLargeException,
+  TopicAuthorizationException, SaslAuthenticationException...), failed within
+  `REFUSAL_WINDOW_SECONDS` -> `writes_rejected` (Spark's Kafka sink and plain JVM or
+  Python producers alike: the task's own exception is the evidence), whatever the
+  cluster's health;
+- a straggler task, other failed task attempts -> corroborating only.
 
 With some broker failing none of these is judged a producer fault (the probes'
 `broker_degraded` decides); they are kept as corroborating evidence.
@@ -23,8 +29,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hangwatch import kafka_errors
 from hangwatch.contracts import Verdict
-from hangwatch_sidecar.spark.types import Activity, RunningTask, SparkView, ThreadObservation
+from hangwatch_sidecar.spark.types import (
+    Activity,
+    FailedAttempt,
+    RunningTask,
+    SparkView,
+    ThreadObservation,
+)
+
+REFUSAL_WINDOW_SECONDS = 120.0
+"""A failed attempt refused by the cluster counts this long after it failed: Spark retries
+a task within seconds and then fails the job, so the verdict must outlive the attempts
+long enough for a scrape and an operator round to see it."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +149,38 @@ def _corroborating(tasks: tuple[RunningTask, ...]) -> list[SparkFinding]:
     return found
 
 
+def refused_attempts(view: SparkView) -> list[SparkFinding]:
+    """`writes_rejected` findings: this executor's failed attempts whose exception is a
+    refusal the next client meets again, while the refusal is current: the newest failed
+    attempt of the executor (whatever its error) ended within `REFUSAL_WINDOW_SECONDS`,
+    or a later attempt of the same task runs. (The Java client splits a batch the broker
+    refuses as too large and retries it until `delivery.timeout.ms`: of the recorded
+    run's four attempts one failed with RecordTooLargeException, three with a
+    TimeoutException naming the expired batch.)"""
+    newest = max((a.seen_at for a in view.failed_attempts), default=None)
+    recent = newest is not None and view.at - newest <= REFUSAL_WINDOW_SECONDS
+    running = {(t.task.stage_id, t.task.index) for t in view.tasks}
+    found = []
+    for attempt in view.failed_attempts:
+        if not recent and (attempt.stage_id, attempt.index) not in running:
+            continue
+        said = kafka_errors.classify_message(attempt.error)
+        if said is None or said.info.restart is not kafka_errors.Restart.MEETS_AGAIN:
+            continue
+        found.append(
+            SparkFinding(Verdict.WRITES_REJECTED, _refused(attempt, said), (), (attempt.task_id,))
+        )
+    return found
+
+
+def _refused(attempt: FailedAttempt, said: kafka_errors.ClassifiedMessage) -> str:
+    detail = f": {said.detail}" if said.detail else ""
+    return (
+        f"{attempt.label} failed with {said.exception} ({said.info.name}){detail}; the next "
+        f"executor meets the same refusal, a restart cannot help (hint: {said.info.hint})"
+    )
+
+
 def judge_spark(
     view: SparkView | None,
     *,
@@ -142,7 +192,7 @@ def judge_spark(
     if view is None or not view.available:
         return ()
     tasks = {t.task.task_id: t for t in view.tasks}
-    found: list[SparkFinding] = []
+    found: list[SparkFinding] = refused_attempts(view)
     for obs in view.threads:
         activity = obs.thread.activity
         if activity is Activity.IN_CALLBACK and obs.held_seconds >= heartbeat_seconds:
@@ -150,7 +200,7 @@ def judge_spark(
         elif activity in _WAITS and obs.held_seconds >= stall_seconds:
             found.append(_wait(obs, tasks, stall_seconds, cluster_healthy))
     found += _corroborating(view.tasks)
-    order = {Verdict.PRODUCER_HUNG: 0, Verdict.METADATA_STALE: 1}
+    order = {Verdict.WRITES_REJECTED: -1, Verdict.PRODUCER_HUNG: 0, Verdict.METADATA_STALE: 1}
     return tuple(sorted(found, key=lambda f: order.get(f.verdict, 9) if f.verdict else 9))
 
 

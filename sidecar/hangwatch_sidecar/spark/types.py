@@ -140,6 +140,34 @@ class StagePeers:
 
 
 @dataclass(frozen=True)
+class FailedAttempt:
+    """A failed task attempt of this executor as the driver reports it (`taskList`)."""
+
+    task_id: int
+    stage_id: int
+    stage_attempt: int
+    index: int
+    attempt: int
+    error: str
+    """Spark's `errorMessage` (the exception and its stack), cut to `MAX_ERROR_CHARS`."""
+    ended_ts: float | None = None
+    """When it failed (Unix time: `launchTime` + `duration`), None when Spark does not say."""
+    seen_at: float = 0.0
+    """When the sidecar first saw it (monotonic)."""
+
+    @property
+    def label(self) -> str:
+        return (
+            f"task {self.index}.{self.attempt} of stage {self.stage_id}.{self.stage_attempt} "
+            f"(TID {self.task_id})"
+        )
+
+
+MAX_ERROR_CHARS = 16_384
+"""Characters of a failed attempt's `errorMessage` kept (the exception comes first)."""
+
+
+@dataclass(frozen=True)
 class ExecutorCounts:
     """This executor's task counts from the driver's executor list (used without a thread
     dump)."""
@@ -235,6 +263,10 @@ class SparkView:
     """`driver` (the driver's REST API) or `jvm` (a thread dump of the pod's own JVM)."""
     spark_executor: bool = True
     """False for a local JVM that is not a Spark executor: no task to speak of."""
+
+    failed_attempts: tuple[FailedAttempt, ...] = ()
+    """This executor's failed task attempts the sidecar saw (newest first), read when
+    the driver's count of them grows."""
 
     @property
     def label(self) -> str:

@@ -32,7 +32,7 @@ from hangwatch_sidecar.spark.answers import AnswerError
 from hangwatch_sidecar.spark.attach import LocalReader
 from hangwatch_sidecar.spark.client import DriverError, DriverReader
 from hangwatch_sidecar.spark.tracking import SparkTracker, aged
-from hangwatch_sidecar.spark.types import ReadStats, SparkSnapshot, SparkView
+from hangwatch_sidecar.spark.types import FailedAttempt, ReadStats, SparkSnapshot, SparkView
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,8 @@ class SparkWatch:
         self._errors: Counter[str] = Counter()
         self._stats = ReadStats()
         self._budget: FailureBudget | None = None
+        self._failed_tasks: int | None = None
+        self._attempts: tuple[FailedAttempt, ...] = ()
         self._lock = threading.Lock()
 
     @property
@@ -92,6 +94,8 @@ class SparkWatch:
             self._future = self.pool.submit(self._read)
         with self._lock:
             view = self._view
+            if view.available and self._attempts:
+                view = replace(view, failed_attempts=self._attempts)
         return aged(view, now, self.max_age_seconds)
 
     def _read(self) -> None:
@@ -118,12 +122,40 @@ class SparkWatch:
             return
         with self._lock:
             was, self._budget = self._budget, budget
+        self._read_failed_attempts(driver)
         if was is None or was.remaining != budget.remaining:
             log.info(
                 "Spark failure budget",
                 extra={"max_failures": budget.max_failures, "failures": budget.failures,
                        "remaining": budget.remaining},
             )  # fmt: skip
+
+    def _read_failed_attempts(self, driver: DriverReader) -> None:
+        """When this executor's failed task count grew: its failed attempts (what each
+        failed with), each stamped with when the sidecar first saw it."""
+        count, was = driver.failed_tasks, self._failed_tasks
+        self._failed_tasks = count
+        if count is None or count <= (was or 0):
+            return
+        try:
+            read = driver.read_failed_attempts()
+        except (DriverError, AnswerError) as exc:
+            log.debug("failed task attempts unavailable", extra={"error": str(exc)})
+            return
+        now, wall = self.clock(), time.time()
+
+        def seen(attempt: FailedAttempt) -> float:
+            if attempt.ended_ts is None:
+                return now
+            return now - max(0.0, wall - attempt.ended_ts)
+
+        with self._lock:
+            known = {a.task_id: a.seen_at for a in self._attempts}
+            self._attempts = tuple(replace(a, seen_at=known.get(a.task_id, seen(a))) for a in read)
+        log.info(
+            "failed task attempts of this executor",
+            extra={"failed_tasks": count, "attempts": [a.label for a in read[:5]]},
+        )
 
     def _with_peers(self, driver: DriverReader, snapshot: SparkSnapshot) -> SparkSnapshot:
         half = self.tracker.stall_seconds / 2

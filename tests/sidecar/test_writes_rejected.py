@@ -1,0 +1,157 @@
+"""Writes the cluster refuses for a reason the next client meets again are named
+`writes_rejected` (alert only), never restarted; errors that live in the client keep
+their restart verdicts.
+
+Covers (issue 29): a producer whose sends all fail with MSG_SIZE_TOO_LARGE while every
+broker answers (was `metadata_stale`, restarted) -> writes_rejected naming the topic, the
+error, how many, since when and the topic's limit; the same refusal while messages wait
+answered (the S1 shape) and a failed SASL login while messages wait unanswered (the S2
+shape) -> writes_rejected, not metadata_stale / producer_hung; S1's sticky not-leader
+and idempotent-producer errors -> metadata_stale as before; a blocked poll loop (S4)
+stays producer_hung; a refusal met once long ago, deliveries since -> healthy; a
+refusal younger than the stall threshold while deliveries go on -> not yet; telemetry
+written before per-topic errors (only `last_error`) still classifies; the pod's verdict
+puts writes_rejected first; the debouncer takes it over at once (it replaces a restart
+verdict in the same evaluation); the tracker reads per-topic errors and old documents.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hangwatch.contracts import Verdict as V
+from hangwatch_producer.wire import telemetry as wire
+from hangwatch_sidecar.evidence import ErrorObserved
+from hangwatch_sidecar.tracking import ProducerTracker
+from hangwatch_sidecar.verdicts import Debouncer, Thresholds, evaluate
+from tests.sidecar.builders import cluster, producer
+
+T = Thresholds(
+    stall_seconds=10, heartbeat_seconds=15, metadata_max_age_seconds=60, election_grace_seconds=15
+)
+WALL = 1_800_000_000.0
+
+
+def met(code: str, *, topic: str = "orders", count: int = 784, first: float | None = 12.0,
+        last: float = 0.5) -> ErrorObserved:  # fmt: skip
+    return ErrorObserved(code, topic, count, last, first, None if first is None else WALL - first)
+
+
+TOO_LARGE_FAILING = {
+    "failed_total": 784,
+    "failing_seconds": 12,
+    "progress_age_seconds": None,
+    "delivered_total": 0,
+    "errors": (met("MSG_SIZE_TOO_LARGE"),),
+}
+
+
+def test_message_too_large_is_writes_rejected_never_metadata_stale() -> None:
+    before = evaluate(cluster(), [producer(**{**TOO_LARGE_FAILING, "errors": ()})],
+                      thresholds=T, now=100)  # fmt: skip
+    assert before.pod.verdict is V.METADATA_STALE  # what the code alone cannot tell
+    result = evaluate(cluster(), [producer(**TOO_LARGE_FAILING)], thresholds=T, now=100)
+    assert result.pod.verdict is V.WRITES_REJECTED
+    (reason,) = result.pod.reasons
+    parts = (
+        "topic orders", "MSG_SIZE_TOO_LARGE (MESSAGE_TOO_LARGE)", "784 times",
+        "since 2027-01-15T07:59:48Z (12 s ago)", "max.message.bytes", "a restart cannot help",
+    )  # fmt: skip
+    for part in parts:
+        assert part in reason, reason
+    (evidence,) = result.producers["producer-42-1"].evidence["writes_rejected"]
+    assert evidence["topic"] == "orders" and evidence["error"] == "MSG_SIZE_TOO_LARGE"
+
+
+@pytest.mark.parametrize(
+    ("code", "shape", "without"),
+    [
+        ("MSG_SIZE_TOO_LARGE", {"answered_age_seconds": 0.5}, V.METADATA_STALE),
+        ("TOPIC_AUTHORIZATION_FAILED", {"answered_age_seconds": 0.5}, V.METADATA_STALE),
+        ("_AUTHENTICATION", {"awaiting_responses": 0}, V.PRODUCER_HUNG),
+        ("_UNKNOWN_TOPIC", {"answered_age_seconds": 0.5}, V.METADATA_STALE),
+    ],
+)
+def test_a_refusal_outranks_the_restart_verdicts_its_symptoms_look_like(
+    code: str, shape: dict[str, float], without: V
+) -> None:
+    stuck = {"pending": 100, "pending_seconds": 11, "progress_age_seconds": 40, **shape}
+    assert evaluate(cluster(), [producer(**stuck)], thresholds=T, now=100).pod.verdict is without
+    refused = producer(**stuck, errors=(met(code, topic="" if code[0] == "_" else "orders"),))
+    result = evaluate(cluster(), [refused], thresholds=T, now=100)
+    assert result.pod.verdict is V.WRITES_REJECTED
+    assert code in result.pod.reasons[0]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "NOT_LEADER_FOR_PARTITION",
+        "OUT_OF_ORDER_SEQUENCE_NUMBER",
+        "UNKNOWN_PRODUCER_ID",
+        "INVALID_PRODUCER_EPOCH",
+        "_MSG_TIMED_OUT",
+    ],
+)
+def test_errors_that_live_in_the_client_keep_the_restart_verdict(code: str) -> None:
+    failing = producer(**{**TOO_LARGE_FAILING, "errors": (met(code),)})
+    assert evaluate(cluster(), [failing], thresholds=T, now=100).pod.verdict is V.METADATA_STALE
+
+
+def test_a_blocked_poll_loop_is_hung_whatever_it_met_before() -> None:
+    blocked = producer(**TOO_LARGE_FAILING, heartbeat_age_seconds=20, pending=5)
+    assert evaluate(cluster(), [blocked], thresholds=T, now=100).pod.verdict is V.PRODUCER_HUNG
+
+
+def test_a_refusal_long_past_with_deliveries_since_is_healthy() -> None:
+    past = producer(errors=(met("MSG_SIZE_TOO_LARGE", count=1, first=600, last=600),))
+    assert evaluate(cluster(), [past], thresholds=T, now=100).pod.verdict is V.HEALTHY
+
+
+def test_a_young_refusal_among_deliveries_waits_for_the_stall_threshold() -> None:
+    young = producer(errors=(met("MSG_SIZE_TOO_LARGE", count=3, first=4, last=1),))
+    assert evaluate(cluster(), [young], thresholds=T, now=100).pod.verdict is V.HEALTHY
+    held = producer(errors=(met("MSG_SIZE_TOO_LARGE", count=9, first=11, last=1),))
+    assert evaluate(cluster(), [held], thresholds=T, now=100).pod.verdict is V.WRITES_REJECTED
+
+
+def test_old_telemetry_with_only_the_last_error_still_classifies() -> None:
+    old = producer(**{**TOO_LARGE_FAILING, "errors": (met("MSG_SIZE_TOO_LARGE", topic="",
+                                                           first=None),)})  # fmt: skip
+    result = evaluate(cluster(), [old], thresholds=T, now=100)
+    assert result.pod.verdict is V.WRITES_REJECTED
+    assert "the producer's connections refused" in result.pod.reasons[0]
+
+
+def test_the_pod_names_a_refusal_before_another_producers_hang() -> None:
+    hung = producer(key="a", pending=10, pending_seconds=40, progress_age_seconds=40)
+    refused = producer(key="b", **TOO_LARGE_FAILING)
+    result = evaluate(cluster(), [hung, refused], thresholds=T, now=100)
+    assert result.pod.verdict is V.WRITES_REJECTED
+    assert result.producers["a"].verdict is V.PRODUCER_HUNG
+
+
+def test_the_debouncer_takes_a_refusal_over_at_once() -> None:
+    debouncer = Debouncer(hold=3)
+    debouncer.update(V.HEALTHY, 1.0)
+    assert debouncer.update(V.WRITES_REJECTED, 2.0) and debouncer.current is V.WRITES_REJECTED
+
+
+def document(**changes: object) -> wire.TelemetryDocument:
+    base: dict[str, object] = {
+        "schema": 1, "kind": wire.KIND, "seq": 5, "ts": WALL,
+        "counters": {"enqueued": 10, "failed": 10}, "topics": ["orders"],
+        "last_error": {"code": "MSG_SIZE_TOO_LARGE", "reason": "Broker: Message size too large",
+                       "ts": WALL - 2},
+        "error_counts": {"MSG_SIZE_TOO_LARGE": 10},
+    }  # fmt: skip
+    return wire.from_builtins({**base, **changes})
+
+
+def test_the_tracker_reads_per_topic_errors_and_old_documents() -> None:
+    per_topic = document(errors=[{"code": "MSG_SIZE_TOO_LARGE", "topic": "orders", "count": 10,
+                                  "first_ts": WALL - 30, "last_ts": WALL - 2}])  # fmt: skip
+    seen = ProducerTracker().observe("p", per_topic, True, now=50.0, wall_now=WALL)
+    assert seen.errors == (ErrorObserved("MSG_SIZE_TOO_LARGE", "orders", 10, 2.0, 30.0, WALL - 30),)
+    old = ProducerTracker().observe("p", document(), True, now=50.0, wall_now=WALL)
+    assert old.errors == (ErrorObserved("MSG_SIZE_TOO_LARGE", "", 10, 2.0),)
