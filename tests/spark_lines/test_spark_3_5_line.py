@@ -112,6 +112,14 @@ def _results(report: Path) -> dict[str, tuple[str, str]]:
     return found
 
 
+def _ends(text: str, each: int = 2000) -> str:
+    """A failure's report: its start (the assertion) and its end (pytest's location)."""
+    if len(text) <= 2 * each:
+        return text
+    cut = f"[... {len(text) - 2 * each} characters: see the output above ...]"
+    return f"{text[:each]}\n{cut}\n{text[-each:]}"
+
+
 @pytest.mark.timeout(3000)
 def test_every_spark_facing_path_passes_on_spark_3_5(tmp_path: Path) -> None:
     python = python_of(LINE)
@@ -143,7 +151,7 @@ def test_every_spark_facing_path_passes_on_spark_3_5(tmp_path: Path) -> None:
     assert version == LINE.version
     bad = {name: r for name, r in results.items() if r[0] != "passed"}
     assert not bad, f"Spark {LINE.name}: {len(bad)} of {len(results)} not passed:\n" + "\n".join(
-        f"- {name}: {outcome}\n{text.strip()[-3000:]}" for name, (outcome, text) in bad.items()
+        f"- {name}: {outcome}\n{_ends(text.strip())}" for name, (outcome, text) in bad.items()
     )
     assert len(results) == EXPECTED_TESTS, sorted(results)
     assert code == 0
