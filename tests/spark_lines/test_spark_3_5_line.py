@@ -27,7 +27,9 @@ passed: a test skipped, missing
 or failed is named in the failure with pytest's own report of it. The subprocess's
 output (pytest -v, with durations) is printed as it comes: `pytest -s` shows it live,
 a failure shows it in the captured output. The subprocess runs in its own session and
-is ended (SIGTERM, then SIGKILL) with everything it started on every exit path.
+is ended (SIGTERM, then SIGKILL) with everything it started on every exit path; should
+this pytest itself be killed, the kernel kills it too (PR_SET_PDEATHSIG, as the lab's
+brokers).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from pathlib import Path
 
 import pytest
 
+from hangwatch_lab.kafka import DIE_WITH_PARENT
 from hangwatch_pipeline.spark_kafka import line_named
 from hangwatch_testing.spark_line_env import ROOT, python_of
 
@@ -125,7 +128,7 @@ def test_every_spark_facing_path_passes_on_spark_3_5(tmp_path: Path) -> None:
     python = python_of(LINE)
     report = tmp_path / "spark-3.5.xml"
     command = [
-        str(python), "-m", "pytest", *SUBSET, "-v", "-p", "no:cacheprovider",
+        *DIE_WITH_PARENT, str(python), "-m", "pytest", *SUBSET, "-v", "-p", "no:cacheprovider",
         "--durations=0", f"--junitxml={report}", "-o", "junit_family=xunit1",
         f"--basetemp={tmp_path / 'tmp'}", "-W", PYSPARK_35_SOCKETS,
     ]  # fmt: skip
