@@ -45,6 +45,7 @@ TIERS = {
     "image": "image",
     "demo": "spark",
     "pipeline_spark": "spark",
+    "spark_lines": "spark",
     "lab": "lab",
     "demo/test_demo_parts.py": "unit",
     "demo/test_interceptor_build.py": "unit",
