@@ -133,18 +133,18 @@ def test_every_spark_facing_path_passes_on_spark_3_5(tmp_path: Path) -> None:
         f"--basetemp={tmp_path / 'tmp'}", "-W", PYSPARK_35_SOCKETS,
     ]  # fmt: skip
     print(f"Spark {LINE.name} line: {' '.join(command)}", flush=True)
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         command, cwd=ROOT, env=_environment(), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            sys.stdout.write(f"[spark {LINE.name}] {line}")
-            sys.stdout.flush()
-        code = proc.wait()
-    finally:
-        _end(proc)
+    ) as proc:  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                sys.stdout.write(f"[spark {LINE.name}] {line}")
+                sys.stdout.flush()
+            code = proc.wait()
+        finally:
+            _end(proc)
     assert report.is_file(), f"the Spark {LINE.name} run wrote no report (exit {code})"
     results = _results(report)
     version = subprocess.run(
