@@ -46,6 +46,7 @@ TIERS = {
     "demo": "spark",
     "pipeline_spark": "spark",
     "spark_lines": "spark",
+    "spark_lines/test_spark_line_env.py": "unit",
     "lab": "lab",
     "demo/test_demo_parts.py": "unit",
     "demo/test_interceptor_build.py": "unit",
