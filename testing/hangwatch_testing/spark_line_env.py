@@ -4,7 +4,8 @@ One Python environment holds one `pyspark` package, so the lines of
 `hangwatch_pipeline.spark_kafka.LINES` after the default (the dev environment's, 4.x)
 each get a virtualenv of their own, `~/.cache/hangwatch/spark-<line>/venv`: this
 interpreter's Python, the line's pinned pyspark (its pyproject.toml extra) and the
-`test` extra, hangwatch installed editable from this checkout. `scripts/setup.sh` runs
+`test` extra, hangwatch and hangwatch-producer (`producer/`, which hangwatch depends on
+and PyPI does not have) installed editable from this checkout. `scripts/setup.sh` runs
 `python3 -m hangwatch_testing.spark_line_env` (a no-op when the environment is built
 for the same pyproject.toml, pyspark and Python; about 1 minute otherwise, most of it
 building pyspark's wheel). `python_of` is where the tests find the line's interpreter;
@@ -47,8 +48,15 @@ def env_dir(line: SparkLine, environ: Mapping[str, str] | None = None) -> Path:
     return root / f"spark-{line.name}" / "venv"
 
 
+PROJECTS = ("producer/pyproject.toml", "pyproject.toml")
+"""What is installed into each environment; a change of either rebuilds it."""
+
+
 def _stamp(line: SparkLine) -> str:
-    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    hashed = hashlib.sha256()
+    for project in PROJECTS:
+        hashed.update((ROOT / project).read_bytes())
+    digest = hashed.hexdigest()[:16]
     python = ".".join(map(str, sys.version_info[:3]))
     return f"pyspark {line.version} python {python} pyproject {digest} root {ROOT}\n"
 
@@ -86,8 +94,10 @@ def build(line: SparkLine, environ: Mapping[str, str] | None = None) -> Path:
         ([sys.executable, "-m", "venv", "--clear", str(venv)], "creating the virtualenv"),
         (
             [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-             "--disable-pip-version-check", "-e", f"{ROOT}[{line.extra},test]"],
-            f"installing pyspark {line.version} and hangwatch[{line.extra},test]",
+             "--disable-pip-version-check", "-e", str(ROOT / "producer"), "-e",
+             f"{ROOT}[{line.extra},test]"],
+            f"installing pyspark {line.version}, hangwatch-producer and "
+            f"hangwatch[{line.extra},test]",
         ),
     )  # fmt: skip
     for command, step in steps:

@@ -62,7 +62,7 @@ SUBSET = (
 )
 EXPECTED_TESTS = 17
 """Tests SUBSET selects (a module's tests, or one test): each must pass."""
-PACKAGES = ("core", "lab", "sidecar", "pipeline", "operator", "demo", "testing")
+PACKAGES = ("core", "lab", "sidecar", "pipeline", "operator", "demo", "testing", "producer")
 HIDDEN = ("SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTEST_XDIST_WORKER",
           "PYTEST_XDIST_WORKER_COUNT", "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS")  # fmt: skip
 """The outer run's settings that must not reach the 3.5 line's pytest and Spark."""
