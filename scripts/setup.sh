@@ -10,7 +10,8 @@
 # (javac) compiles the Java clients and a Spark
 # UDF; Maven resolves from Maven Central, once per version, Apache Kafka's jars for the
 # lab's real engine (lab/kafka/<line>/pom.xml, cached in ~/.cache/hangwatch/kafka/<version>) and Spark's
-# Kafka connector (hangwatch_pipeline/spark-kafka.pom.xml, ~/.cache/hangwatch/spark-kafka).
+# Kafka connector (hangwatch_pipeline/spark-kafka.pom.xml, ~/.cache/hangwatch/spark-kafka),
+# for each supported Spark line; the Spark 3.5 line's tests get a virtualenv of their own.
 # Safe to run again. `--kube` (what `make test` passes) also builds the Kubernetes
 # cluster of the kube and node tiers when it is not cached, and installs helm-docs (the
 # docs' chart values reference); `make demo` needs neither.
@@ -85,9 +86,14 @@ echo "setup: installing hangwatch-producer and hangwatch with its dev extras int
 # the default 4.x and 3.9 (the incidents' clients older than 2.1); a no-op when cached,
 # about 20 s each from an empty Maven repository.
 "$py" -m hangwatch_lab.kafkajars >/dev/null
-# Spark's Kafka connector and the jars it needs beside pyspark's (a no-op when cached;
-# about 17 s from an empty Maven repository).
-"$py" -m hangwatch_pipeline.spark_kafka
+# Spark's Kafka connector and the jars it needs beside pyspark's, for each supported Spark
+# line (4.x, 3.5: hangwatch_pipeline.spark_kafka.LINES; a no-op when cached; about 17 s per
+# line from an empty Maven repository).
+"$py" -m hangwatch_pipeline.spark_kafka --all
+# The 3.5 line's own virtualenv (one environment holds one pyspark): pyspark 3.5.7 and the
+# test extra, hangwatch editable from here, in ~/.cache/hangwatch/spark-3.5/venv; a no-op
+# when built for this pyproject.toml (about 1-2 minutes otherwise).
+"$py" -m hangwatch_testing.spark_line_env
 # The incidents' own clients at their own versions (Go module proxy, Maven Central), built
 # into ~/.cache/hangwatch/incident-clients; a no-op when cached.
 bash scripts/build-clients.sh >/dev/null

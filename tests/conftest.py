@@ -27,14 +27,16 @@ from hangwatch_lab import Lab, netfilter
 GROUPS = {
     "pipeline_spark": "spark",
     "demo": "spark",
+    "spark_lines": "spark",
     "sidecar/test_spark_view_on_a_real_driver.py": "spark",
     "sidecar/test_failure_budget_on_a_real_driver.py": "spark",
     "sidecar/test_seed_scenarios_on_the_lab.py::"
     "test_healthy_producer_under_load_for_five_minutes_is_only_healthy": "five-minute-soak",
 }
 """Folder, module or test (under tests/) -> the xdist group it joins instead of its
-module's. `spark`: the Spark pipeline tests and the demo each start Spark JVMs that
-take both cores; two of them at once slow each other past their deadlines. The
+module's. `spark`: the Spark pipeline tests, the demo and the Spark 3.5 line's subset
+(spark_lines: a pytest of Spark tests under the 3.5 environment) each start Spark JVMs
+that take both cores; two of them at once slow each other past their deadlines. The
 five-minute soak is a group of its own, so that the rest of its module runs beside it."""
 
 TIERS = {
@@ -43,6 +45,8 @@ TIERS = {
     "image": "image",
     "demo": "spark",
     "pipeline_spark": "spark",
+    "spark_lines": "spark",
+    "spark_lines/test_spark_line_env.py": "unit",
     "lab": "lab",
     "demo/test_demo_parts.py": "unit",
     "demo/test_interceptor_build.py": "unit",

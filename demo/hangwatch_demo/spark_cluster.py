@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 
 EXECUTORS = 2
 MASTER = f"local-cluster[{EXECUTORS},1,1024]"
+REGISTER_SECONDS = 180.0
+"""How long `start` waits for the executors to register before the first run."""
 TELEMETRY_SUBDIR = "hangwatch-telemetry"
 EXECUTOR_CLASS = b"org.apache.spark.executor.CoarseGrainedExecutorBackend"
 SPARK_CONF = {
@@ -273,14 +275,26 @@ class LocalSparkCluster:
         job.quiet_task_failure_logs(self.spark)
         self.application_id = self.spark.sparkContext.applicationId
         self.ui_url = self.spark.sparkContext.uiWebUrl or ""
-        deadline = time.monotonic() + 60
-        while len(self.executors()) < EXECUTORS and time.monotonic() < deadline:
+        # Up: both executor JVMs exist AND registered with the driver, which can take a
+        # minute more on a loaded machine (seen with Spark 3.5.7: JVMs listed 50 s before
+        # they registered; a run started then waited for executors past its baseline).
+        deadline = time.monotonic() + REGISTER_SECONDS
+        while (
+            len(self.executors()) < EXECUTORS or self.registered() < EXECUTORS
+        ) and time.monotonic() < deadline:
             time.sleep(0.2)
         self.progress(
             f"Spark {pyspark.__version__} {MASTER} up in {time.monotonic() - started:.0f} s: "
             f"application {self.application_id}, executors "
             + ", ".join(f"{e.id} (pid {e.pid})" for e in self.executors())
         )
+
+    def registered(self) -> int:
+        """Executors registered with the driver (its status tracker lists the driver too)."""
+        if self.spark is None:
+            return 0
+        infos = self.spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos()
+        return max(0, len(infos) - 1)
 
     def executors(self) -> list[Executor]:
         if not self.application_id:

@@ -159,6 +159,10 @@ HISTORICAL = {
     "clients speak (KIP-896): why the lab's default engine is 3.9",
     ("docs/testing-tiers.md", "Kubernetes", "1.20.2"): "the section on the tier's retired "
     "v1.20.2 server",
+    ("docs/pipeline.md", "Kafka", "3.4.1"): "the kafka-clients Spark 3.5.7's connector "
+    "brings (resolved by Maven from its pom, not pinned here)",
+    ("docs/spark-kafka-sink.md", "Python", "3.8"): "pyspark 3.5's own lower bound (a fact "
+    "about Spark, not a pin of ours)",
 }
 """(file, product, version) quoted that no source pins -> why it stays."""
 

@@ -1,11 +1,12 @@
 """The connector sinks' missing prerequisites and bad options: one line, exit 3, no JVM.
 
 Covered (real `hangwatch pipeline run` processes, `--sink connector` and
-`connector-streaming`): an installed pyspark other than the pinned one (a pyspark
-package reporting 4.3.0, whose connector Maven Central does not have, first on the
-path), a connector jar missing from the cache, Java absent (neither on PATH nor under
-JAVA_HOME), librdkafka's `-X` given to the Java producer's sinks, options the sink sets
-itself or that are not producer properties, a non-numeric timeout, an unknown `acks`,
+`connector-streaming`): an installed pyspark of no supported line (a pyspark package
+reporting 4.3.0, whose connector Maven Central does not have, first on the path), a
+connector jar of the installed pyspark's line missing from the cache, Java absent
+(neither on PATH nor under JAVA_HOME), librdkafka's `-X` given to the Java producer's
+sinks, options the sink sets itself or that are not producer properties, a non-numeric
+timeout, an unknown `acks`,
 `--input` or `--rate` with the streaming sink and `--checkpoint` with the batch one:
 each is one line on stderr naming what to install, pin or use, exit 3, and no Spark or
 JVM output. The cached jars go into sessions hangwatch starts (with the user's own
@@ -54,19 +55,20 @@ def test_a_pyspark_without_a_published_connector_is_refused_with_the_pin(
     path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
     _one_line(
         *_run(*GOOD, "--sink", sink, env={"PYTHONPATH": path}),
-        f"pyspark 4.3.0 is installed but the Kafka sink's connector "
-        f"({spark_kafka.CONNECTOR}) is resolved for pyspark {spark_kafka.SPARK_VERSION}",
+        "pyspark 4.3.0 is installed but the Kafka sink's connector is resolved for pyspark "
+        + ", ".join(f"{line.version} ({line.name})" for line in spark_kafka.LINES),
     )
 
 
 def test_a_missing_connector_jar_names_the_jar_and_the_command(tmp_path: Path) -> None:
-    cache = tmp_path / spark_kafka.SPARK_VERSION
+    line = spark_kafka.installed_line()
+    cache = tmp_path / line.version
     cache.mkdir()
-    for jar in spark_kafka.jars()[1:]:  # everything but the connector itself
+    for jar in spark_kafka.jars(line)[1:]:  # everything but the connector itself
         (cache / jar.name).symlink_to(jar)
     code, stdout, stderr = _run(*GOOD, "--sink", "connector",
                                 env={spark_kafka.CACHE_ENV: str(tmp_path)})  # fmt: skip
-    _one_line(code, stdout, stderr, f"spark-sql-kafka-0-10_2.13-{spark_kafka.SPARK_VERSION}")
+    _one_line(code, stdout, stderr, f"spark-sql-kafka-0-10_{line.scala}-{line.version}")
     assert "scripts/setup.sh" in stderr
 
 

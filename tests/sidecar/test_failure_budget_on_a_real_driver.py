@@ -8,7 +8,11 @@ killed (SIGKILL, as a node or the kubelet ends a pod) shows up in `allexecutors`
 dead executor and the budget the sidecar's `SparkWatch` reports drops by one, after
 the kill and because of it; with no failure left, the budget crosses /status into the
 operator, whose decision refuses to restart the hung executor and raises an alert
-instead, the suppression's Event naming the setting and the failure it would be.
+instead, the suppression's Event naming the setting and the failure it would be. And
+the default the sidecar computes when the application sets no limit is the one this
+driver's own Spark computes (`ExecutorFailureTracker.maxNumExecutorFailures`, called in
+its JVM) for each way an application sizes itself: the same test runs on each Spark
+line (tests/spark_lines), so each line's defaults are checked against its own code.
 
 What is not exercised here: a standalone cluster does not end applications on
 `maxNumFailures` (Kubernetes and YARN do); the test proves the reading and the
@@ -35,12 +39,15 @@ from hangwatch_operator.history import History
 from hangwatch_operator.operations import Operation, Outcome, Suppression
 from hangwatch_operator.reporting import decision_message, event_reason
 from hangwatch_operator.sidecar_status import PodReport, parse_status
+from hangwatch_sidecar.spark import failures
 from hangwatch_sidecar.spark.client import API, DriverClient, DriverReader
 from hangwatch_sidecar.spark.tracking import SparkTracker
 from hangwatch_sidecar.spark.watch import SparkWatch
 from hangwatch_testing.spark_driver import Driver, local_cluster_driver
 from hangwatch_testing.waiting import wait_for
 from tests.operator.builders import pod, policy
+
+from .test_spark_failure_budget import LIMITS
 
 LIMIT = 2
 
@@ -51,6 +58,22 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Driver, P
     conf = {"spark.executor.maxNumFailures": str(LIMIT)}
     with local_cluster_driver(work, "hangwatch-failure-budget-test", conf=conf) as live:
         yield live, work
+
+
+@pytest.mark.parametrize(("props", "limit"), LIMITS)
+def test_the_sidecars_default_budget_is_the_one_this_spark_computes(
+    driver: tuple[Driver, Path], props: dict[str, str], limit: int
+) -> None:
+    live, _ = driver
+    jvm = live.spark.sparkContext._jvm
+    assert jvm is not None
+    conf = jvm.org.apache.spark.SparkConf(False)
+    for key, value in props.items():
+        conf.set(key, value)
+    sparks = jvm.org.apache.spark.deploy.ExecutorFailureTracker.maxNumExecutorFailures(conf)
+    version = failures.spark_version({"spark": live.spark.version})
+    environment = {"sparkProperties": [[k, v] for k, v in props.items()]}
+    assert failures.budget_settings(version, environment).max_failures == sparks == limit
 
 
 def _kill_executor(live: Driver, work: Path, client: DriverClient) -> str:

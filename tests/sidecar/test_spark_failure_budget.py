@@ -42,20 +42,22 @@ def _stamp(epoch: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}GMT"
 
 
-@pytest.mark.parametrize(
-    ("props", "limit"),
-    [
-        ({}, 3),
-        ({"spark.executor.instances": "1"}, 3),
-        ({"spark.executor.instances": "5"}, 10),
-        ({"spark.dynamicAllocation.enabled": "true"}, failures.INT_MAX),
-        ({"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.maxExecutors": "4",
-          "spark.executor.instances": "50"}, 8),
-        ({"spark.streaming.dynamicAllocation.enabled": "true",
-          "spark.streaming.dynamicAllocation.maxExecutors": "6"}, 12),
-        ({"spark.executor.instances": "5", "spark.executor.maxNumFailures": "1"}, 1),
-    ],
-)  # fmt: skip
+LIMITS: list[tuple[dict[str, str], int]] = [
+    ({}, 3),
+    ({"spark.executor.instances": "1"}, 3),
+    ({"spark.executor.instances": "5"}, 10),
+    ({"spark.dynamicAllocation.enabled": "true"}, failures.INT_MAX),
+    ({"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.maxExecutors": "4",
+      "spark.executor.instances": "50"}, 8),
+    ({"spark.streaming.dynamicAllocation.enabled": "true",
+      "spark.streaming.dynamicAllocation.maxExecutors": "6"}, 12),
+    ({"spark.executor.instances": "5", "spark.executor.maxNumFailures": "1"}, 1),
+]  # fmt: skip
+"""Settings and the budget Spark gives them; test_failure_budget_on_a_real_driver asks each
+Spark line's own `ExecutorFailureTracker` for the same."""
+
+
+@pytest.mark.parametrize(("props", "limit"), LIMITS)
 def test_the_limit_is_the_applications_or_sparks_default(props: dict[str, str], limit: int) -> None:
     settings_ = failures.budget_settings(V4, _env(**{k: v for k, v in props.items()}))
     assert settings_.max_failures == limit

@@ -67,6 +67,26 @@ def test_s4_io_thread_waits_for_itself_inside_its_callback(name: str) -> None:
     assert io.waits_on is not None and "CountDownLatch" in io.waits_on
 
 
+def test_spark_3_5_dumps_name_the_lock_in_blocked_by_lock() -> None:
+    """Spark 3.5's entries have no lockName, only `blockedByLock: "Lock(<lock>)"` (seen in
+    a real 3.5.7 driver's dump); the waited-on lock is the same."""
+    entries = dump(RECORDED_STATES[-1])
+    older = []
+    for entry in entries:
+        shaped = {k: v for k, v in entry.items() if k != "lockName"}
+        if entry.get("lockName"):
+            shaped["blockedByLock"] = f"Lock({entry['lockName']})"
+        older.append(shaped)
+    io = {t.name: t for t in classify_dump(older).threads}[
+        "kafka-producer-network-thread | s4-callback"
+    ]
+    newer = {t.name: t for t in classify_dump(entries).threads}
+    assert io.waits_on == newer[io.name].waits_on and "CountDownLatch" in (io.waits_on or "")
+    assert [t.waits_on for t in classify_dump(older).threads] == [
+        t.waits_on for t in newer.values()
+    ]
+
+
 @pytest.mark.parametrize("name", RECORDED_STATES)
 def test_tasks_wait_for_buffer_memory_flush_and_metadata(name: str) -> None:
     threads = _by_name(name)
@@ -151,7 +171,7 @@ ENTRY = st.fixed_dictionaries(
         )
         | JSON,
     },
-    optional={"lockName": JSON},
+    optional={"lockName": JSON, "blockedByLock": JSON},
 )
 
 

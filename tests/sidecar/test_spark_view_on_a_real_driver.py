@@ -11,8 +11,9 @@ executor is a separate JVM, as on Kubernetes), its UI on a free port. Covers:
   3.9.2, resolved by scripts/build-clients.sh) against a 3-broker Apache Kafka lab (the
   `kafka` engine), put by testing/clients/spark-producer-states into its states: the
   real dump shows the I/O thread `kafka-producer-network-thread | s4-callback` inside
-  its delivery callback waiting for itself, tasks waiting for buffer memory, in flush
-  and for metadata, and the classifier says so;
+  its delivery callback waiting for itself (on its latch: 4.x names it in `lockName`,
+  3.5 only in `blockedByLock`), tasks waiting for buffer memory, in flush and for
+  metadata, and the classifier says so;
 - a real `hangwatch sidecar` process next to that executor, probing the same healthy
   cluster with no telemetry at all: `producer_hung` naming the I/O thread, with the
   Spark metrics.
@@ -165,6 +166,7 @@ def test_real_kafka_client_threads_in_a_real_executor_dump(driver: Driver, lab: 
     assert io.role is ThreadRole.NETWORK and io.state == "WAITING"
     assert io.user_frame is not None and io.user_frame.endswith(".onCompletion")
     assert "waits for itself" in io.detail
+    assert io.waits_on is not None and "CountDownLatch" in io.waits_on  # 3.5: blockedByLock
     for activity in wanted[1:]:
         assert found[activity].role is ThreadRole.TASK and found[activity].task_id is not None
 

@@ -3,7 +3,9 @@
 Fed with the JSON the driver serves at `/api/v1/applications/<app>/executors/<id>/threads`
 (a list of `{threadId, threadName, threadState, lockName, stackTrace: {elems: [frame,
 ...]}}`, top frame first; a frame reads `app//org.example.Class.method(File.java:12)`,
-possibly followed by `\\t-  locked ...` lines). Two things come out:
+possibly followed by `\\t-  locked ...` lines). Spark 3.5 sends no `lockName` (4.0 added
+it); the lock a thread waits on is then read from `blockedByLock`, which both lines send
+as `Lock(<class>@<identity hash>)`. Two things come out:
 
 - the tasks running on the executor, from Spark's task thread names
   (`Executor task launch worker for task 3.1 in stage 7.0 (TID 42)`, or `... for task 42`
@@ -177,6 +179,17 @@ def _cpu(value: Any) -> float | None:
     return float(value) if 0 <= value < 1e15 else None
 
 
+def _lock(entry: dict[str, Any]) -> str | None:
+    """The lock the thread waits on: 4.x's `lockName`, else 3.5's `blockedByLock`."""
+    named = _text(entry.get("lockName"))
+    if named is not None:
+        return named
+    blocked = _text(entry.get("blockedByLock"))
+    if blocked is not None and blocked.startswith("Lock(") and blocked.endswith(")"):
+        return _text(blocked[5:-1])
+    return blocked
+
+
 def _network(
     thread_id: int, name: str, state: str, frames: list[Frame], waits_on: str | None
 ) -> ProducerThread:
@@ -229,7 +242,7 @@ def _classify(entry: Any) -> tuple[TaskThread | None, ProducerThread | None] | N
         return None
     name, state = name[:MAX_TEXT], state[:40]
     frames = [f for e in elems[:MAX_FRAMES] if isinstance(e, str) and (f := parse_frame(e))]
-    waits_on = _text(entry.get("lockName"))
+    waits_on = _lock(entry)
     task = task_of(name)
     if task is not None and not any(f.cls == TASK_RUNNER for f in frames):
         task = None  # an idle pool thread that kept its last task's name
