@@ -1,4 +1,4 @@
-"""Writes the cluster refuses are never called a restart-class verdict (issue 29's controls).
+"""Writes the cluster refuses are never called a restart-class verdict.
 
 On the lab's real Apache Kafka (the default 4.x; `hangwatch_testing.clients.refusals`),
 for the hangwatch wrapper (telemetry on) and a plain confluent-kafka producer (no
@@ -24,16 +24,17 @@ delivering after the first throttle, and the sidecar said only `healthy` (after 
 first round's `unknown`). S1's sticky not-leader, which a restart does clear, still
 restarts: tests/sidecar/test_seed_scenarios_on_the_lab.py (metadata_stale) and the demo.
 
-Marked strict xfail, each with what main's sidecar said when this was written: the
-wrapper's refusals (metadata_stale and producer_hung for the record too large, the
-failed login and the unknown topic, issue 29's bug; healthy for the forbidden topic,
-whose sends the client refuses at once; the error named in none; the `writes_rejected`
-verdict of branch writes-rejected is the fix, after which these must pass and the marks
-go) and the wrapper under a quota (producer_hung while
-throttled: the telemetry stall rule takes a producer the broker keeps waiting for hung,
-at any stall threshold below the throttle time, which Kafka does not bound for byte-rate
-quotas; an open finding, docs/lab.md). Strict: a mark that starts passing
-fails the run, so it cannot outlive the fix.
+Marked strict xfail, each with what the sidecar says today (open findings, docs/sidecar.md
+"Which refusals are restarted, and why"): the wrapper's unknown topic with automatic
+creation off (`metadata_stale` within the stall threshold, before librdkafka names any
+error: it waits topic.metadata.propagation.max.ms, 30 s, and the error is retriable for
+Kafka); the wrapper's forbidden topic (`healthy`, never `writes_rejected`: the client
+refuses the send at once, nothing is ever pending and the telemetry counts no error);
+and the wrapper under a quota (producer_hung while throttled: the telemetry stall rule
+takes a producer the broker keeps waiting for hung, at any stall threshold below the
+throttle time, which Kafka does not bound for byte-rate quotas; docs/lab.md). The
+message too large and the failed login are judged `writes_rejected`, naming the error.
+Strict: a mark that starts passing fails the run, so it cannot outlive the fix.
 """
 
 from __future__ import annotations
@@ -55,12 +56,17 @@ pytestmark = pytest.mark.xdist_group("kafka-engine")
 
 REFUSED = ("too-large", "not-authorized", "login-failed", "unknown-topic")
 
-ISSUE_29 = pytest.mark.xfail(
+UNKNOWN_TOPIC_STALE = pytest.mark.xfail(
     strict=True,
-    reason="issue 29: main's sidecar names no error for the wrapper's refused writes and "
-    "calls three of the four metadata_stale / producer_hung; writes_rejected (branch "
-    "writes-rejected) is the fix",
+    reason="open finding: the wrapper writing to a topic that does not exist (automatic "
+    "creation off) is called metadata_stale before librdkafka names any error",
 )
+FORBIDDEN_UNSEEN = pytest.mark.xfail(
+    strict=True,
+    reason="open finding: the wrapper's sends to a forbidden topic are refused by the client "
+    "at once; nothing is pending, the telemetry counts no error, the sidecar says healthy",
+)
+OPEN = {"unknown-topic": [UNKNOWN_TOPIC_STALE], "not-authorized": [FORBIDDEN_UNSEEN]}
 THROTTLED_HUNG = pytest.mark.xfail(
     strict=True,
     reason="open finding: the wrapper's telemetry stall rule calls a producer the broker "
@@ -77,7 +83,7 @@ def lab() -> Iterator[Lab]:
 
 def _cases() -> list[object]:
     return [
-        pytest.param(refusal, kind, marks=[ISSUE_29] if kind == "wrapper" else [])
+        pytest.param(refusal, kind, marks=OPEN.get(refusal, []) if kind == "wrapper" else [])
         for refusal in REFUSED
         for kind in PRODUCER_KINDS
     ]
