@@ -13,7 +13,13 @@ error), the sidecar's first verdict other than healthy, the seconds from the fau
 (median and max over the runs), every other verdict seen, the operator's default action
 for each, and the evidence the first verdict named (first run). Needs root (iptables),
 Java 17, Maven and Go. Incidents: S0 S1 S1-frozen S2 S2-control S2-stop S2-stop-control
-S3 S4 (`hangwatch_testing.clients.incidents.INCIDENTS`).
+S2-interval S2-interval-control S3 S4 S4-dump S4-control
+(`hangwatch_testing.clients.incidents.INCIDENTS`). Some rows run the sidecar with a
+setting of their own (`Incident.sidecar_args`): S2-interval* with a declared write
+interval (`--expected-write-interval-seconds 10`, a policy's
+`detection.expectedWriteIntervalSeconds`), S4-dump with the local JVM's thread dumps
+(`--jvm-thread-dumps`, one per second). The first line printed is the machine and its
+load.
 
     python benchmarks/incidents.py [--runs 3] [--incidents S0,S1,S2,S2-control,S3,S4]
 """
@@ -21,6 +27,7 @@ S3 S4 (`hangwatch_testing.clients.incidents.INCIDENTS`).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -98,13 +105,18 @@ def _replay(incident: Incident, attempts: int = 3) -> Replay:
     raise AssertionError("unreachable")
 
 
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages (the machine is shared: the numbers depend on it)."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--incidents", default=",".join(i.id for i in INCIDENTS))
     args = parser.parse_args(argv)
     chosen = [BY_ID[name] for name in args.incidents.split(",")]
-    print(describe(), flush=True)
+    print(f"{describe()}; load average {_load()}", flush=True)
     table: list[str] = []
     started = time.monotonic()
     for incident in chosen:
@@ -112,7 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         for n in range(args.runs):
             result = _replay(incident)
             results.append(result)
-            print(f"[{time.monotonic() - started:6.0f} s] run {n + 1}: {result.describe()}")
+            print(
+                f"[{time.monotonic() - started:6.0f} s] run {n + 1} (load {_load()}): "
+                f"{result.describe()}"
+            )
             if result.election:
                 print(f"          election: {result.election}", flush=True)
         table.append(row(incident, results))
