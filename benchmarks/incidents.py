@@ -10,7 +10,8 @@ probes, 5 s stall, 1 s timeouts, hysteresis 2; `hangwatch_testing.clients.incide
 Prints one line per replay as it ends, then the README's table: did the client reproduce
 the write-up's symptom (how long it acknowledged nothing after the fault, its own first
 error), the sidecar's first verdict other than healthy, the seconds from the fault to it
-(median and max over the runs), every other verdict seen, the operator's default action
+(median and max over the runs; and from the client's last acknowledgement, for a client
+silent from then on), every other verdict seen, the operator's default action
 for each, and the evidence the first verdict named (first run). Needs root (iptables),
 Java 17, Maven and Go. Incidents: S0 S1 S1-frozen S2 S2-control S2-stop S2-stop-control
 S2-interval S2-interval-control S3 S4 S4-dump S4-control
@@ -46,6 +47,19 @@ def first_alarm(result: Replay) -> tuple[float, str, list[str]] | None:
     return next((c for c in result.changes if c[1] != "healthy"), None)
 
 
+def since_last_ack(result: Replay) -> float | None:
+    """Seconds from the client's last acknowledgement to the first alarm, when the client
+    acknowledged nothing after the fault past that point (silence: how fast a declared
+    write interval turns it into a verdict)."""
+    alarm = first_alarm(result)
+    last = result.last_ack_after
+    if last is None and result.last_ack_before_fault is not None:
+        last = -result.last_ack_before_fault
+    if alarm is None or last is None or last > alarm[0]:
+        return None
+    return alarm[0] - last
+
+
 def reproduced(incident: Incident, result: Replay) -> str:
     """What the client did after the fault, in the table's words."""
     error = result.first_error_after
@@ -77,6 +91,9 @@ def row(incident: Incident, results: list[Replay]) -> str:
     timing = f"{statistics.median(times):.1f} ({max(times):.1f})" if times else "-"
     if len(times) < len(results):
         timing += f", {len(results) - len(times)}/{len(results)} runs healthy throughout"
+    quiet = [t for t in (since_last_ack(r) for r in results) if t is not None]
+    if quiet:
+        timing += f"; from the last ack {statistics.median(quiet):.1f} ({max(quiet):.1f})"
     first = next((a for a in alarms if a is not None), None)
     evidence = "; ".join(first[2][:2])[:160] if first else "-"
     shown = ", ".join(verdicts) or "healthy throughout"

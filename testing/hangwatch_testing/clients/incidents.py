@@ -373,7 +373,8 @@ class Replay:
         shown = [(t, v, r[:2]) for t, v, r in self.changes]
         return (
             f"{self.incident}: baseline {self.baseline}, changes {shown}, first ack after "
-            f"{self.first_ack_after}, first error after {self.first_error_after} "
+            f"{self.first_ack_after}, last ack after {self.last_ack_after}, first error after "
+            f"{self.first_error_after} "
             f"({self.first_error[:120]}), acks/errors after {self.acks_after}/"
             f"{self.errors_after}, longest pause {self.longest_pause} s, acks/s before/after "
             f"{self.acks_per_second_before}/{self.acks_per_second_after}"
