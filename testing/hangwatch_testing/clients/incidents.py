@@ -165,6 +165,7 @@ def _s2(
     fault: str,
     inject: Callable[[Lab, Path], None],
     sidecar_args: tuple[str, ...] = (),
+    kafka_version: str | None = None,
 ) -> Incident:
     """S2 through `fault` with sarama `version`: v1.37.2 has the bug, v1.38.0 (the fix) is
     the control. Ids: S2, S2-control (the election), S2-stop, S2-stop-control; with the
@@ -188,6 +189,7 @@ def _s2(
         watch_seconds=60,
         control=control,
         sidecar_args=sidecar_args,
+        kafka_version=kafka_version,
     )
 
 
@@ -228,7 +230,13 @@ INCIDENTS: tuple[Incident, ...] = (
         )
         for version in ("v1.37.2", "v1.38.0")
     ),
-    *(_s2(version, ELECTION, _election, WRITE_INTERVAL) for version in ("v1.37.2", "v1.38.0")),
+    # On Kafka 3.9.2, where their figures were measured (v1.37.2 hung in 3 of 5 elections);
+    # on the lab's 4.4.0 v1.37.2 went on through 3 elections in a row (one test run), and
+    # a client that does not hang tests nothing of the write interval.
+    *(
+        _s2(version, ELECTION, _election, WRITE_INTERVAL, kafkajars.legacy_version())
+        for version in ("v1.37.2", "v1.38.0")
+    ),
     Incident(
         "S3",
         "kafka_2.11-0.8.2.2",
