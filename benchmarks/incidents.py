@@ -4,16 +4,23 @@ For each incident (S0 sarama v1.37.2 SyncProducer, S1 kafka-go v0.4.8, S2 sarama
 idempotent with v1.38.0 as the control, S3 Kafka 0.8.2.2's Scala producer, S4
 kafka-clients 0.11.0.3), `--runs` replays (default 3), each on a fresh 3-broker Apache
 Kafka lab (the `kafka` engine; the lab's default 4.x, or 3.9.2 for S3 and S4, whose
-clients are older than 2.1: `Incident.kafka_version`) next to a real `hangwatch sidecar`
+clients are older than 2.1, and for S2-interval*: `Incident.kafka_version`) next to a real `hangwatch sidecar`
 with an empty telemetry directory, its socket view narrowed to the client's process (1 s
 probes, 5 s stall, 1 s timeouts, hysteresis 2; `hangwatch_testing.clients.incidents`).
 Prints one line per replay as it ends, then the README's table: did the client reproduce
 the write-up's symptom (how long it acknowledged nothing after the fault, its own first
 error), the sidecar's first verdict other than healthy, the seconds from the fault to it
-(median and max over the runs), every other verdict seen, the operator's default action
+(median and max over the runs; and from the client's last acknowledgement, for a client
+silent from then on), every other verdict seen, the operator's default action
 for each, and the evidence the first verdict named (first run). Needs root (iptables),
 Java 17, Maven and Go. Incidents: S0 S1 S1-frozen S2 S2-control S2-stop S2-stop-control
-S3 S4 (`hangwatch_testing.clients.incidents.INCIDENTS`).
+S2-interval S2-interval-control S3 S4 S4-dump S4-control
+(`hangwatch_testing.clients.incidents.INCIDENTS`). Some rows run the sidecar with a
+setting of their own (`Incident.sidecar_args`): S2-interval* with a declared write
+interval (`--expected-write-interval-seconds 10`, a policy's
+`detection.expectedWriteIntervalSeconds`), S4-dump with the local JVM's thread dumps
+(`--jvm-thread-dumps`, one per second). The first line printed is the machine and its
+load.
 
     python benchmarks/incidents.py [--runs 3] [--incidents S0,S1,S2,S2-control,S3,S4]
 """
@@ -21,6 +28,7 @@ S3 S4 (`hangwatch_testing.clients.incidents.INCIDENTS`).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -37,6 +45,19 @@ from hangwatch_testing.clients.incidents import BY_ID, INCIDENTS, Incident, Repl
 def first_alarm(result: Replay) -> tuple[float, str, list[str]] | None:
     """The first verdict change away from healthy: (seconds from the fault, verdict, reasons)."""
     return next((c for c in result.changes if c[1] != "healthy"), None)
+
+
+def since_last_ack(result: Replay) -> float | None:
+    """Seconds from the client's last acknowledgement to the first alarm, when the client
+    acknowledged nothing after the fault past that point (silence: how fast a declared
+    write interval turns it into a verdict)."""
+    alarm = first_alarm(result)
+    last = result.last_ack_after
+    if last is None and result.last_ack_before_fault is not None:
+        last = -result.last_ack_before_fault
+    if alarm is None or last is None or last > alarm[0]:
+        return None
+    return alarm[0] - last
 
 
 def reproduced(incident: Incident, result: Replay) -> str:
@@ -70,6 +91,9 @@ def row(incident: Incident, results: list[Replay]) -> str:
     timing = f"{statistics.median(times):.1f} ({max(times):.1f})" if times else "-"
     if len(times) < len(results):
         timing += f", {len(results) - len(times)}/{len(results)} runs healthy throughout"
+    quiet = [t for t in (since_last_ack(r) for r in results) if t is not None]
+    if quiet:
+        timing += f"; from the last ack {statistics.median(quiet):.1f} ({max(quiet):.1f})"
     first = next((a for a in alarms if a is not None), None)
     evidence = "; ".join(first[2][:2])[:160] if first else "-"
     shown = ", ".join(verdicts) or "healthy throughout"
@@ -98,13 +122,18 @@ def _replay(incident: Incident, attempts: int = 3) -> Replay:
     raise AssertionError("unreachable")
 
 
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages (the machine is shared: the numbers depend on it)."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--incidents", default=",".join(i.id for i in INCIDENTS))
     args = parser.parse_args(argv)
     chosen = [BY_ID[name] for name in args.incidents.split(",")]
-    print(describe(), flush=True)
+    print(f"{describe()}; load average {_load()}", flush=True)
     table: list[str] = []
     started = time.monotonic()
     for incident in chosen:
@@ -112,7 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         for n in range(args.runs):
             result = _replay(incident)
             results.append(result)
-            print(f"[{time.monotonic() - started:6.0f} s] run {n + 1}: {result.describe()}")
+            print(
+                f"[{time.monotonic() - started:6.0f} s] run {n + 1} (load {_load()}): "
+                f"{result.describe()}"
+            )
             if result.election:
                 print(f"          election: {result.election}", flush=True)
         table.append(row(incident, results))

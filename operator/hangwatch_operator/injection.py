@@ -152,6 +152,8 @@ def sidecar_args(policy: Policy, settings: OperatorSettings, mode: InjectionMode
     }
     for flag, value in numbers.items():
         args += [flag, str(value)]
+    if det.expected_write_interval_seconds is not None:
+        args += ["--expected-write-interval-seconds", str(det.expected_write_interval_seconds)]
     args += ["--telemetry-dir", settings.telemetry_dir]
     if mode is InjectionMode.LEGACY:
         args += ["--exit-when-gone", settings.legacy_exit_when_gone]

@@ -110,6 +110,7 @@ INTEGER_BOUNDS: dict[str, tuple[int, int]] = {
     "detection.metadataMaxAgeSeconds": (30, 86400),
     "detection.electionGraceSeconds": (1, 600),
     "detection.producerRequestTimeoutSeconds": (1, 3600),
+    "detection.expectedWriteIntervalSeconds": (2, 86400),
     "detection.timeToErrorBudgetSeconds": (1, 3600),
     "actions.autoUncordon.healthyForSeconds": (60, 86400),
     "safety.maxConcurrent": (1, 100),
@@ -247,6 +248,9 @@ class Detection:
     election_grace_seconds: int = POLICY.election_grace_seconds
     producer_request_timeout_seconds: int = POLICY.producer_request_timeout_seconds
     time_to_error_budget_seconds: int = POLICY.time_to_error_budget_seconds
+    expected_write_interval_seconds: int | None = None
+    """How often the pods' producers write at least (None: not said, no default): silence
+    past it is `producer_silent` without Spark's view (`sockets.judge`)."""
 
 
 @dataclass(frozen=True)
@@ -351,7 +355,12 @@ def _parse(body: Mapping[str, Any]) -> Policy:
             roles=frozenset(_enum_list(spec, "roles", Role, [Role.EXECUTOR])),
             kafka=_kafka(_section(spec, "kafka")),
             probes=Probes(**_ints(spec, "probes", Probes())),
-            detection=Detection(**_ints(spec, "detection", Detection())),
+            detection=Detection(
+                **_ints(spec, "detection", Detection()),
+                expected_write_interval_seconds=_optional_integer(
+                    _section(spec, "detection"), "detection.expectedWriteIntervalSeconds"
+                ),
+            ),
             actions=_actions(_section(spec, "actions")),
             safety=_safety(_section(spec, "safety")),
             sidecar=_sidecar(_section(spec, "sidecar")),
@@ -413,6 +422,12 @@ def _check(policy: Policy) -> Policy:
                 f"spec.detection.{_camel(name)} must be longer than "
                 f"spec.probes.probeIntervalSeconds ({interval})"
             )
+    written = policy.detection.expected_write_interval_seconds
+    if written is not None and written <= interval:
+        raise InvalidPolicyError(
+            "spec.detection.expectedWriteIntervalSeconds must be longer than "
+            f"spec.probes.probeIntervalSeconds ({interval})"
+        )
     probes = policy.probes
     if probes.connect_timeout_seconds + probes.request_timeout_seconds > interval:
         raise InvalidPolicyError(
@@ -473,7 +488,15 @@ def _ints(spec: Mapping[str, Any], key: str, defaults: Probes | Detection) -> di
     return {
         name: _integer(section, f"{key}.{_camel(name)}", default)
         for name, default in dataclasses.asdict(defaults).items()
+        if default is not None  # optional, no default: read on its own (`_optional_integer`)
     }
+
+
+def _optional_integer(section: Mapping[str, Any], path: str) -> int | None:
+    """`spec.<path>` when set (within the CRD's bounds), None when left out."""
+    if section.get(path.rsplit(".", 1)[-1]) is None:
+        return None
+    return _integer(section, path, 0)
 
 
 def _enum_list(section: Mapping[str, Any], key: str, kind: type[_E], default: list[_E]) -> list[_E]:

@@ -84,6 +84,7 @@ class SidecarLoop:
             metadata_max_age_seconds=settings.metadata_max_age_seconds,
             election_grace_seconds=settings.election_grace_seconds,
             producer_request_timeout_seconds=settings.producer_request_timeout_seconds,
+            expected_write_interval_seconds=settings.expected_write_interval_seconds or None,
         )
         self.tracker = ProducerTracker()
         self.debouncer = Debouncer(hold=settings.hysteresis_intervals)

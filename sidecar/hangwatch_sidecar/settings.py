@@ -131,6 +131,16 @@ class SidecarSettings:
             "producer_hung only past it (a broker may hold a write for its in-sync replicas)."
         ),
     )
+    expected_write_interval_seconds: float = field(
+        default=0.0,
+        metadata=_doc(
+            "How often the pod's producers write at least (0: not said). Every connection of "
+            "the pod to brokers silent longer than this, cluster healthy, is producer_silent "
+            "(alert only) without Spark's view saying a task runs: for pods that are not "
+            "Spark executors (a producer service) or whose driver cannot be read. Not judged "
+            "while Spark's view says no task of this executor runs."
+        ),
+    )
     time_to_error_budget_seconds: float = field(
         default=float(STANDALONE.time_to_error_budget_seconds),
         metadata=_doc(
@@ -354,6 +364,14 @@ class SidecarSettings:
                 raise UsageError(f"{flag} must be 1..{most}, got {value}")
         if self.stall_seconds <= self.probe_interval_seconds:
             raise UsageError("--stall-seconds must be longer than --probe-interval-seconds")
+        interval = self.expected_write_interval_seconds
+        if interval != 0 and not (
+            math.isfinite(interval) and self.probe_interval_seconds < interval <= MAX_SECONDS
+        ):
+            raise UsageError(
+                "--expected-write-interval-seconds must be 0 (not said) or longer than "
+                f"--probe-interval-seconds and <= {MAX_SECONDS}, got {interval}"
+            )
         self._validate_spark()
         if self.probe_mode not in PROBE_MODES:
             raise UsageError(f"--probe-mode must be one of {', '.join(PROBE_MODES)}")

@@ -31,9 +31,11 @@ Order of precedence (first match wins), following the incidents' lesson
    for a Python producer (a thread held inside a delivery callback the client called).
    With telemetry all add their reasons; a straggler task only corroborates
 6. a producer's metadata disagrees / is too old / it keeps failing -> `metadata_stale`
-7. every connection of the pod silent while Spark runs a task of this executor: the
-   evidence ladder (`ladder`) decides - `producer_hung` on positive evidence (a thread
-   inside the client while nothing is sent), cleared when a source shows the task busy
+7. every connection of the pod silent while Spark runs a task of this executor, or
+   longer than the expected write interval a policy declared (unless Spark's view says
+   no task of this executor runs): the evidence ladder (`ladder`) decides -
+   `producer_hung` on positive evidence (a thread inside the client while nothing is
+   sent), cleared when a source shows the task busy
    elsewhere (the wrapper's telemetry: nothing pending; stacks: no thread in a client),
    else `producer_silent` (silence alone: alert only, never a restart by default)
 8. some brokers or bootstrap entries fail (producers can still work), or the pod's own
@@ -91,6 +93,11 @@ class Thresholds:
     """The producers' own request timeout: a request the socket view sees unanswered is the
     broker's business until it has waited this long (a broker may hold it), the
     producer's fault only past it (`sockets.judge`)."""
+    expected_write_interval_seconds: float | None = None
+    """How often the pod's producers write at least, when someone said so (a policy's
+    `detection.expectedWriteIntervalSeconds`): every connection of the pod silent longer
+    than this is silence to weigh even when Spark's view does not say a task runs
+    (`sockets.judge`). None: silence counts only while Spark runs a task."""
 
 
 @dataclass(frozen=True)
@@ -505,6 +512,7 @@ def _findings(
         cluster_healthy=cluster_healthy,
         spark_task_running=spark_task_running,
         failing_brokers=failing_brokers,
+        write_interval_seconds=thresholds.expected_write_interval_seconds,
     )
     spark_findings = judge_spark(
         spark,

@@ -155,6 +155,12 @@ CEL_CASES = [
         "detection.metadataMaxAgeSeconds must be longer",
         {"probes__probeIntervalSeconds": 30},
     ),
+    (
+        "detection.expectedWriteIntervalSeconds",
+        10,
+        "detection.expectedWriteIntervalSeconds must be longer",
+    ),
+    ("detection.expectedWriteIntervalSeconds", 11, None),  # 11 > 10: accepted
     ("probes", {"probeIntervalSeconds": 4}, "requestTimeoutSeconds must not exceed"),
     (
         "selector.matchExpressions",

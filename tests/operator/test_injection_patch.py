@@ -485,6 +485,33 @@ def test_socket_view_and_passive_first_probing_reach_the_sidecar_settings() -> N
     assert not from_args(parser.parse_args(sidecar["args"]), environ=env).socket_view
 
 
+def test_a_declared_write_interval_reaches_the_sidecar_settings_only_when_set() -> None:
+    """`detection.expectedWriteIntervalSeconds` becomes the real sidecar's own setting (its
+    parser, the injected args); left out, the sidecar gets no flag (0: not said)."""
+    import argparse
+
+    from hangwatch_operator.policies import Detection
+    from hangwatch_sidecar.settings import add_arguments, from_args
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+
+    def sidecar_settings(policy: Policy) -> Any:
+        sidecar = _sidecar(_inject(executor_pod(), NATIVE, policy))
+        env = {e["name"]: e["value"] for e in sidecar["env"] if "value" in e}
+        return sidecar["args"], from_args(parser.parse_args(sidecar["args"]), environ=env)
+
+    args, settings = sidecar_settings(_policy())
+    assert "--expected-write-interval-seconds" not in args
+    assert settings.expected_write_interval_seconds == 0.0
+    declared = dataclasses.replace(
+        _policy(), detection=Detection(stall_seconds=90, expected_write_interval_seconds=45)
+    )
+    args, settings = sidecar_settings(declared)
+    assert args[args.index("--expected-write-interval-seconds") + 1] == "45"
+    assert settings.expected_write_interval_seconds == 45.0
+
+
 @pytest.mark.parametrize(
     ("section", "message"),
     [

@@ -1,7 +1,8 @@
 """`hangwatch sidecar` rejects bad configuration with one line and exit 3, never a traceback.
 
 Covers: missing bootstrap; a non-numeric flag; a non-numeric environment variable;
-stall not longer than the probe interval; a port out of range; a malformed bootstrap
+stall not longer than the probe interval; an expected write interval not longer than
+the probe interval, negative or NaN; a port out of range; a malformed bootstrap
 entry; a malformed `-X`; a driver UI URL with a path, a driver URL that is not Spark's,
 an executor id that could escape a REST path; a probe mode, socket ports or uids out of
 range, a socket process tree that is a PID out of range or a blank command line (flag and
@@ -33,6 +34,22 @@ CASES = {
         ["--bootstrap", "x:1", "--stall-seconds", "1", "--probe-interval-seconds", "5"],
         {},
         "--stall-seconds must be longer than --probe-interval-seconds",
+    ),
+    "write interval vs probe interval": (
+        ["--bootstrap", "x:1", "--expected-write-interval-seconds", "3"],
+        {"HANGWATCH_PROBE_INTERVAL_SECONDS": "5"},
+        "--expected-write-interval-seconds must be 0 (not said) or longer than "
+        "--probe-interval-seconds",
+    ),
+    "write interval negative": (
+        ["--bootstrap", "x:1"],
+        {"HANGWATCH_EXPECTED_WRITE_INTERVAL_SECONDS": "-10"},
+        "--expected-write-interval-seconds must be 0 (not said) or longer",
+    ),
+    "write interval nan": (
+        ["--bootstrap", "x:1", "--expected-write-interval-seconds", "nan"],
+        {},
+        "--expected-write-interval-seconds must be 0 (not said) or longer",
     ),
     "port": (["--bootstrap", "x:1", "--port", "70000"], {}, "--port must be 0..65535"),
     "bootstrap entry": (["--bootstrap", "host:notaport"], {}, "port in bootstrap entry"),

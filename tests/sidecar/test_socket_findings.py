@@ -9,7 +9,11 @@ blackholed connections and unanswered connects -> broker_degraded naming the bro
 grouped per broker; silence (every connection idle past the threshold) -> producer_hung
 only when Spark says a task of this executor runs (`spark_task_running=True`), never
 when no task runs or Spark's view is unknown, never while the cluster is unhealthy,
-never with a request outstanding; an unavailable view yields nothing; failed connects
+never with a request outstanding; with a declared write interval (a policy's
+`expectedWriteIntervalSeconds`), silence past it is producer_silent with Spark's view
+unknown or saying a task runs, never while Spark says no task runs (a property over
+silence, interval, stall, Spark's answer, the cluster's health and a request
+outstanding); an unavailable view yields nothing; failed connects
 corroborate refusing entries only; long lists of connections are capped in reasons.
 """
 
@@ -122,6 +126,65 @@ def test_silence_needs_the_threshold_every_connection_idle_and_a_healthy_cluster
             judge_sockets(v, stall_seconds=30, cluster_healthy=healthy, spark_task_running=True)
             == ()
         )
+
+
+def test_silence_past_a_declared_write_interval_is_producer_silent_without_spark() -> None:
+    quiet = view(replace(C, quiet_seconds=12.0), replace(C, connection="b", quiet_seconds=11.0))
+    (finding,) = judge_sockets(
+        quiet, stall_seconds=30, cluster_healthy=True, write_interval_seconds=10.0
+    )
+    assert finding.verdict is V.PRODUCER_SILENT
+    assert "silent for 11 s" in finding.reason
+    assert "longer than the expected write interval (10 s" in finding.reason
+    assert set(finding.connections) == {C.connection, "b"}
+    # an executor between tasks writes nothing: Spark's view saying so wins
+    assert (
+        judge_sockets(
+            quiet,
+            stall_seconds=30,
+            cluster_healthy=True,
+            spark_task_running=False,
+            write_interval_seconds=10.0,
+        )
+        == ()
+    )
+
+
+@given(
+    silent=st.floats(0.0, 1e6, allow_nan=False),
+    interval=st.none() | st.floats(0.1, 1e5, allow_nan=False),
+    stall=st.floats(0.1, 1e5, allow_nan=False),
+    running=st.sampled_from([True, False, None]),
+    healthy=st.booleans(),
+    outstanding=st.booleans(),
+)
+def test_silence_is_judged_only_past_the_stall_with_a_task_or_past_the_declared_interval(
+    silent: float,
+    interval: float | None,
+    stall: float,
+    running: bool | None,
+    healthy: bool,
+    outstanding: bool,
+) -> None:
+    quiet = replace(C, quiet_seconds=silent)
+    other = (
+        replace(C, connection="b", pattern=Pattern.AWAITING, waiting_seconds=0.5)
+        if outstanding
+        else replace(C, connection="b", quiet_seconds=silent + 1.0)
+    )
+    found = judge_sockets(
+        view(quiet, other),
+        stall_seconds=stall,
+        cluster_healthy=healthy,
+        spark_task_running=running,
+        write_interval_seconds=interval,
+    )
+    silent_found = [f for f in found if f.verdict is V.PRODUCER_SILENT]
+    task_says = running is True and silent >= stall
+    interval_says = interval is not None and running is not False and silent >= interval
+    expected = healthy and not outstanding and (task_says or interval_says)
+    assert len(silent_found) == (1 if expected else 0)
+    assert all(f.verdict is not V.PRODUCER_HUNG for f in found)  # silence never restarts
 
 
 def test_nothing_from_an_unavailable_or_missing_view() -> None:

@@ -10,8 +10,10 @@ view's corroboration; refused entries + failed connects -> broker_degraded with 
 corroborating count (S1); idle connections -> healthy; silence + Spark running a task ->
 producer_silent (alert only: silence alone is not evidence of a hang; the evidence
 ladder's tests are in test_evidence_ladder.py), silence with Spark's view unknown or no
-task -> healthy; no telemetry and no connection -> unknown (nothing to judge), with the socket
-view's error when it is unavailable; with telemetry the socket view corroborates; the
+task -> healthy, unless a write interval was declared (a producer service): silence past
+it -> producer_silent without Spark's view, not while Spark says no task runs; no
+telemetry and no connection -> unknown (nothing to judge), with the socket view's error
+when it is unavailable; with telemetry the socket view corroborates; the
 evidence lists a bounded number of connections.
 """
 
@@ -160,6 +162,27 @@ def test_idle_connections_are_healthy_and_silence_needs_a_running_task() -> None
     assert silent.pod.verdict is V.PRODUCER_SILENT
     assert "silent for 120 s" in silent.pod.reasons[0]
     assert "alert only" in silent.pod.reasons[-1]
+
+
+def test_a_declared_write_interval_makes_silence_producer_silent_without_spark() -> None:
+    """A producer service (no Spark view) whose policy says it writes at least every 10 s:
+    silence past that is producer_silent (alert only), before the stall threshold."""
+    declared = replace(T, expected_write_interval_seconds=10.0)
+    quiet = view(replace(IDLE, quiet_seconds=12.0))
+    assert evaluate(cluster(), [], thresholds=T, now=100, sockets=quiet).pod.verdict is V.HEALTHY
+    silent = evaluate(cluster(), [], thresholds=declared, now=100, sockets=quiet)
+    assert silent.pod.verdict is V.PRODUCER_SILENT
+    assert "longer than the expected write interval (10 s" in silent.pod.reasons[0]
+    assert "alert only" in silent.pod.reasons[-1]
+    assert silent.pod.evidence["connections_judged"] == [IDLE.connection]
+    within = evaluate(
+        cluster(), [], thresholds=declared, now=100, sockets=view(replace(IDLE, quiet_seconds=9.0))
+    )
+    assert within.pod.verdict is V.HEALTHY
+    between_tasks = evaluate(
+        cluster(), [], thresholds=declared, now=100, sockets=quiet, spark_task_running=False
+    )
+    assert between_tasks.pod.verdict is V.HEALTHY
 
 
 def test_nothing_to_judge_is_unknown_with_why() -> None:

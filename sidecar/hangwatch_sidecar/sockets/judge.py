@@ -25,7 +25,12 @@ not known). Each finding names the connection, broker or task it rests on.
   reads its input between writes): silence alone never restarts anything; the verdict
   engine's evidence ladder (`ladder`) upgrades it to `producer_hung` on positive
   evidence or clears it; silence with no task, or with Spark's view unknown, is just an
-  idle pod.
+  idle pod - unless someone declared how often the pod's producers write at least
+  (`write_interval_seconds`, a policy's `detection.expectedWriteIntervalSeconds`): then
+  every connection silent past that interval is `producer_silent` too, with no Spark
+  view at all (a producer service; S2's sarama v1.37.2, which after a real election
+  keeps nothing outstanding and sends nothing more), except while Spark's view says no
+  task of this executor runs (an executor between tasks writes nothing, rightly).
 """
 
 from __future__ import annotations
@@ -143,18 +148,33 @@ def _silence(
     stall_seconds: float,
     cluster_healthy: bool,
     spark_task_running: bool | None,
+    write_interval_seconds: float | None,
 ) -> list[SocketFinding]:
     silent = view.silent_seconds
-    if spark_task_running is not True or silent is None or silent < stall_seconds:
+    if silent is None or not cluster_healthy:
         return []
-    if not cluster_healthy:
+    silent_for = (
+        f"every connection of the pod to brokers ({len(view.connections)}) has been silent for "
+        f"{silent:.0f} s"
+    )
+    if spark_task_running is True and silent >= stall_seconds:
+        reason = (
+            f"{silent_for} (threshold {stall_seconds:.0f} s) while Spark runs a task of this "
+            "executor: its producer sends nothing (blocked, or the task is busy elsewhere)"
+        )
+    elif (
+        write_interval_seconds is not None
+        and spark_task_running is not False
+        and silent >= write_interval_seconds
+    ):
+        reason = (
+            f"{silent_for}, longer than the expected write interval "
+            f"({write_interval_seconds:.0f} s: its producers write at least that often): "
+            "they send nothing (blocked, or nothing to send)"
+        )
+    else:
         return []
     brokers = tuple(sorted({c.broker for c in view.connections}))
-    reason = (
-        f"every connection of the pod to brokers ({len(view.connections)}) has been silent for "
-        f"{silent:.0f} s (threshold {stall_seconds:.0f} s) while Spark runs a task of this "
-        "executor: its producer sends nothing (blocked, or the task is busy elsewhere)"
-    )
     return [
         SocketFinding(
             Verdict.PRODUCER_SILENT, reason, tuple(c.connection for c in view.connections), brokers
@@ -170,16 +190,21 @@ def judge_sockets(
     request_timeout_seconds: float,
     spark_task_running: bool | None = None,
     failing_brokers: frozenset[str] = frozenset(),
+    write_interval_seconds: float | None = None,
 ) -> tuple[SocketFinding, ...]:
     """Findings from the socket view, most severe first (none when it is unavailable).
     `failing_brokers`: the addresses the sidecar's probes found failing this round;
-    `request_timeout_seconds`: the producers' own request timeout."""
+    `request_timeout_seconds`: the producers' own request timeout;
+    `write_interval_seconds`: how often the pod's producers write at least (None: not
+    said)."""
     if view is None or not view.available:
         return ()
     findings = _unanswered(
         view, stall_seconds, request_timeout_seconds, cluster_healthy, failing_brokers
     )
-    findings += _silence(view, stall_seconds, cluster_healthy, spark_task_running)
+    findings += _silence(
+        view, stall_seconds, cluster_healthy, spark_task_running, write_interval_seconds
+    )
     findings += _blackholed(view)
     order = {Verdict.PRODUCER_HUNG: 0, Verdict.PRODUCER_SILENT: 1, Verdict.BROKER_DEGRADED: 2}
     return tuple(sorted(findings, key=lambda f: order.get(f.verdict, 9)))
