@@ -4,7 +4,8 @@ For each incident (S0 sarama v1.37.2 SyncProducer, S1 kafka-go v0.4.8, S2 sarama
 idempotent with v1.38.0 as the control, S3 Kafka 0.8.2.2's Scala producer, S4
 kafka-clients 0.11.0.3), `--runs` replays (default 3), each on a fresh 3-broker Apache
 Kafka lab (the `kafka` engine; the lab's default 4.x, or 3.9.2 for S3 and S4, whose
-clients are older than 2.1, and for S2-interval*: `Incident.kafka_version`) next to a real `hangwatch sidecar`
+clients are older than 2.1, and for S2-interval*: `Incident.kafka_version`) next to a real
+`hangwatch sidecar`
 with an empty telemetry directory, its socket view narrowed to the client's process (1 s
 probes, 5 s stall, 1 s timeouts, hysteresis 2; `hangwatch_testing.clients.incidents`).
 Prints one line per replay as it ends, then the README's table: did the client reproduce
