@@ -28,10 +28,11 @@ from enum import StrEnum
 from typing import Any
 
 from hangwatch import pod_security
-from hangwatch.pod_security import Feature, Level, forbidden
+from hangwatch.pod_security import Feature, Level
 from hangwatch_operator.injection import (
     InjectionConflictError,
     build_sidecar_patch,
+    features_left_out,
     policy_features,
     resolve_injection_mode,
 )
@@ -182,7 +183,7 @@ def admit(
         if policy is None:
             return Admission(Result.SKIPPED)
         mode = resolve_injection_mode(policy.sidecar.injection_mode, settings, server_minor)
-        left_out = forbidden(policy_features(policy), level)
+        left_out = features_left_out(policy, level)
         ops = build_sidecar_patch(review.pod, policy, settings, mode, left_out)
     except InjectionConflictError as exc:
         name = policy.name if policy is not None else ""

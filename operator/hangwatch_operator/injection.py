@@ -45,7 +45,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from hangwatch import spark_driver
-from hangwatch.pod_security import NOT_JUDGED_ENV, Feature, format_not_judged
+from hangwatch.pod_security import NOT_JUDGED_ENV, Feature, Level, forbidden, format_not_judged
 from hangwatch.wire import sidecar_http
 from hangwatch_operator.policies import Policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
@@ -163,6 +163,12 @@ def sidecar_args(policy: Policy, settings: OperatorSettings, mode: InjectionMode
 def policy_features(policy: Policy) -> frozenset[Feature]:
     """The features of `policy` whose injection needs more than the restricted level."""
     return frozenset({Feature.PROCESS_VIEW} if policy.process_view.enabled else ())
+
+
+def features_left_out(policy: Policy, level: Level) -> tuple[Feature, ...]:
+    """The features of `policy` the webhook leaves out of pods in a namespace enforcing
+    `level`: what the level forbids (the pods are admitted without them)."""
+    return forbidden(policy_features(policy), level)
 
 
 def sidecar_container(

@@ -33,11 +33,13 @@ import yaml
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
+from hangwatch.pod_security import LOST, NOT_JUDGED_ENV, format_not_judged
 from hangwatch_operator.injection import (
     INJECTED_ANNOTATION,
     MODE_ANNOTATION,
     POLICY_LABEL,
     SIDECAR_CONTAINER,
+    features_left_out,
 )
 from hangwatch_operator.pod_security import (
     injection_violations,
@@ -686,16 +688,33 @@ def _dry_run_result(policy: Policy, dry: DryRun) -> Result:
             "not read the policy)",
             "kubectl logs of the operator; kube-apiserver logs 'failed calling webhook'",
         )
+    left_out = _sidecar_env(dry.pod).get(NOT_JUDGED_ENV)
     return Result(
         name,
         Status.PASS,
         f"the API server called the webhook: a dry-run executor pod got the sidecar "
         f"({annotations.get(MODE_ANNOTATION, '?')}, policy "
-        f"{annotations.get(INJECTED_ANNOTATION, '?')})",
+        f"{annotations.get(INJECTED_ANNOTATION, '?')}"
+        f"{f'; left out for Pod Security: {left_out}' if left_out else ''})",
     )
 
 
+def _sidecar_env(pod: Mapping[str, Any]) -> dict[str, str]:
+    """The literal environment values of the pod's injected sidecar."""
+    spec = pod.get("spec") or {}
+    for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        if c.get("name") == SIDECAR_CONTAINER:
+            return {
+                str(e.get("name")): str(e["value"])
+                for e in c.get("env") or []
+                if isinstance(e, Mapping) and "value" in e
+            }
+    return {}
+
+
 def check_pod_security(survey: Survey) -> Iterator[Result]:
+    """Per policy namespace: the injected pod is admitted at the namespace's level (fail
+    otherwise); a feature the webhook leaves out there, so that it is, is a warning."""
     settings = operator_settings(survey.deployment)
     by_namespace: dict[str, list[Policy]] = {}
     for _, policy in parsed_policies(survey):
@@ -706,18 +725,35 @@ def check_pod_security(survey: Survey) -> Iterator[Result]:
             "labels"
         ) or {}
         level, told = level_of(labels)
-        broken = [(p, injection_violations(p, settings, level)) for p in policies]
-        broken = [(p, v) for p, v in broken if v]
         name = f"pod-security {namespace}"
+        judged = [
+            (p, left_out, injection_violations(p, settings, level, left_out))
+            for p in policies
+            for left_out in [features_left_out(p, level)]
+        ]
+        broken = [(p, v) for p, _, v in judged if v]
         if broken:
             policy, violations = broken[0]
             yield Result(
                 name,
                 Status.FAIL,
+                f"enforces {level} ({told}); the sidecar injected for policy {policy.name} "
+                f"breaks it: {'; '.join(violations)}",
+                "report this: the webhook leaves out what a level forbids",
+            )
+            continue
+        lost = [(p, f) for p, f, _ in judged if f]
+        if lost:
+            policy, features = lost[0]
+            yield Result(
+                name,
+                Status.WARN,
                 f"enforces {level} ({told}); policy {policy.name} asks for "
-                f"{policy_needs(policy)}: {'; '.join(violations)}",
-                "set spec.processView.enabled: false in the policy, or run these executors "
-                "in a namespace whose level allows it",
+                f"{policy_needs(policy)}, which {level} forbids: the webhook leaves out "
+                f"{format_not_judged(features)} and the pods are admitted without it "
+                f"(not judged: {'; '.join(LOST[f] for f in features)})",
+                "to keep it, run these executors in a namespace whose level allows it; "
+                "else set spec.processView.enabled: false",
             )
             continue
         asked = sorted({policy_needs(p) for p in policies})

@@ -17,10 +17,10 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
-from hangwatch.pod_security import ENFORCE_LABEL, Level, enforced_level
+from hangwatch.pod_security import ENFORCE_LABEL, Feature, Level, enforced_level
 from hangwatch_operator.injection import sidecar_container
 from hangwatch_operator.policies import Policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
@@ -114,11 +114,18 @@ def container_violations(
     return problems
 
 
-def injection_violations(policy: Policy, settings: OperatorSettings, level: Level) -> list[str]:
-    """What the sidecar injected for `policy` breaks at `level` (empty: admitted). The
-    injection's pod-level changes (a shared process namespace, an emptyDir) are allowed
-    at every level, and the injection mode changes no security setting."""
-    return container_violations(sidecar_container(policy, settings, InjectionMode.NATIVE), level)
+def injection_violations(
+    policy: Policy,
+    settings: OperatorSettings,
+    level: Level,
+    left_out: Collection[Feature] = (),
+) -> list[str]:
+    """What the sidecar injected for `policy` without the features `left_out` breaks at
+    `level` (empty: admitted). The injection's pod-level changes (a shared process
+    namespace, an emptyDir) are allowed at every level, and the injection mode changes
+    no security setting."""
+    sidecar = sidecar_container(policy, settings, InjectionMode.NATIVE, left_out)
+    return container_violations(sidecar, level)
 
 
 def policy_needs(policy: Policy) -> str:

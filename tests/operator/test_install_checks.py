@@ -29,6 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hangwatch.wire import status
+from hangwatch_operator import install_checks
 from hangwatch_operator.certificates import generate_webhook_certificates
 from hangwatch_operator.install_checks import (
     VERSION_LABEL,
@@ -58,6 +59,7 @@ from hangwatch_operator.pod_security import (
     injection_violations,
     level_of,
 )
+from hangwatch_operator.injection import features_left_out
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import OperatorSettings
 from hangwatch_operator.webhook_configuration import build_webhook_configuration
@@ -333,6 +335,15 @@ def test_the_dry_run_shows_whether_the_api_server_got_the_patch() -> None:
     survey.dry_runs = {f"{JOBS}/writers": refused}
     result = list(check_policies(survey))[1]
     assert result.status is Status.FAIL and "pod-security" in result.hint
+    left_out = executor("dry")
+    left_out["spec"]["initContainers"][0]["env"] = [
+        {"name": "HANGWATCH_NOT_JUDGED", "value": "process_view"},
+        {"name": "HANGWATCH_POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "x"}}},
+    ]
+    survey.dry_runs = {f"{JOBS}/writers": DryRun(left_out)}
+    result = list(check_policies(survey))[1]
+    assert result.status is Status.PASS, result
+    assert "left out for Pod Security: process_view" in result.detail
 
 
 def test_labels_for_a_dry_run_satisfy_the_selector() -> None:
@@ -384,14 +395,45 @@ def test_container_rules_of_the_standards(security: Any, level: Level, words: st
     assert any(words in p for p in problems), problems
 
 
-def test_a_namespace_whose_level_forbids_the_process_view_fails() -> None:
+def test_a_namespace_whose_level_forbids_the_process_view_warns_it_is_left_out() -> None:
+    """The webhook leaves out what the level forbids (the pods are admitted), so the
+    check warns that the view is lost there rather than failing the install."""
     survey = good_survey()
     survey.policies = [policy_body(processView={"enabled": True})]
-    for level, expected in (("privileged", Status.PASS), ("baseline", Status.FAIL)):
+    for level, expected in (
+        ("privileged", Status.PASS),
+        ("baseline", Status.WARN),
+        ("restricted", Status.WARN),
+        ("nonsense", Status.WARN),
+    ):
         survey.namespaces = {JOBS: {"metadata": {"labels": {ENFORCE_LABEL: level}}}}
         [result] = check_pod_security(survey)
         assert result.status is expected, result
-    assert "SYS_PTRACE" in result.detail and "processView" in result.hint
+        if expected is Status.WARN:
+            assert "leaves out process_view" in result.detail, result
+            assert "processView" in result.hint
+
+
+def test_what_is_left_out_is_admitted_at_every_level() -> None:
+    settings = OperatorSettings()
+    for view in (True, False):
+        policy = _policy(view)
+        for level in Level:
+            left_out = features_left_out(policy, level)
+            assert injection_violations(policy, settings, level, left_out) == []
+            assert bool(left_out) == (view and level is not Level.PRIVILEGED)
+
+
+def test_a_sidecar_that_breaks_the_level_after_all_fails(monkeypatch: Any) -> None:
+    """Should the injected sidecar still break the level (a rule out of step with the
+    webhook's), the check fails and says so."""
+    survey = good_survey()
+    survey.namespaces = {JOBS: {"metadata": {"labels": {ENFORCE_LABEL: "baseline"}}}}
+    monkeypatch.setattr(
+        install_checks, "injection_violations", lambda *a: ["privileged (container x)"]
+    )
+    [result] = check_pod_security(survey)
+    assert result.status is Status.FAIL and "privileged" in result.detail
 
 
 @given(st.dictionaries(st.text(max_size=60), st.text(max_size=30), max_size=5))
