@@ -156,6 +156,13 @@ class DeliveryLedger:
             where = f"[{part}]" if part is not None and part >= 0 else " (no partition yet)"
             self.errors.append(f"{msg.topic()}{where}: {code}: {reason}")
 
+    def record_refused(self, err: ReportedError, topic: str) -> None:
+        """A send librdkafka refused at once (`produce()` raised, e.g. a topic it knows is
+        forbidden): never queued, so no report follows; its error counts as met on `topic`
+        (the telemetry's `errors`), not as a failed message. Any thread."""
+        with self._lock:
+            self._record_error(err, client=False, topic=topic)
+
     def record_client_error(self, err: ReportedError) -> None:
         """A client error (`error_cb`): counted and logged, not a message's failure."""
         self._record_error(err, client=True, topic="")

@@ -343,6 +343,8 @@ class HangwatchProducer:
                 self._progress.clear()  # set by the poll thread when reports free room
                 self._progress.wait(min(deadline - now, 0.01))
             except KafkaException as exc:
+                if exc.args and isinstance(exc.args[0], KafkaError):
+                    self._ledger.record_refused(exc.args[0], topic)
                 reason = self._scrub(_error_text(exc))
                 raise self._failure(f"message to {topic!r} rejected: {reason}") from None
 

@@ -45,6 +45,23 @@ class ClusterObservation:
     leaderless_topics: frozenset[str] = frozenset()
     """Topics whose metadata carries an error such as LEADER_NOT_AVAILABLE."""
     error: str | None = None
+    absent_topics: frozenset[str] = frozenset()
+    """Topics the cluster's metadata says do not exist: UNKNOWN_TOPIC_OR_PART when asked
+    by name, or not listed when every topic was asked for (`listed_all_topics`)."""
+    listed_all_topics: bool = False
+    """The metadata answered for every topic (the sidecar was given no topics): a topic it
+    does not list does not exist, or the sidecar's principal may not describe it."""
+    listed_topics: frozenset[str] = frozenset()
+    metadata_age_seconds: float | None = None
+    """Age of the metadata this observation carries (None: there is none)."""
+
+    def absent_for(self, topics: frozenset[str]) -> list[str]:
+        """Those of `topics` the cluster's metadata says do not exist."""
+        return sorted(
+            t
+            for t in topics
+            if t in self.absent_topics or (self.listed_all_topics and t not in self.listed_topics)
+        )
 
     @property
     def answering(self) -> tuple[BrokerObservation, ...]:

@@ -26,7 +26,7 @@ import ssl
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 
@@ -145,8 +145,22 @@ class SidecarLoop:
             self._state = state
 
     # -- one round -----------------------------------------------------------------------------
-    def _metadata_due(self, now: float, previous: ClusterObservation | None) -> bool:
+    def _metadata_due(
+        self,
+        now: float,
+        previous: ClusterObservation | None,
+        producers: Sequence[ProducerObservation] = (),
+    ) -> bool:
         if self.metadata_at is None:
+            return True
+        # A producer's messages have waited half the stall threshold: metadata fetched
+        # after the wait began says, before any stall verdict, whether the cluster has its
+        # topics at all (once a wait: a producer under steady load waits without a break).
+        half, fetched = self.thresholds.stall_seconds / 2, self.metadata_at
+        if any(
+            p.pending > 0 and p.pending_seconds > half and fetched < now - p.pending_seconds
+            for p in producers
+        ):
             return True
         if now - self.metadata_at >= self.settings.metadata_interval_seconds:
             return True
@@ -250,7 +264,7 @@ class SidecarLoop:
         doubt = previous.cluster is not None and bool(previous.cluster.failing)
         fetching = (
             self._pool.submit(self._fetch_metadata, started, doubt)
-            if self._metadata_due(started, previous.cluster)
+            if self._metadata_due(started, previous.cluster, previous.producers)
             else None
         )
         sampling = None
@@ -270,7 +284,14 @@ class SidecarLoop:
                 self.probe_errors[str(p.reachability)] += 1
         now = self.clock()
         cluster = observe_cluster(
-            now, self.bootstrap, probes, self.metadata, self.metadata_error, self.known_nodes
+            now,
+            self.bootstrap,
+            probes,
+            self.metadata,
+            self.metadata_error,
+            self.known_nodes,
+            all_topics=not self.settings.topic_set,
+            metadata_age_seconds=None if self.metadata_at is None else now - self.metadata_at,
         )
         cluster = replace(
             cluster,

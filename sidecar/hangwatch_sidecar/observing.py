@@ -12,7 +12,12 @@ from collections.abc import Mapping, Sequence
 
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation, TopicPartition
 from hangwatch_sidecar.probe.settings import Endpoint
-from hangwatch_sidecar.probe.types import ELECTION_ERRORS, ClusterMetadata, EndpointProbe
+from hangwatch_sidecar.probe.types import (
+    ELECTION_ERRORS,
+    UNKNOWN_TOPIC,
+    ClusterMetadata,
+    EndpointProbe,
+)
 
 
 def _latency_ms(probe: EndpointProbe) -> float | None:
@@ -29,12 +34,17 @@ def observe_cluster(
     metadata: ClusterMetadata | None,
     metadata_error: str | None = None,
     known_nodes: Mapping[Endpoint, int] | None = None,
+    *,
+    all_topics: bool = False,
+    metadata_age_seconds: float | None = None,
 ) -> ClusterObservation:
     """One round's observation from endpoint probes and the latest metadata.
 
     `known_nodes`: every address metadata ever advertised, with its node id. A broker
     that went down drops out of the metadata (as in Kafka) but keeps its name: its
-    observation is not advertised, yet carries the node id it last had."""
+    observation is not advertised, yet carries the node id it last had. `all_topics`:
+    the metadata was asked for every topic (so a topic it does not list is absent);
+    `metadata_age_seconds`: how long ago it was fetched."""
     node_of = {b.endpoint: b.id for b in metadata.brokers} if metadata else {}
     former = known_nodes or {}
     boot = set(bootstrap)
@@ -53,7 +63,11 @@ def observe_cluster(
     leaders: dict[TopicPartition, int] = {}
     leaderless: set[TopicPartition] = set()
     leaderless_topics: set[str] = set()
+    absent: set[str] = set()
     for topic in metadata.topics if metadata else ():
+        if topic.error == UNKNOWN_TOPIC:
+            absent.add(topic.name)
+            continue
         if topic.error in ELECTION_ERRORS:
             leaderless_topics.add(topic.name)
         for part in topic.partitions:
@@ -68,6 +82,12 @@ def observe_cluster(
         leaderless=frozenset(leaderless),
         leaderless_topics=frozenset(leaderless_topics),
         error=metadata_error or None,
+        absent_topics=frozenset(absent),
+        listed_all_topics=all_topics and metadata is not None,
+        listed_topics=frozenset(t.name for t in metadata.topics if t.name not in absent)
+        if metadata
+        else frozenset(),
+        metadata_age_seconds=metadata_age_seconds if metadata else None,
     )
 
 

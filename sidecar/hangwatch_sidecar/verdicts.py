@@ -58,6 +58,7 @@ from hangwatch.defaults import STANDALONE
 from hangwatch.wire import status
 from hangwatch_sidecar.evidence import ClusterObservation, ErrorObserved, ProducerObservation
 from hangwatch_sidecar.ladder import SilenceWeighed, weigh_silence
+from hangwatch_sidecar.probe.types import UNKNOWN_TOPIC
 from hangwatch_sidecar.pystacks.judge import HeldView, StackFinding, judge_stacks
 from hangwatch_sidecar.sockets.judge import SocketFinding, failed_connects_reason, judge_sockets
 from hangwatch_sidecar.sockets.types import SocketObservation
@@ -189,6 +190,25 @@ def assess_producer(
             or producer.progress_age_seconds > thresholds.stall_seconds
         )
     )
+    absent = absent_topics(producer, cluster) if stalled else []
+    if absent:
+        # The cluster itself says the topic does not exist (with automatic creation off,
+        # librdkafka waits topic.metadata.propagation.max.ms before naming any error):
+        # the next producer is refused the same way, so this is never metadata_stale.
+        age = cluster.metadata_age_seconds or 0.0
+        ev["writes_rejected"] = [
+            {
+                "topic": t,
+                "error": UNKNOWN_TOPIC,
+                "count": producer.pending,
+                "first_ts": None,
+                "last_age_seconds": round(age, 1),
+            }
+            for t in absent[:10]
+        ]
+        return Assessment(
+            Verdict.WRITES_REJECTED, tuple(_absent_reason(t, producer, age) for t in absent), ev
+        )
     # Brokers keep answering (responses grow, nothing awaits an answer) yet nothing is
     # delivered: the producer's requests are refused, its view of the cluster is wrong (S1).
     # A producer whose requests go unanswered (S2) awaits responses instead.
@@ -251,6 +271,27 @@ def refusals(producer: ProducerObservation, thresholds: Thresholds) -> list[Erro
         if stuck or (first is not None and first >= thresholds.stall_seconds):
             found.append(error)
     return found
+
+
+def absent_topics(producer: ProducerObservation, cluster: ClusterObservation) -> list[str]:
+    """The producer's topics the cluster's metadata says do not exist, when that metadata
+    was fetched after its messages began to wait (older metadata may predate a topic
+    created since: it proves nothing about the wait)."""
+    age = cluster.metadata_age_seconds
+    if age is None or age >= producer.pending_seconds:
+        return []
+    return cluster.absent_for(producer.topics)
+
+
+def _absent_reason(topic: str, producer: ProducerObservation, age: float) -> str:
+    info = kafka_errors.by_name("_UNKNOWN_TOPIC")
+    hint = f" (hint: {info.hint})" if info is not None and info.hint else ""
+    return (
+        f"writes to topic {topic} refused: {UNKNOWN_TOPIC}, the cluster's metadata "
+        f"({age:.0f} s old, fetched after the wait began) does not list the topic while "
+        f"{producer.pending} messages have waited {producer.pending_seconds:.0f} s for it; "
+        f"the next producer meets the same refusal, a restart cannot help{hint}"
+    )
 
 
 def _refusal_reason(error: ErrorObserved) -> str:

@@ -269,3 +269,22 @@ def test_error_log_throttle_one_line_per_code_and_interval() -> None:
     assert throttle.admit("_TRANSPORT", 160.0) == 2  # the two held back since the last line
     assert throttle.admit("_TRANSPORT", 161.0) is None
     assert throttle.admit("_TRANSPORT", 300.0) == 1
+
+
+def test_a_send_refused_at_once_counts_its_error_on_the_topic_not_a_failed_message() -> None:
+    """librdkafka refuses a send to a topic it knows is forbidden in `produce()` itself:
+    no message is queued and no report follows, yet the error is met on that topic (the
+    sidecar names it writes_rejected from the telemetry's `errors`)."""
+    book = ledger()
+    forbidden = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    for _ in range(3):
+        book.enqueue()
+        book.withdraw()  # as send() does when produce() raises
+        book.record_refused(forbidden, "orders")
+    assert (book.enqueued, book.failed, book.outstanding, book.errors) == (0, 0, 0, [])
+    assert book.errors_seen == {
+        ("orders", "TOPIC_AUTHORIZATION_FAILED"): ErrorSeen(
+            "TOPIC_AUTHORIZATION_FAILED", "orders", 3, 1_000.0, 1_002.0
+        )
+    }
+    assert book.error_counts == {"TOPIC_AUTHORIZATION_FAILED": 3}

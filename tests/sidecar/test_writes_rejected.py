@@ -155,3 +155,63 @@ def test_the_tracker_reads_per_topic_errors_and_old_documents() -> None:
     assert seen.errors == (ErrorObserved("MSG_SIZE_TOO_LARGE", "orders", 10, 2.0, 30.0, WALL - 30),)
     old = ProducerTracker().observe("p", document(), True, now=50.0, wall_now=WALL)
     assert old.errors == (ErrorObserved("MSG_SIZE_TOO_LARGE", "", 10, 2.0),)
+
+
+# A topic the cluster does not have (automatic creation off): librdkafka names no error
+# for topic.metadata.propagation.max.ms (30 s), its messages wait while every broker
+# answers - the shape of S1's stale metadata - but the sidecar's own metadata, fetched
+# after the wait began, says the topic does not exist: the next producer waits the same.
+WAITING = {"pending": 100, "pending_seconds": 11, "progress_age_seconds": None,
+           "delivered_total": 0, "answered_age_seconds": 0.5}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        {"absent_topics": frozenset({"t"})},  # asked by name: UNKNOWN_TOPIC_OR_PART
+        {"listed_all_topics": True, "listed_topics": frozenset({"other"})},  # not listed
+    ],
+)
+def test_a_topic_the_cluster_does_not_have_is_writes_rejected(told: dict[str, object]) -> None:
+    assert (
+        evaluate(cluster(), [producer(**WAITING)], thresholds=T, now=100).pod.verdict
+        is V.METADATA_STALE
+    )  # without the cluster's word on the topic
+    result = evaluate(
+        cluster(metadata_age_seconds=3.0, **told), [producer(**WAITING)], thresholds=T, now=100
+    )
+    assert result.pod.verdict is V.WRITES_REJECTED
+    (reason,) = result.pod.reasons
+    for part in ("topic t", "UNKNOWN_TOPIC_OR_PART", "100 messages", "a restart cannot help"):
+        assert part in reason, reason
+    (evidence,) = result.producers["producer-42-1"].evidence["writes_rejected"]
+    assert evidence["topic"] == "t" and evidence["error"] == "UNKNOWN_TOPIC_OR_PART"
+
+
+@pytest.mark.parametrize(
+    ("told", "shape"),
+    [
+        # metadata fetched before the wait began: the topic may have been created since
+        ({"absent_topics": frozenset({"t"}), "metadata_age_seconds": 20.0}, {}),
+        # no metadata age: no metadata to speak for the topic
+        ({"absent_topics": frozenset({"t"})}, {}),
+        # asked by name for other topics only: this one is not known either way
+        ({"absent_topics": frozenset({"other"}), "metadata_age_seconds": 3.0}, {}),
+        # listed every topic, and the producer's is there
+        ({"listed_all_topics": True, "listed_topics": frozenset({"t"}),
+          "metadata_age_seconds": 3.0}, {}),  # fmt: skip
+    ],
+)
+def test_the_cluster_must_say_the_topic_is_absent_after_the_wait_began(
+    told: dict[str, object], shape: dict[str, object]
+) -> None:
+    result = evaluate(cluster(**told), [producer(**WAITING, **shape)], thresholds=T, now=100)
+    assert result.pod.verdict is V.METADATA_STALE, result.pod.reasons
+
+
+def test_an_absent_topic_among_deliveries_is_not_judged() -> None:
+    """Messages for the absent topic wait, another topic's are delivered: no stall, and a
+    producer that keeps delivering is healthy (its absent topic fails by itself later)."""
+    moving = {**WAITING, "progress_age_seconds": 1.0, "delivered_total": 500}
+    told = cluster(absent_topics=frozenset({"t"}), metadata_age_seconds=3.0)
+    assert evaluate(told, [producer(**moving)], thresholds=T, now=100).pod.verdict is V.HEALTHY

@@ -18,6 +18,7 @@ from enum import StrEnum
 from hangwatch.contracts import ExitCode, Reachability
 from hangwatch_sidecar.probe.types import (
     ELECTION_ERRORS,
+    UNKNOWN_TOPIC,
     BrokerInfo,
     ClusterMetadata,
     EndpointProbe,
@@ -212,7 +213,7 @@ def _topic_findings(
     topic: TopicState, rows: Sequence[EndpointRow], advertised: set[int]
 ) -> list[ProbeFinding]:
     name = topic.name
-    if topic.error == "UNKNOWN_TOPIC_OR_PART":
+    if topic.error == UNKNOWN_TOPIC:
         return [
             ProbeFinding(Severity.WARNING, "topic_missing", name, f"topic {name} does not exist")
         ]

@@ -19,6 +19,9 @@ ELECTION_ERRORS = frozenset(
 The one definition of leaderless: a partition without a leader (-1) or with one of
 these errors, or a topic whose metadata carries one of them."""
 
+UNKNOWN_TOPIC = "UNKNOWN_TOPIC_OR_PART"
+"""librdkafka's name for the metadata error of a topic that does not exist."""
+
 
 def is_leaderless(leader: int, error: str | None) -> bool:
     """A partition (leader id, error name) that has no usable leader."""
