@@ -83,6 +83,18 @@ class ErrorSeen:
     last_ts: float
 
 
+@dataclass(frozen=True)
+class ThrottleSeen:
+    """The brokers' quota throttling as the producer met it (librdkafka's `throttle_cb`):
+    how often, the latest throttle time a broker reported and when; `last_seconds` 0 once
+    that broker stopped throttling."""
+
+    count: int
+    last_ts: float
+    last_seconds: float
+    broker: str
+
+
 class ErrorEvent(NamedTuple):
     """One error to log: a failed delivery, or a client error (`client` True)."""
 
@@ -117,6 +129,8 @@ class DeliveryLedger:
         """(topic, code) -> how often and when first and last (the telemetry's `errors`;
         topic "" for client errors); at most `MAX_ERRORS_SEEN`, the oldest dropped."""
         self.last_delivery_ts: float | None = None
+        self.throttle: ThrottleSeen | None = None
+        """The latest throttling a broker reported (the telemetry's `throttle`)."""
         self.topics: set[str] = set()
         self._events: collections.deque[ErrorEvent] = collections.deque(maxlen=MAX_ERROR_EVENTS)
 
@@ -162,6 +176,11 @@ class DeliveryLedger:
         (the telemetry's `errors`), not as a failed message. Any thread."""
         with self._lock:
             self._record_error(err, client=False, topic=topic)
+
+    def record_throttle(self, broker: str, seconds: float) -> None:
+        """A broker throttled the producer for `seconds` (0: it stopped), poll thread."""
+        count = (self.throttle.count if self.throttle else 0) + (1 if seconds > 0 else 0)
+        self.throttle = ThrottleSeen(count, self._clock(), max(0.0, seconds), broker)
 
     def record_client_error(self, err: ReportedError) -> None:
         """A client error (`error_cb`): counted and logged, not a message's failure."""

@@ -60,7 +60,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, ThrottleEvent
 
 from hangwatch_producer import telemetry
 from hangwatch_producer.callbacks import CallbackRunner
@@ -211,9 +211,9 @@ class HangwatchProducer:
             "on_delivery": self._default_delivery,
             "error_cb": self._on_error,
         }
-        if "throttle_cb" in config.callbacks:
-            user_throttle = config.callbacks["throttle_cb"]
-            rdkafka_conf["throttle_cb"] = functools.partial(self._callbacks.dispatch, user_throttle)
+        rdkafka_conf["throttle_cb"] = functools.partial(
+            self._on_throttle, config.callbacks.get("throttle_cb")
+        )
         if with_stats:
             rdkafka_conf["stats_cb"] = self._on_stats
         return rdkafka_conf
@@ -425,6 +425,11 @@ class HangwatchProducer:
         self._ledger.record_client_error(err)
         if self._user_error_cb is not None:
             self._callbacks.dispatch(self._user_error_cb, err)
+
+    def _on_throttle(self, user: Callable[..., Any] | None, event: ThrottleEvent) -> None:
+        self._ledger.record_throttle(str(event.broker_name), float(event.throttle_time))
+        if user is not None:
+            self._callbacks.dispatch(user, event)
 
     def _on_stats(self, stats_json: str) -> None:
         self._publisher.on_stats(stats_json)

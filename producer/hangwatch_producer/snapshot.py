@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hangwatch_producer.ledger import Counters, DeliveryLedger, ErrorSeen
+from hangwatch_producer.ledger import Counters, DeliveryLedger, ErrorSeen, ThrottleSeen
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Snapshot:
     stats_received_ts: float | None = None
     errors_seen: list[ErrorSeen] = field(default_factory=list)
     """Per topic and code, most recently met first."""
+    throttle: ThrottleSeen | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ def build_snapshot(
         last_error=ledger.last_error,
         error_counts=dict(ledger.error_counts),
         errors_seen=sorted(ledger.errors_seen.values(), key=lambda e: -e.last_ts),
+        throttle=ledger.throttle,
         callbacks=asdict(callbacks),
         config=facts.config,
         wrapper=facts.wrapper,

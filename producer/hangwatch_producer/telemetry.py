@@ -237,6 +237,14 @@ def document(
             )
             for e in snapshot.errors_seen[:list_cap]
         ],
+        throttle=None
+        if snapshot.throttle is None
+        else wire.Throttle(
+            count=snapshot.throttle.count,
+            last_ts=snapshot.throttle.last_ts,
+            last_seconds=snapshot.throttle.last_seconds,
+            broker=snapshot.throttle.broker[:MAX_STRING],
+        ),
         callbacks=wire.part(wire.Callbacks, dict(snapshot.callbacks)),
         bootstrap=[a[:MAX_STRING] for a in snapshot.bootstrap[:list_cap]],
         topics=[t[:MAX_STRING] for t in sorted(snapshot.topics)[:list_cap]],

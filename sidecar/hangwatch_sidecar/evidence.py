@@ -128,5 +128,23 @@ class ProducerObservation:
     identity: Mapping[str, object] = field(default_factory=dict)
     errors: tuple[ErrorObserved, ...] = ()
     """The errors its telemetry reports, most recently met first."""
+    throttle_age_seconds: float | None = None
+    """Time since a broker last reported throttling it (a quota), or stopping to; None
+    when none ever did (or the wrapper is older than `throttle`)."""
+    throttle_seconds: float = 0.0
+    """The throttle time that report gave (0: the broker stopped throttling)."""
+
+    def throttled(self, stall_seconds: float) -> bool:
+        """A broker's quota explains a wait: the producer was throttled, and its latest
+        throttle time plus `stall_seconds` has not passed since (Kafka does not bound a
+        byte-rate quota's throttle time; a throttled producer hears from the broker with
+        each answer, so the clock restarts while throttling goes on)."""
+        age = self.throttle_age_seconds
+        return (
+            self.throttle_seconds > 0
+            and age is not None
+            and age <= (self.throttle_seconds + stall_seconds)
+        )
+
     problem: str | None = None
     """Set when the telemetry could not be used (garbage, too large, wrong schema...)."""

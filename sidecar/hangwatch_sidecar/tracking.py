@@ -94,6 +94,13 @@ def errors_observed(doc: TelemetryDocument, wall_now: float) -> tuple[ErrorObser
     return tuple(found)
 
 
+def _throttle_age(doc: TelemetryDocument, wall_now: float) -> float | None:
+    """Time since a broker last reported throttling the producer (None: never)."""
+    if doc.throttle is None or doc.throttle.last_ts is None:
+        return None
+    return max(0.0, wall_now - doc.throttle.last_ts)
+
+
 def _when(ts: float | None, now: float, wall_now: float) -> float | None:
     """The sidecar-monotonic time of a wall timestamp from the document (never in the future)."""
     if ts is None:
@@ -143,6 +150,8 @@ class ProducerTracker:
             metadata_age_seconds=metadata_age_seconds(doc.stats),
             identity=_identity(doc),
             errors=errors_observed(doc, wall_now),
+            throttle_age_seconds=_throttle_age(doc, wall_now),
+            throttle_seconds=(doc.throttle.last_seconds or 0.0) if doc.throttle else 0.0,
         )
 
     @staticmethod

@@ -178,20 +178,28 @@ def assess_producer(
             ),
             ev,
         )
-    refused = refusals(producer, thresholds)
+    absent = frozenset(cluster.absent_for(producer.topics))
+    refused = refusals(producer, thresholds, absent)
     if refused:
         ev["writes_rejected"] = [_refusal_evidence(e) for e in refused[:10]]
-        return Assessment(Verdict.WRITES_REJECTED, tuple(_refusal_reason(e) for e in refused), ev)
+        reasons = tuple(_refusal_reason(e, e.topic in absent) for e in refused)
+        return Assessment(Verdict.WRITES_REJECTED, reasons, ev)
+    throttled = producer.throttled(thresholds.stall_seconds)
+    if throttled:
+        ev["throttle_age_seconds"] = round(producer.throttle_age_seconds or 0.0, 1)
+        ev["throttle_seconds"] = round(producer.throttle_seconds, 3)
+    # A producer a broker's quota throttles is slow, not hung: a restart meets the quota.
     stalled = (
-        producer.pending > 0
+        not throttled
+        and producer.pending > 0
         and producer.pending_seconds > thresholds.stall_seconds
         and (
             producer.progress_age_seconds is None
             or producer.progress_age_seconds > thresholds.stall_seconds
         )
     )
-    absent = absent_topics(producer, cluster) if stalled else []
-    if absent:
+    waiting_for = absent_topics(producer, cluster) if stalled else []
+    if waiting_for:
         # The cluster itself says the topic does not exist (with automatic creation off,
         # librdkafka waits topic.metadata.propagation.max.ms before naming any error):
         # the next producer is refused the same way, so this is never metadata_stale.
@@ -204,11 +212,10 @@ def assess_producer(
                 "first_ts": None,
                 "last_age_seconds": round(age, 1),
             }
-            for t in absent[:10]
+            for t in waiting_for[:10]
         ]
-        return Assessment(
-            Verdict.WRITES_REJECTED, tuple(_absent_reason(t, producer, age) for t in absent), ev
-        )
+        reasons = tuple(_absent_reason(t, producer, age) for t in waiting_for)
+        return Assessment(Verdict.WRITES_REJECTED, reasons, ev)
     # Brokers keep answering (responses grow, nothing awaits an answer) yet nothing is
     # delivered: the producer's requests are refused, its view of the cluster is wrong (S1).
     # A producer whose requests go unanswered (S2) awaits responses instead.
@@ -242,9 +249,15 @@ def assess_producer(
     return _assess_metadata(producer, cluster, thresholds, cluster_healthy, ev)
 
 
-def refusals(producer: ProducerObservation, thresholds: Thresholds) -> list[ErrorObserved]:
+def refusals(
+    producer: ProducerObservation,
+    thresholds: Thresholds,
+    absent: frozenset[str] = frozenset(),
+) -> list[ErrorObserved]:
     """The refusals a restart cannot fix (`kafka_errors.Restart.MEETS_AGAIN`) that this
-    producer still meets and that have held long enough to name.
+    producer still meets and that have held long enough to name. An unknown-topic error,
+    which the code alone does not classify (the topic may be being created), is one when
+    its topic is among `absent`: the cluster's own metadata does not have it either.
 
     Still met: seen within the stall threshold, or nothing delivered since the first one
     while messages wait. Held: since the stall threshold, or the producer has delivered
@@ -260,7 +273,8 @@ def refusals(producer: ProducerObservation, thresholds: Thresholds) -> list[Erro
     found = []
     for error in producer.errors:
         info = kafka_errors.by_name(error.code)
-        if info is None or info.restart is not kafka_errors.Restart.MEETS_AGAIN:
+        confirmed = error.topic in absent and info is not None and info.name in UNKNOWN_TOPIC_NAMES
+        if info is None or (info.restart is not kafka_errors.Restart.MEETS_AGAIN and not confirmed):
             continue
         first = error.first_age_seconds
         undelivered = producer.pending > 0 and (
@@ -271,6 +285,10 @@ def refusals(producer: ProducerObservation, thresholds: Thresholds) -> list[Erro
         if stuck or (first is not None and first >= thresholds.stall_seconds):
             found.append(error)
     return found
+
+
+UNKNOWN_TOPIC_NAMES = frozenset({"UNKNOWN_TOPIC_OR_PARTITION", "_UNKNOWN_TOPIC"})
+"""The error names (`kafka_errors`) a producer meets writing to a topic that does not exist."""
 
 
 def absent_topics(producer: ProducerObservation, cluster: ClusterObservation) -> list[str]:
@@ -294,10 +312,14 @@ def _absent_reason(topic: str, producer: ProducerObservation, age: float) -> str
     )
 
 
-def _refusal_reason(error: ErrorObserved) -> str:
+def _refusal_reason(error: ErrorObserved, absent: bool = False) -> str:
     info = kafka_errors.by_name(error.code)
     name = error.code if info is None or info.name == error.code else f"{error.code} ({info.name})"
+    if absent:  # the code alone does not tell; the cluster's metadata does
+        info = kafka_errors.by_name("_UNKNOWN_TOPIC")
     where = f"writes to topic {error.topic}" if error.topic else "the producer's connections"
+    if absent:
+        where += " (not in the cluster's metadata either)"
     since = ""
     if error.first_ts is not None:
         stamp = datetime.datetime.fromtimestamp(error.first_ts, datetime.UTC)
@@ -554,6 +576,10 @@ def _findings(
         spark_task_running=spark_task_running,
         failing_brokers=failing_brokers,
         write_interval_seconds=thresholds.expected_write_interval_seconds,
+        throttle_seconds=max(
+            (p.throttle_seconds for p in producers if p.throttled(thresholds.stall_seconds)),
+            default=None,
+        ),
     )
     spark_findings = judge_spark(
         spark,

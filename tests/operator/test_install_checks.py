@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from hangwatch.wire import status
 from hangwatch_operator import install_checks
 from hangwatch_operator.certificates import generate_webhook_certificates
+from hangwatch_operator.injection import features_left_out
 from hangwatch_operator.install_checks import (
     VERSION_LABEL,
     Answer,
@@ -59,7 +60,6 @@ from hangwatch_operator.pod_security import (
     injection_violations,
     level_of,
 )
-from hangwatch_operator.injection import features_left_out
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import OperatorSettings
 from hangwatch_operator.webhook_configuration import build_webhook_configuration

@@ -40,6 +40,7 @@ from hangwatch_producer.ledger import (
     ErrorEvent,
     ErrorLogThrottle,
     ErrorSeen,
+    ThrottleSeen,
 )
 from hangwatch_producer.secrets import REDACTED
 from hangwatch_producer.telemetry import MAX_STRING, scrub
@@ -288,3 +289,13 @@ def test_a_send_refused_at_once_counts_its_error_on_the_topic_not_a_failed_messa
         )
     }
     assert book.error_counts == {"TOPIC_AUTHORIZATION_FAILED": 3}
+
+
+def test_throttling_is_remembered_with_its_latest_time_and_its_end() -> None:
+    book = ledger()
+    assert book.throttle is None
+    book.record_throttle("broker1:9092/1", 2.5)
+    book.record_throttle("broker1:9092/1", 4.0)
+    assert book.throttle == ThrottleSeen(2, 1_001.0, 4.0, "broker1:9092/1")
+    book.record_throttle("broker1:9092/1", 0.0)  # librdkafka's report that it stopped
+    assert book.throttle == ThrottleSeen(2, 1_002.0, 0.0, "broker1:9092/1")

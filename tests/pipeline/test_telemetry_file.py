@@ -43,7 +43,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "telemetry.md"
 TOP_LEVEL = {
     "schema", "kind", "seq", "ts", "monotonic", "started_ts", "interval_seconds", "state",
     "detail", "identity", "counters", "last_delivery_ts", "last_error", "error_counts",
-    "errors", "callbacks", "bootstrap", "topics", "topic_count", "wrapper", "config",
+    "errors", "throttle", "callbacks", "bootstrap", "topics", "topic_count", "wrapper", "config",
     "stats_received_ts", "stats",
 }  # fmt: skip
 
@@ -118,7 +118,7 @@ def test_document_carries_the_documented_fields(lab: Lab, monkeypatch: pytest.Mo
         "queue_full_waits": 0, "unacknowledged": 0,
     }  # fmt: skip
     assert doc["last_delivery_ts"] <= doc["ts"] and doc["last_error"] is None
-    assert doc["errors"] == [] and doc["error_counts"] == {}
+    assert doc["errors"] == [] and doc["error_counts"] == {} and doc["throttle"] is None
     assert doc["bootstrap"] == lab.bootstrap.split(",") and doc["topics"] == ["t"]
     assert doc["config"]["message.timeout.ms"] == 3000
     stats = doc["stats"]

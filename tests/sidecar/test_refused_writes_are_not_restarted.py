@@ -24,17 +24,10 @@ delivering after the first throttle, and the sidecar said only `healthy` (after 
 first round's `unknown`). S1's sticky not-leader, which a restart does clear, still
 restarts: tests/sidecar/test_seed_scenarios_on_the_lab.py (metadata_stale) and the demo.
 
-Marked strict xfail, each with what the sidecar says today (open findings, docs/sidecar.md
-"Which refusals are restarted, and why"): the wrapper's unknown topic with automatic
-creation off (`metadata_stale` within the stall threshold, before librdkafka names any
-error: it waits topic.metadata.propagation.max.ms, 30 s, and the error is retriable for
-Kafka); the wrapper's forbidden topic (`healthy`, never `writes_rejected`: the client
-refuses the send at once, nothing is ever pending and the telemetry counts no error);
-and the wrapper under a quota (producer_hung while throttled: the telemetry stall rule
-takes a producer the broker keeps waiting for hung, at any stall threshold below the
-throttle time, which Kafka does not bound for byte-rate quotas; docs/lab.md). The
-message too large and the failed login are judged `writes_rejected`, naming the error.
-Strict: a mark that starts passing fails the run, so it cannot outlive the fix.
+The wrapper's unknown topic is judged from the sidecar's own metadata (the topic absent)
+before librdkafka names any error, its forbidden topic from the error of sends refused
+at once (counted in its telemetry), and its quota from the broker's throttle reports in
+its telemetry (docs/sidecar.md "Which refusals are restarted, and why").
 """
 
 from __future__ import annotations
@@ -56,24 +49,6 @@ pytestmark = pytest.mark.xdist_group("kafka-engine")
 
 REFUSED = ("too-large", "not-authorized", "login-failed", "unknown-topic")
 
-UNKNOWN_TOPIC_STALE = pytest.mark.xfail(
-    strict=True,
-    reason="open finding: the wrapper writing to a topic that does not exist (automatic "
-    "creation off) is called metadata_stale before librdkafka names any error",
-)
-FORBIDDEN_UNSEEN = pytest.mark.xfail(
-    strict=True,
-    reason="open finding: the wrapper's sends to a forbidden topic are refused by the client "
-    "at once; nothing is pending, the telemetry counts no error, the sidecar says healthy",
-)
-OPEN = {"unknown-topic": [UNKNOWN_TOPIC_STALE], "not-authorized": [FORBIDDEN_UNSEEN]}
-THROTTLED_HUNG = pytest.mark.xfail(
-    strict=True,
-    reason="open finding: the wrapper's telemetry stall rule calls a producer the broker "
-    "throttles producer_hung (deliveries 5+ s apart while throttled; Kafka does not bound a "
-    "byte-rate quota's throttle time, docs/lab.md)",
-)
-
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[Lab]:
@@ -81,15 +56,7 @@ def lab() -> Iterator[Lab]:
         yield running
 
 
-def _cases() -> list[object]:
-    return [
-        pytest.param(refusal, kind, marks=OPEN.get(refusal, []) if kind == "wrapper" else [])
-        for refusal in REFUSED
-        for kind in PRODUCER_KINDS
-    ]
-
-
-@pytest.mark.parametrize(("refusal", "kind"), _cases())
+@pytest.mark.parametrize(("refusal", "kind"), [(r, k) for r in REFUSED for k in PRODUCER_KINDS])
 def test_a_refused_write_is_never_a_restart_verdict(lab: Lab, refusal: str, kind: str) -> None:
     case = REFUSALS[refusal]
     seen = watch_refusal(lab, case, kind)
@@ -101,10 +68,7 @@ def test_a_refused_write_is_never_a_restart_verdict(lab: Lab, refusal: str, kind
         assert case.error in seen.sidecar_text(), seen.describe()
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [pytest.param(k, marks=[THROTTLED_HUNG] if k == "wrapper" else []) for k in PRODUCER_KINDS],
-)
+@pytest.mark.parametrize("kind", PRODUCER_KINDS)
 def test_a_throttling_quota_stays_healthy(lab: Lab, kind: str) -> None:
     seen = watch_refusal(lab, REFUSALS["quota"], kind)
     assert seen.throttles > 0, f"the broker never throttled: {seen.describe()}"

@@ -198,8 +198,14 @@ def test_a_topic_the_cluster_does_not_have_is_writes_rejected(told: dict[str, ob
         # asked by name for other topics only: this one is not known either way
         ({"absent_topics": frozenset({"other"}), "metadata_age_seconds": 3.0}, {}),
         # listed every topic, and the producer's is there
-        ({"listed_all_topics": True, "listed_topics": frozenset({"t"}),
-          "metadata_age_seconds": 3.0}, {}),  # fmt: skip
+        (
+            {
+                "listed_all_topics": True,
+                "listed_topics": frozenset({"t"}),
+                "metadata_age_seconds": 3,
+            },
+            {},
+        ),
     ],
 )
 def test_the_cluster_must_say_the_topic_is_absent_after_the_wait_began(
@@ -215,3 +221,22 @@ def test_an_absent_topic_among_deliveries_is_not_judged() -> None:
     moving = {**WAITING, "progress_age_seconds": 1.0, "delivered_total": 500}
     told = cluster(absent_topics=frozenset({"t"}), metadata_age_seconds=3.0)
     assert evaluate(told, [producer(**moving)], thresholds=T, now=100).pod.verdict is V.HEALTHY
+
+
+def test_an_unknown_topic_error_is_a_refusal_when_the_cluster_lacks_the_topic_too() -> None:
+    """librdkafka fails the waiting messages with UNKNOWN_TOPIC_OR_PART once
+    topic.metadata.propagation.max.ms has passed: the code alone does not tell (a topic
+    being created), the cluster's metadata does. Nothing waits any more and the sends
+    fail while every broker answers - the shape metadata_stale would take."""
+    unknown = met("UNKNOWN_TOPIC_OR_PART", topic="t", count=1501, first=2.0)
+    failing = {"pending": 0, "pending_seconds": 0, "progress_age_seconds": None,
+               "delivered_total": 0, "failed_total": 1501, "failing_seconds": 11,
+               "errors": (unknown,)}  # fmt: skip
+    unsure = evaluate(cluster(), [producer(**failing)], thresholds=T, now=100)
+    assert unsure.pod.verdict is V.METADATA_STALE  # the cluster may have the topic
+    told = cluster(absent_topics=frozenset({"t"}), metadata_age_seconds=25.0)
+    result = evaluate(told, [producer(**failing)], thresholds=T, now=100)
+    assert result.pod.verdict is V.WRITES_REJECTED
+    (reason,) = result.pod.reasons
+    assert "UNKNOWN_TOPIC_OR_PART (UNKNOWN_TOPIC_OR_PARTITION)" in reason, reason
+    assert "not in the cluster's metadata either" in reason and "create it" in reason

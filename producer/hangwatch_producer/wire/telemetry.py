@@ -171,6 +171,16 @@ class ErrorSeen(msgspec.Struct, kw_only=True, frozen=True):
     last_ts: Optional[Timestamp] = None
 
 
+class Throttle(msgspec.Struct, kw_only=True, frozen=True):
+    """The brokers' quota throttling the producer (librdkafka's `throttle_cb`): how often
+    a broker reported a throttle time, the latest one (0 once it stopped) and when."""
+
+    count: Count = 0
+    last_ts: Optional[Timestamp] = None
+    last_seconds: Optional[Seconds] = None
+    broker: Name = ""
+
+
 class Callbacks(msgspec.Struct, kw_only=True, frozen=True):
     """The job's callbacks queued to the wrapper's callback thread."""
 
@@ -343,6 +353,8 @@ class TelemetryDocument(msgspec.Struct, kw_only=True, frozen=True):
     errors: ErrorsSeen = msgspec.field(default_factory=list)
     """Per topic and code, the most recently met first; absent in documents of wrappers
     before it (readers then have `last_error` and `error_counts` only)."""
+    throttle: Optional[Throttle] = None
+    """Absent until a broker throttles the producer, and in documents of older wrappers."""
     callbacks: Callbacks = msgspec.field(default_factory=Callbacks)
     bootstrap: NameList = msgspec.field(default_factory=list)
     topics: NameList = msgspec.field(default_factory=list)

@@ -74,6 +74,7 @@ def _unanswered(
     request_timeout_seconds: float,
     cluster_healthy: bool,
     failing_brokers: frozenset[str] = frozenset(),
+    throttle_seconds: float | None = None,
 ) -> list[SocketFinding]:
     found = []
     by_broker: dict[str, list[ConnectionEvidence]] = defaultdict(list)
@@ -81,6 +82,9 @@ def _unanswered(
         by_broker[c.broker].append(c)
     for broker, conns in sorted(by_broker.items()):
         longest = max(c.waiting_seconds or 0.0 for c in conns)
+        quota = throttle_seconds is not None and longest <= throttle_seconds + stall_seconds
+        if quota and cluster_healthy and broker not in failing_brokers:
+            continue  # a broker's quota holds the pod's requests: slow, not a fault
         what = (
             f"connection {_names(tuple(conns))} to broker {broker}: a request unanswered for "
             f"{longest:.0f} s (threshold {stall_seconds:.0f} s), acknowledged by the broker's "
@@ -191,16 +195,24 @@ def judge_sockets(
     spark_task_running: bool | None = None,
     failing_brokers: frozenset[str] = frozenset(),
     write_interval_seconds: float | None = None,
+    throttle_seconds: float | None = None,
 ) -> tuple[SocketFinding, ...]:
     """Findings from the socket view, most severe first (none when it is unavailable).
     `failing_brokers`: the addresses the sidecar's probes found failing this round;
     `request_timeout_seconds`: the producers' own request timeout;
     `write_interval_seconds`: how often the pod's producers write at least (None: not
-    said)."""
+    said); `throttle_seconds`: the longest throttle time a broker's quota gave a producer
+    of the pod whose wait it still explains (None: none is throttled) - a request
+    unanswered no longer than that plus `stall_seconds` is the quota's, not a finding."""
     if view is None or not view.available:
         return ()
     findings = _unanswered(
-        view, stall_seconds, request_timeout_seconds, cluster_healthy, failing_brokers
+        view,
+        stall_seconds,
+        request_timeout_seconds,
+        cluster_healthy,
+        failing_brokers,
+        throttle_seconds,
     )
     findings += _silence(
         view, stall_seconds, cluster_healthy, spark_task_running, write_interval_seconds
