@@ -47,6 +47,7 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
+from hangwatch import kafka_errors
 from hangwatch.contracts import Verdict
 from hangwatch_demo import spark_tasks
 from hangwatch_demo.harness import dead_endpoints, sidecar_settings, telemetry_docs
@@ -190,6 +191,8 @@ class _Run:
     reasons: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     fault_ended: bool = False
+    context: Context | None = None
+    """What the fault was injected with (a heal undoes it with the same)."""
     started: bool = False
     """An event of the run was written (`_until_started`): only then can events be lost."""
 
@@ -361,7 +364,7 @@ def _operate(run: _Run, reports: list[PodReport]) -> None:
     for decision in run.operator.decide(reports, time.time(), lambda d: _carry_out(run, d)):
         who = decision.pod.name if decision.pod else "-"
         if decision.operation is Operation.ALERT:
-            note = f"alert {who} ({decision.verdict})"
+            note = f"alert {who} ({alert_subject(decision.verdict, decision.reasons)})"
         elif decision.outcome is Outcome.ACTED and decision.operation is Operation.RESTART:
             continue
         elif decision.outcome is Outcome.SUPPRESSED:
@@ -371,14 +374,26 @@ def _operate(run: _Run, reports: list[PodReport]) -> None:
         if note not in run.actions:
             run.actions.append(note)
             why = [str(decision.suppression or ""), decision.limit, decision.note]
+            named = decision.verdict is Verdict.WRITES_REJECTED and decision.reasons
             run.record.action(
                 time.time(),
                 str(decision.operation),
                 str(decision.outcome),
                 decision.pod.name if decision.pod else None,
-                "; ".join(w for w in why if w) or f"verdict {decision.verdict}",
+                "; ".join(w for w in why if w)
+                or f"verdict {decision.verdict}" + (f": {decision.reasons[0]}" if named else ""),
             )
             run.say(f"operator: {note}" + (f" - {decision.limit}" if decision.limit else ""))
+
+
+def alert_subject(verdict: Verdict, reasons: tuple[str, ...]) -> str:
+    """What an alert is about in the table: its verdict, and for writes the cluster
+    refuses the Kafka error the sidecar's first reason names (`kafka_errors`)."""
+    if verdict is Verdict.WRITES_REJECTED and reasons:
+        named = kafka_errors.classify_message(reasons[0])
+        if named is not None:
+            return f"{verdict}: {named.exception}"
+    return str(verdict)
 
 
 def _watch_seconds(scenario: Scenario, timing: Timing) -> float:
@@ -433,6 +448,12 @@ def _watch(run: _Run) -> None:
         time.sleep(max(0.0, round_start + t.probe_interval_seconds - time.monotonic()))
 
 
+def _heal(run: _Run) -> None:
+    """Undo the scenario's own fault that `Lab.restore` does not (`Scenario.heal`)."""
+    if run.scenario.heal is not None and run.context is not None:
+        run.scenario.heal(run.context)
+
+
 def _recover(run: _Run) -> float | None:
     """Heal the cluster if nothing was restarted; seconds from the fault until a producer
     delivered again after the restart or heal (None for controls: nothing stopped)."""
@@ -441,10 +462,16 @@ def _recover(run: _Run) -> float | None:
     if not run.restarted:
         run.say("nothing restarted: healing the cluster")
         run.lab.restore()
+        _heal(run)
         for executor in run.cluster.executors():
             (executor.work_dir / spark_tasks.WEDGE_FILE).unlink(missing_ok=True)
         _resumed(run)
         run.fault_ends("healed: nothing was restarted")
+    elif run.scenario.heal is not None:
+        run.say("a restart cannot clear this fault: healing the cluster")
+        _heal(run)
+        _resumed(run)
+        run.fault_ends("healed after the restart")
     since = run.resumed_wall or run.fault_wall
     deadline = time.monotonic() + RECOVERY_TIMEOUT_SECONDS
     polled = 0.0
@@ -717,7 +744,8 @@ def _replay(
     run.fault_at, run.fault_wall = time.monotonic(), time.time()
     run.record.fault(run.fault_wall)
     wedge = executors[0].work_dir / spark_tasks.WEDGE_FILE
-    scenario.inject(Context(lab=run.lab, wedge_file=wedge, dead_bootstrap=run.dead))
+    run.context = Context(lab=run.lab, wedge_file=wedge, dead_bootstrap=run.dead)
+    scenario.inject(run.context)
     if not scenario.injects:
         run.fault_ends("nothing injected (a control)")
     _watch(run)
@@ -755,7 +783,13 @@ def _row(
         behaved = not ({str(v) for v in s.forbidden} & set(seen)) and not run.restarted
         verdict = next((v for v in seen if v != str(s.baseline)), str(s.baseline))
     else:
-        behaved = run.detect is not None and bool(run.restarted) == s.restart_helps
+        # a forbidden verdict (a refusal's restart verdicts) fails the row even when the
+        # expected one came too
+        behaved = (
+            run.detect is not None
+            and bool(run.restarted) == s.restart_helps
+            and not ({str(v) for v in s.forbidden} & set(seen))
+        )
         verdict = str(s.expect) if run.detect is not None else (seen[-1] if seen else "-")
     action = action_summary(run.actions, run.restarted)
     return DemoRow(

@@ -7,7 +7,9 @@ Faults are functions of the running `Context` so they can use the lab and the
 workload (e.g. S4 wedges the producer's poll thread). `producer` says what the demo's
 Spark tasks write through (`spark_tasks.TASKS`): hangwatch's wrapper (telemetry), or a
 plain confluent-kafka client that the sidecar judges from its socket view and Spark's
-view alone (the `plain-*` twins of S2 and S4, and an idle control).
+view alone (the `plain-*` twins of S2 and S4, and an idle control). The refusal rows
+(`*-message-too-large`) lower the topic's `max.message.bytes` below every record: writes
+the cluster refuses, which a restart cannot fix (`heal` lifts the limit again).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from hangwatch.contracts import Verdict
 from hangwatch_demo import interceptor
 from hangwatch_demo.spark_tasks import Pause
 from hangwatch_lab import Lab
+from hangwatch_pipeline.job import PACED_TASK_SECONDS
 
 TOPIC = "events"
 STATS_SECONDS = 1.0
@@ -67,7 +70,7 @@ class Scenario:
     """Seconds from the fault to the expected verdict (for controls: how long to watch)."""
     control: bool = False
     forbidden: frozenset[Verdict] = frozenset()
-    """Verdicts that must never be reported (controls)."""
+    """Verdicts that must never be reported (controls; a refusal's restart verdicts)."""
     restart_helps: bool = False
     dead_bootstrap_entries: int = 0
     baseline: Verdict = Verdict.HEALTHY
@@ -93,6 +96,9 @@ class Scenario:
     """Above 0: a Structured Streaming query whose micro-batches start every that many
     seconds (`rows_per_batch` rows each) instead of one batch job."""
     rows_per_batch: int = 0
+    heal: Callable[[Context], None] | None = None
+    """Undoes what `Lab.restore` does not (a topic config): called with it when nothing
+    was restarted, and after a restart too (a restart cannot clear such a fault)."""
 
     @property
     def injects(self) -> bool:
@@ -162,6 +168,21 @@ def _one_blackholed(ctx: Context) -> None:
     ctx.lab.blackhole(BLACKHOLED_BROKER)
 
 
+RECORD_LIMIT_BYTES = 200
+"""The topic's `max.message.bytes` during `wrapper-message-too-large` (issue 29's case):
+below every record the pipeline writes (an event's JSON is about 260 bytes)."""
+
+
+def _limit_record_size(ctx: Context) -> None:
+    # The cluster refuses every batch (MSG_SIZE_TOO_LARGE): a refusal the next client
+    # meets again, so a restart cannot help.
+    ctx.lab.alter_topic(TOPIC, {"max.message.bytes": str(RECORD_LIMIT_BYTES)})
+
+
+def _lift_record_limit(ctx: Context) -> None:
+    ctx.lab.alter_topic(TOPIC, {"max.message.bytes": None})
+
+
 def _nothing(ctx: Context) -> None:
     return None
 
@@ -197,6 +218,28 @@ def _no_fault_control(
 PAUSE_STALLS = 3
 """The silence controls pause for this many stall thresholds between writes."""
 RESTART_VERDICTS = frozenset({Verdict.PRODUCER_HUNG, Verdict.METADATA_STALE})
+
+
+def _too_large(
+    name: str, producer: str, label: str, who: str, bound: Callable[[Timing], float]
+) -> Scenario:
+    """Writes the cluster refuses (issue 29): mid-run the topic's limit drops below every
+    record; `writes_rejected` naming the error, never a restart verdict, never a restart."""
+    return Scenario(
+        name,
+        "refusal",
+        f"{who}the topic's max.message.bytes lowered to {RECORD_LIMIT_BYTES} mid-run: every "
+        "record is larger, every write refused MSG_SIZE_TOO_LARGE while every broker answers "
+        "(a refusal the next client meets again: alert, never restart)",
+        _limit_record_size,
+        Verdict.WRITES_REJECTED,
+        bound,
+        forbidden=RESTART_VERDICTS,
+        label=label,
+        producer=producer,
+        engine="kafka",
+        heal=_lift_record_limit,
+    )
 
 
 def _silence_control(
@@ -367,6 +410,24 @@ SCENARIOS: dict[str, Scenario] = {
             engine="kafka",
         ),
         _no_fault_control("healthy", "control", "no fault", "none"),
+        _too_large(
+            "wrapper-message-too-large",
+            "wrapper",
+            f"max.message.bytes {RECORD_LIMIT_BYTES}: too large",
+            "",
+            # the refusal held for the stall threshold + one round + the telemetry's age
+            lambda t: t.stall_seconds + t.probe_interval_seconds + 2 * STATS_SECONDS,
+        ),
+        _too_large(
+            "plain-message-too-large",
+            "plain",
+            f"plain: max.message.bytes {RECORD_LIMIT_BYTES}",
+            f"{PLAIN}, the sidecar reading the error from Spark's record of the failed task "
+            "attempt: ",
+            # the running task fails at its end (it sends its partition, then flushes), its
+            # failed attempt read from Spark's view + one round
+            lambda t: PACED_TASK_SECONDS + t.spark_interval_seconds + t.probe_interval_seconds,
+        ),
         _silence_control(
             "plain-computes-between-writes",
             f"{PLAIN}: the task computes for {PAUSE_STALLS} stall thresholds after every "
@@ -565,6 +626,8 @@ DEMO_ORDER = (
     "jvm-blackholed-broker",
     "jvm-wedged-interceptor",
     "jvm-election-recovers",
+    "wrapper-message-too-large",
+    "plain-message-too-large",
 )
 """The order `hangwatch demo` runs scenarios in (the `jvm-*` ones on the real Kafka
 engine: Spark's own Kafka sink cannot talk to the mock)."""

@@ -122,7 +122,9 @@ class PlainProducer:
         else:
             self.failed += 1
             if len(self.errors) < 10:
-                self.errors.append(err.str())
+                # as a PySpark task prints it (`KafkaError{code=MSG_SIZE_TOO_LARGE,...}`):
+                # the failed attempt's message names the code, as the wrapper's does
+                self.errors.append(str(err))
 
     def counters(self) -> Counters:
         return Counters(self.enqueued, self.delivered, self.failed, len(self.client), 0)

@@ -61,6 +61,12 @@ from confluent_kafka.admin._acl import (
     AclOperation,
     AclPermissionType,
 )
+from confluent_kafka.admin._config import (
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+)
 from confluent_kafka.admin._metadata import ClusterMetadata
 from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 from confluent_kafka.cimpl import NewTopic
@@ -757,6 +763,66 @@ class KafkaLab(Lab):
         log.info(
             "topic created", extra={"topic": name, "partitions": partitions, **(configs or {})}
         )
+
+    def alter_topic(self, name: str, configs: dict[str, str | None]) -> None:
+        """Change a running topic's configs (`{"max.message.bytes": "200"}`; None removes the
+        override, back to the broker's default), returned once every broker describes the
+        topic with them (each applies them from the metadata log in its own time). A config
+        Kafka refuses is a LabError naming it."""
+        if name not in self.topics:
+            raise UsageError(f"no topic {name!r} in this lab (topics: {', '.join(self.topics)})")
+        if not configs:
+            raise UsageError("alter_topic needs at least one config")
+        entries = [
+            ConfigEntry(
+                key,
+                value,
+                incremental_operation=AlterConfigOpType.DELETE
+                if value is None
+                else AlterConfigOpType.SET,
+            )
+            for key, value in configs.items()
+        ]
+        resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
+        admin = AdminClient({"bootstrap.servers": self._healthy_bootstrap(), "log_level": 0})
+        try:
+            admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+        except KafkaException as exc:
+            raise LabError(f"altering topic {name} ({configs}) failed: {exc}") from None
+        deadline = time.monotonic() + 60
+        for state in self.brokers.values():
+            if state.condition != "up":
+                continue
+            one = AdminClient({"bootstrap.servers": state.address, "log_level": 0})
+            while not self._configs_applied(one, name, configs):
+                if time.monotonic() > deadline:
+                    raise LabError(f"broker {state.id} did not apply {configs} to {name} in 60 s")
+                time.sleep(POLL_SECONDS * 4)
+        self.topic_configs.setdefault(name, {}).update(
+            {k: v for k, v in configs.items() if v is not None}
+        )
+        for key in (k for k, v in configs.items() if v is None):
+            self.topic_configs[name].pop(key, None)
+        log.info("topic altered", extra={"topic": name, "configs": configs})
+
+    @staticmethod
+    def _configs_applied(admin: AdminClient, name: str, configs: dict[str, str | None]) -> bool:
+        """Whether `admin`'s broker describes topic `name` with `configs` (None: no override,
+        the value is the broker's default)."""
+        resource = ConfigResource(ResourceType.TOPIC, name)
+        try:
+            described = admin.describe_configs([resource])[resource].result(timeout=10)
+        except KafkaException:
+            return False
+        for key, value in configs.items():
+            entry = described.get(key)
+            if entry is None:
+                return False
+            if value is None and ConfigSource(entry.source) is ConfigSource.DYNAMIC_TOPIC_CONFIG:
+                return False
+            if value is not None and entry.value != value:
+                return False
+        return True
 
     def grant(
         self, user: str, topic: str, operations: tuple[str, ...] = ("WRITE", "DESCRIBE")

@@ -269,6 +269,9 @@ class Lab:
     ) -> None:
         raise UsageError("create_topic needs --engine kafka (the mock ignores topic configs)")
 
+    def alter_topic(self, name: str, configs: dict[str, str | None]) -> None:
+        raise UsageError("alter_topic needs --engine kafka (the mock ignores topic configs)")
+
     def grant(
         self, user: str, topic: str, operations: tuple[str, ...] = ("WRITE", "DESCRIBE")
     ) -> None:

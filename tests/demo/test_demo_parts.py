@@ -8,12 +8,14 @@ same settings); a sidecar's port is read from its "sidecar started" log line (an
 not before); pipeline progress reaches the demo line by line; each scenario's run is
 long enough for its watch (a run whose end is the fault: longer than the stall
 threshold), and only the wrapper's S4 producers log client debug lines; the
-table's action cell names restarts, else a suppression, else alerts; the local
+table's action cell names restarts, else a suppression, else alerts (an alert on
+writes the cluster refuses names the Kafka error the sidecar's reason names); the local
 operator runs the operator's own round (`rounds.plan_round`/`settle_round`): it
 remembers elections (grace) and the restarts it had carried out (cooldown), and keeps
 an hour of history, as the operator does; the demo's policy is one the API server
 accepts; a run whose first event is never written fails as not started, and its row
-counts no lost events.
+counts no lost events; a fault's row that saw a verdict its scenario forbids (a
+refusal's restart verdicts) fails even though its expected verdict came.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from hangwatch_demo.runner import (
     _row,
     _until_started,
     action_summary,
+    alert_subject,
     job_options,
 )
 from hangwatch_demo.scenarios import SCENARIOS, Timing
@@ -158,6 +161,24 @@ def test_action_cell_names_restarts_then_suppressions_then_alerts() -> None:
     assert cell([suppressed], both) == "restart exec-0, exec-1 (metadata_stale)"
 
 
+def test_an_alert_on_refused_writes_names_the_error_its_reason_names() -> None:
+    reason = (
+        "writes to topic events refused: MSG_SIZE_TOO_LARGE (MESSAGE_TOO_LARGE), 8 times; "
+        "the next producer meets the same refusal, a restart cannot help"
+    )
+    subject = alert_subject(Verdict.WRITES_REJECTED, (reason,))
+    assert subject == "writes_rejected: MSG_SIZE_TOO_LARGE"
+    assert action_summary([f"alert exec-0 ({subject})"], []) == (
+        "alert only (writes_rejected: MSG_SIZE_TOO_LARGE)"
+    )
+    assert alert_subject(Verdict.WRITES_REJECTED, ("refused, no name given",)) == (
+        "writes_rejected"
+    )
+    assert alert_subject(Verdict.WRITES_REJECTED, ()) == "writes_rejected"
+    # other verdicts' alerts name the verdict only, whatever their reasons say
+    assert alert_subject(Verdict.BROKER_DEGRADED, (reason,)) == "broker_degraded"
+
+
 def test_local_operator_keeps_the_election_grace_like_the_operator() -> None:
     executor = Executor("0", 1, Path("/tmp/exec-0"))
     pod = executor_pod(executor, 4040, APP)
@@ -259,3 +280,27 @@ def test_the_row_of_a_run_that_never_started_counts_no_lost_events() -> None:
     run.started, run.problems = True, []
     row = _row(run, 4200, 7, 0, None, None)  # type: ignore[arg-type]
     assert not row.not_started and row.lost == 7 and not row.ok
+
+
+def test_a_refusal_row_that_saw_a_restart_verdict_fails() -> None:
+    scenario = SCENARIOS["wrapper-message-too-large"]
+    assert not scenario.control and not scenario.restart_helps
+    assert {Verdict.PRODUCER_HUNG, Verdict.METADATA_STALE} <= scenario.forbidden
+    run = SimpleNamespace(
+        scenario=scenario,
+        timing=Timing(),
+        changes=[(4.0, "exec-0 writes_rejected")],
+        actions=["alert exec-0 (writes_rejected: MSG_SIZE_TOO_LARGE)"],
+        restarted=[],
+        detect=4.0,
+        restart_at=None,
+        longest_silence=None,
+        silence_cleared=[],
+        reasons=[],
+        problems=[],
+        started=True,
+    )
+    row = _row(run, 4000, 0, 0, 8.0, None)  # type: ignore[arg-type]
+    assert row.ok and row.verdict == "writes_rejected"
+    run.changes.insert(0, (2.0, "exec-1 metadata_stale"))
+    assert not _row(run, 4000, 0, 0, 8.0, None).ok  # type: ignore[arg-type]

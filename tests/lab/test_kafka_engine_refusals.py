@@ -4,7 +4,8 @@ One 1-broker Apache Kafka lab (the default 4.x) serves the module, started with 
 user, automatic topic creation off and one topic with its own `max.message.bytes`.
 Covers, each with confluent-kafka: a topic config given at creation is the broker's (a
 record over it is refused MSG_SIZE_TOO_LARGE, a smaller one written, a value Kafka
-refuses is an error naming it); with automatic creation off a write to a topic that
+refuses is an error naming it; a running topic's limit lowered refuses, lifted writes
+again); with automatic creation off a write to a topic that
 does not exist fails and creates nothing; on the
 SASL listener the authorizer lets a user write where an ACL allows it, refuses a topic
 without one (TOPIC_AUTHORIZATION_FAILED), and a wrong password fails the login while
@@ -95,6 +96,24 @@ def test_a_topic_config_given_at_creation_is_the_brokers(lab: KafkaLab) -> None:
     assert "bad" not in lab.topics
 
 
+def test_a_running_topics_limit_is_lowered_then_lifted(lab: KafkaLab) -> None:
+    """`alter_topic` changes the running topic's config: refused while it holds, written
+    once its override is removed (the demo's message-too-large fault and its heal)."""
+    conf, topic = {"bootstrap.servers": lab.bootstrap}, f"alter-{uuid.uuid4().hex[:6]}"
+    lab.create_topic(topic, 1)
+    assert _send(conf, topic, [b"x" * 1024])[:-1] == [None]
+    lab.alter_topic(topic, {"max.message.bytes": str(SMALL_LIMIT)})
+    *refused, _ = _send(conf, topic, [b"x" * 1024])
+    assert [e.code() for e in refused] == [KafkaError.MSG_SIZE_TOO_LARGE]
+    lab.alter_topic(topic, {"max.message.bytes": None})
+    resource, admin = ConfigResource(ResourceType.TOPIC, topic), lab.admin()
+    configs = admin.describe_configs([resource])[resource].result(timeout=10)
+    assert configs["max.message.bytes"].value != str(SMALL_LIMIT)
+    assert _send(conf, topic, [b"x" * 1024])[:-1] == [None]
+    with pytest.raises(LabError, match=rf"altering topic {topic} .*max\.message\.bytes"):
+        lab.alter_topic(topic, {"max.message.bytes": "lots"})
+
+
 def test_without_automatic_creation_a_write_to_a_missing_topic_fails_and_creates_nothing(
     lab: KafkaLab,
 ) -> None:
@@ -151,10 +170,11 @@ def test_a_client_quota_throttles_without_refusing(lab: KafkaLab) -> None:
     ("call", "fault"),
     [
         (lambda lab: lab.create_topic("t2", 1, {"max.message.bytes": "200"}), "create_topic"),
+        (lambda lab: lab.alter_topic("t", {"max.message.bytes": "200"}), "alter_topic"),
         (lambda lab: lab.grant("u", "t"), "grant"),
         (lambda lab: lab.set_quota("c", producer_byte_rate=1024), "set_quota"),
     ],
-    ids=["create_topic", "grant", "set_quota"],
+    ids=["create_topic", "alter_topic", "grant", "set_quota"],
 )
 def test_the_mock_says_which_engine_can(call: Any, fault: str) -> None:
     with Lab(brokers=1, topics={"t": 1}) as mock, pytest.raises(UsageError) as err:
