@@ -455,7 +455,8 @@ def _heal(run: _Run) -> None:
 
 
 def _recover(run: _Run) -> float | None:
-    """Heal the cluster if nothing was restarted; seconds from the fault until a producer
+    """Heal the cluster if nothing was restarted (a scenario's own `heal` also after a
+    restart: a restart cannot clear its fault); seconds from the fault until a producer
     delivered again after the restart or heal (None for controls: nothing stopped)."""
     if run.scenario.control:
         return None
