@@ -497,6 +497,7 @@ def evaluate(
         spark,
         spark_task_running,
         stacks,
+        tuple(cluster.absent_for(topics)),
     )
     also = [f"{_label(spark)}: {f.reason}" for f in spark_findings if f.verdict is None]
     also += [f.reason for f in stack_findings if f.verdict is None and not f.clears_silence]
@@ -565,6 +566,7 @@ def _findings(
     spark: SparkView | None,
     spark_task_running: bool | None,
     stacks: HeldView | None,
+    absent_topics: tuple[str, ...] = (),
 ) -> _Findings:
     """Each view's findings, the silence finding (taken out of the socket findings) and
     what the evidence ladder made of it."""
@@ -586,6 +588,7 @@ def _findings(
         stall_seconds=thresholds.stall_seconds,
         heartbeat_seconds=thresholds.heartbeat_seconds,
         cluster_healthy=cluster_healthy,
+        absent_topics=absent_topics,
     )
     stack_findings = judge_stacks(
         stacks,

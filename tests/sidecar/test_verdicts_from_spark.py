@@ -2,7 +2,8 @@
 
 Covers: without wrapper telemetry, a JVM producer's I/O thread held in a user callback
 with the cluster healthy -> `producer_hung` naming the thread (and taking over at once
-through the debouncer); a task thread waiting for metadata -> `metadata_stale`; a JVM
+through the debouncer); a task thread waiting for metadata -> `metadata_stale`, or
+`writes_rejected` when a topic the policy names is not in the cluster's metadata; a JVM
 producer that works -> `healthy` (a producer is visible); a straggler alone, or a task
 with no visible producer -> `unknown` saying so (a straggler is never a verdict on its
 own); with telemetry, Spark's findings and stragglers are added as reasons to the
@@ -58,6 +59,22 @@ def test_task_waiting_for_metadata_without_telemetry_is_metadata_stale() -> None
     pod = _pod(view(tasks=(RunningTask(task(7), 31.0),), threads=(waiting,)))
     assert pod.verdict is Verdict.METADATA_STALE
     assert "has waited for topic metadata for 31 s" in pod.reasons[0]
+
+
+def test_waiting_for_metadata_of_a_topic_the_cluster_lacks_is_writes_rejected() -> None:
+    """The pod's policy names its topics; the cluster's metadata does not have one: the
+    JVM's wait for metadata is that topic's (Spark's sink writing to a topic that does not
+    exist waits max.block.ms per send), never a restart."""
+    waiting = ThreadObservation(thread(Activity.AWAITING_METADATA), 31.0)
+    spark = view(tasks=(RunningTask(task(7), 31.0),), threads=(waiting,))
+    told = cluster(absent_topics=frozenset({"orders"}), metadata_age_seconds=4.0)
+    pod = _pod(spark, c=told, topics=frozenset({"orders", "audit"}))
+    assert pod.verdict is Verdict.WRITES_REJECTED
+    assert "does not have topic orders" in pod.reasons[0] and "create it" in pod.reasons[0]
+    # the policy names no topic: the sidecar cannot tell which the JVM waits for
+    assert _pod(spark, c=told).verdict is Verdict.METADATA_STALE
+    # its topics exist
+    assert _pod(spark, topics=frozenset({"orders"})).verdict is Verdict.METADATA_STALE
 
 
 def test_working_jvm_producer_is_healthy_and_a_straggler_alone_is_not_a_verdict() -> None:

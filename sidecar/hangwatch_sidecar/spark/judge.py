@@ -95,7 +95,11 @@ def _callback(obs: ThreadObservation, heartbeat: float, healthy: bool) -> SparkF
 
 
 def _wait(
-    obs: ThreadObservation, tasks: dict[int, RunningTask], stall: float, healthy: bool
+    obs: ThreadObservation,
+    tasks: dict[int, RunningTask],
+    stall: float,
+    healthy: bool,
+    absent_topics: tuple[str, ...] = (),
 ) -> SparkFinding:
     t = obs.thread
     task = tasks.get(t.task_id) if t.task_id is not None else None
@@ -106,6 +110,15 @@ def _wait(
     ids = (t.task_id,) if t.task_id is not None else ()
     if not healthy:
         return SparkFinding(None, reason + _UNHEALTHY, (t.name,), ids)
+    if t.activity is Activity.AWAITING_METADATA and absent_topics:
+        info = kafka_errors.by_name("_UNKNOWN_TOPIC")
+        reason += (
+            f" while the cluster's metadata does not have topic {', '.join(absent_topics)} "
+            "(the pod's, as its policy names them: UNKNOWN_TOPIC_OR_PART): the next producer "
+            "waits the same, a restart cannot help"
+            + (f" (hint: {info.hint})" if info is not None and info.hint else "")
+        )
+        return SparkFinding(Verdict.WRITES_REJECTED, reason, (t.name,), ids)
     if t.activity is Activity.AWAITING_METADATA:
         reason += (
             " while every broker answers and every partition has a leader: the producer's "
@@ -187,8 +200,11 @@ def judge_spark(
     stall_seconds: float,
     heartbeat_seconds: float,
     cluster_healthy: bool,
+    absent_topics: tuple[str, ...] = (),
 ) -> tuple[SparkFinding, ...]:
-    """Findings from the Spark view, verdicts first (none when it is unavailable)."""
+    """Findings from the Spark view, verdicts first (none when it is unavailable).
+    `absent_topics`: the pod's topics (the policy's) the cluster's metadata does not
+    have - a wait for metadata is then theirs, not a wrong view of the cluster."""
     if view is None or not view.available:
         return ()
     tasks = {t.task.task_id: t for t in view.tasks}
@@ -198,7 +214,7 @@ def judge_spark(
         if activity is Activity.IN_CALLBACK and obs.held_seconds >= heartbeat_seconds:
             found.append(_callback(obs, heartbeat_seconds, cluster_healthy))
         elif activity in _WAITS and obs.held_seconds >= stall_seconds:
-            found.append(_wait(obs, tasks, stall_seconds, cluster_healthy))
+            found.append(_wait(obs, tasks, stall_seconds, cluster_healthy, absent_topics))
     found += _corroborating(view.tasks)
     order = {Verdict.WRITES_REJECTED: -1, Verdict.PRODUCER_HUNG: 0, Verdict.METADATA_STALE: 1}
     return tuple(sorted(found, key=lambda f: order.get(f.verdict, 9) if f.verdict else 9))
