@@ -32,10 +32,10 @@ from kubernetes import client, config
 
 from hangwatch_operator.install_checks import merge_values
 from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.ports import free_port
 from tests.kube.cluster import (
     ROOT,
     ControlPlane,
-    free_port,
     lasting_port,
     spawn,
     stop,
