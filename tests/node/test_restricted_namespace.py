@@ -29,7 +29,7 @@ from hangwatch_operator.injection import SIDECAR_CONTAINER
 from hangwatch_testing.emulated_cluster import OperatorRun
 from hangwatch_testing.silent_broker import SilentBroker
 from hangwatch_testing.spark_pods import SPARK_UID, driver_pod, make_restricted
-from tests.kube.release import HelmRelease, running_operator
+from tests.kube.release import HelmRelease
 from tests.kube.spark import as_submitted
 from tests.node.cluster import NodeCluster
 from tests.node.workloads import (
@@ -37,9 +37,9 @@ from tests.node.workloads import (
     ensure_namespace,
     executor_for,
     executor_script,
+    operator_with_policies,
     policy,
     wait_for_connection_in_status,
-    wait_operator_ready,
     wait_pod_phase,
 )
 
@@ -62,9 +62,8 @@ def operator(
     ensure_namespace(node, NAMESPACE)
     body = policy(POLICY, broker.address, namespace=NAMESPACE)
     body["spec"]["processView"] = {"enabled": True}
-    node.create(f"/apis/hangwatch.dev/v1alpha1/namespaces/{NAMESPACE}/producerhealthpolicies", body)
-    with running_operator(node, tmp_path_factory.mktemp("restricted")) as (run, _):
-        wait_operator_ready(run, node, release, NAMESPACE, POLICY)
+    workdir = tmp_path_factory.mktemp("restricted")
+    with operator_with_policies(node, release, workdir, NAMESPACE, body) as run:
         yield run
 
 

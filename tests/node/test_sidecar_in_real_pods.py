@@ -39,7 +39,7 @@ from hangwatch_operator.injection import MODE_ANNOTATION, SIDECAR_CONTAINER
 from hangwatch_operator.kube_api import KubeApi, KubeApiError
 from hangwatch_testing.emulated_cluster import OperatorRun
 from hangwatch_testing.silent_broker import SilentBroker
-from tests.kube.release import HelmRelease, operator_kubeconfig, running_operator
+from tests.kube.release import HelmRelease, operator_kubeconfig
 from tests.node.cluster import NodeCluster
 from tests.node.workloads import (
     NAMESPACE,
@@ -47,11 +47,11 @@ from tests.node.workloads import (
     ensure_namespace,
     executor_for,
     executor_script,
+    operator_with_policies,
     policy,
     read_pod,
     submit_driver,
     wait_for_connection_in_status,
-    wait_operator_ready,
     wait_pod_phase,
 )
 
@@ -68,11 +68,10 @@ def operator(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[OperatorRun]:
     ensure_namespace(node)
-    base = f"/apis/hangwatch.dev/v1alpha1/namespaces/{NAMESPACE}/producerhealthpolicies"
-    node.create(base, policy("node-native", broker.address))
-    node.create(base, policy("node-legacy", broker.address, mode="legacy", app=LEGACY_APP))
-    with running_operator(node, tmp_path_factory.mktemp("operator")) as (run, _):
-        wait_operator_ready(run, node, release, NAMESPACE, "node-native", "node-legacy")
+    native = policy("node-native", broker.address)
+    legacy = policy("node-legacy", broker.address, mode="legacy", app=LEGACY_APP)
+    workdir = tmp_path_factory.mktemp("operator")
+    with operator_with_policies(node, release, workdir, NAMESPACE, native, legacy) as run:
         yield run
 
 

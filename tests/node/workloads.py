@@ -16,14 +16,16 @@ import copy
 import json
 import socket
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from hangwatch_testing import waiting
 from hangwatch_testing.emulated_cluster import OperatorRun
 from hangwatch_testing.silent_broker import SilentBroker
 from hangwatch_testing.spark_pods import driver_pod, executor_pod
-from tests.kube.release import HelmRelease
+from tests.kube.release import HelmRelease, running_operator
 from tests.kube.spark import as_submitted
 from tests.node.cluster import NodeCluster
 
@@ -223,6 +225,25 @@ def wait_for_connection_in_status(
         what += f" with verdict {verdict}"
     found: dict[str, Any] = wait_for(what, listed, timeout)
     return found
+
+
+@contextmanager
+def operator_with_policies(
+    node: NodeCluster,
+    release: HelmRelease,
+    workdir: Path,
+    namespace: str,
+    *policies: dict[str, Any],
+) -> Iterator[OperatorRun]:
+    """The chart's operator as a process (`running_operator`), once it serves its
+    webhook and has read each of `policies` (created here in `namespace`)."""
+    base = f"/apis/hangwatch.dev/v1alpha1/namespaces/{namespace}/producerhealthpolicies"
+    for body in policies:
+        node.create(base, body)
+    with running_operator(node, workdir) as (run, _):
+        names = [body["metadata"]["name"] for body in policies]
+        wait_operator_ready(run, node, release, namespace, *names)
+        yield run
 
 
 def wait_operator_ready(
