@@ -44,6 +44,7 @@ from hangwatch_pipeline.run_options import (
 from hangwatch_pipeline.run_report import Summary
 from hangwatch_pipeline.workload import (
     APP_ID_PROPERTY,
+    PACED_TASK_SECONDS,
     JobAccumulators,
     generated_event,
     task_rate,
@@ -58,6 +59,7 @@ from hangwatch_producer.settings import TELEMETRY_DIR_ENV
 
 __all__ = [
     "APP_ID_PROPERTY",
+    "PACED_TASK_SECONDS",
     "QUIETED_LOGGERS",
     "SINK_JOBS",
     "JobAccumulators",
