@@ -69,6 +69,7 @@ from hangwatch.contracts import Verdict
 from hangwatch_operator.certificates import generate_webhook_certificates
 from hangwatch_operator.webhook_configuration import WEBHOOK_ID
 from hangwatch_testing.emulated_cluster import OperatorRun, running_operator
+from hangwatch_testing.ports import free_port
 from hangwatch_testing.processes import cpu_seconds
 from hangwatch_testing.remediation_cluster import (
     FAST,
@@ -76,13 +77,13 @@ from hangwatch_testing.remediation_cluster import (
     POLICIES,
     FakeSidecar,
     RemediationCluster,
-    free_port,
     running_hangwatch_operator,
     scrape,
     stored_policy,
     watched_executor,
 )
 from hangwatch_testing.spark_pods import admission_review, executor_pod
+from hangwatch_testing.waiting import wait_for
 
 WEBHOOK_P99_TARGET_MS = 10.0
 FLIP_INTERVAL_SECONDS = 2
@@ -113,15 +114,15 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def wait_until(what: str, predicate: Callable[[], Any], operator: OperatorRun) -> Any:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        if operator.process.poll() is not None:
-            break
-        time.sleep(0.005)
-    raise RuntimeError(f"operator never got to: {what}\n{operator.log()[-3000:]}")
+    """`predicate`'s first truthy value, polled every 5 ms (the figures' resolution)."""
+    return wait_for(
+        predicate,
+        WAIT_SECONDS,
+        f"the operator to get to: {what}",
+        interval=0.005,
+        give_up=lambda: operator.process.poll() is not None,
+        context=lambda: operator.log()[-3000:],
+    )
 
 
 # --- 1. webhook ----------------------------------------------------------------------

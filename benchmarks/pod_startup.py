@@ -40,8 +40,9 @@ from machine import describe
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the cluster helpers live with the tests
 
+from hangwatch_operator.install_checks import merge_values  # noqa: E402
 from tests.kube.readme import helm_install  # noqa: E402
-from tests.kube.release import CHART, HelmRelease, deep_merge, running_operator  # noqa: E402
+from tests.kube.release import CHART, HelmRelease, running_operator  # noqa: E402
 from tests.node.cluster import NodeCluster, NodeUnavailableError, node_cluster  # noqa: E402
 from tests.node.images import hangwatch_image_in  # noqa: E402
 from tests.node.workloads import (  # noqa: E402
@@ -145,7 +146,7 @@ def main() -> int:
                 release = HelmRelease(node, CHART)
                 image_values = {"repository": repository, "tag": tag}
                 release.install(
-                    deep_merge(
+                    merge_values(
                         helm_install().values,
                         {"image": image_values, "sidecar": {"image": image_values}},
                     )

@@ -12,13 +12,21 @@ together where their tests must not overlap (see there). The lab's iptables chai
 ports and state files are per process, so labs of different workers never meet. The
 real Apache Kafka lab's tests (`lab/test_kafka_engine_*.py`) name their own group,
 `kafka-engine`: their clusters start one at a time, on one worker.
+
+A SIGTERM (a CI timeout, a developer's `kill`) unwinds the run like Ctrl-C: the pytest
+process (and every xdist worker, each its own process) raises `Terminated`, a
+KeyboardInterrupt, so every fixture's teardown runs and no API server, kubelet,
+sidecar, JVM, interface or iptables rule outlives the run (`pytest_configure`).
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
@@ -91,6 +99,40 @@ FIRST = ("five-minute-soak", "spark", "kube", "node", "python39")
 (`kube`: the real API server tier, `node`: the single-node cluster tier, `python39`:
 the producer distribution under Debian bullseye's Python 3.9, whose first run
 debootstraps; their tests name those groups themselves)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """The run received SIGTERM: pytest unwinds as on Ctrl-C (fixtures torn down)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Make SIGTERM raise `Terminated` in this process (the run's, or an xdist worker's)."""
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        return  # configured twice in one process
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: that thread's owner handles signals
+        return
+    _SIGTERM["pid"] = os.getpid()
+
+
+_SIGTERM = {"pid": 0, "unwinding": False}
+"""The pid the handler was installed in (a forked child, such as a lab's, inherits the
+handler but not the run: it takes SIGTERM's default action), and whether it fired."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    if os.getpid() != _SIGTERM["pid"]:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    if _SIGTERM["unwinding"]:  # let the teardown finish (SIGKILL still ends it)
+        print("SIGTERM again: still tearing fixtures down", file=sys.stderr, flush=True)
+        return
+    # a handler that returns, not SIG_IGN: an ignored signal stays ignored in every
+    # process the teardown starts
+    _SIGTERM["unwinding"] = True
+    raise Terminated(f"signal {signum} (SIGTERM)")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups

@@ -32,7 +32,7 @@ from types import FrameType
 from typing import Any
 
 from hangwatch import logs
-from hangwatch.properties import parse_assignments
+from hangwatch.properties import add_properties_argument, parse_assignments
 from hangwatch_pipeline import ProducerError, ProducerSettings, producer
 from hangwatch_producer.wire import telemetry
 
@@ -133,14 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         f"after {REFUSED_PAUSE_SECONDS:g} s, as Spark retries a failed task, instead of "
         "ending the process",
     )
-    parser.add_argument(
-        "-X",
-        dest="kafka",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="librdkafka property (repeatable)",
-    )
+    add_properties_argument(parser, "kafka", "librdkafka property (repeatable)")
     args = parser.parse_args(argv)
     logs.configure("workload")
     os.environ[telemetry.DIR_ENV] = args.telemetry_dir

@@ -9,6 +9,7 @@ kernel packet filtering. Use `Lab(..., engine=...)` as a context manager from Py
 `hangwatch lab` from a shell.
 """
 
+from hangwatch_lab import engines as _engines  # noqa: F401 - registers every engine with Lab
 from hangwatch_lab.lab import DEFAULT_ENGINE, ENGINES, BrokerState, Lab, LabStatus
 
 __all__ = ["DEFAULT_ENGINE", "ENGINES", "BrokerState", "Lab", "LabStatus"]

@@ -11,9 +11,12 @@ control needs (topic configs, automatic topic creation off, SASL users and ACLs,
 quotas).
 
 `Lab(brokers, topics, engine=...)` returns the engine's class; callers use it as a
-context manager. This module holds what both share: broker states, the status record,
-kernel blackholes (iptables rules kept in this process, so they go even when a broker
-or the mock crashes) and the faults an engine cannot make.
+context manager. This module is the base and knows no engine: the engines' modules
+import it, each engine's class registers itself with `Lab` when defined, and
+`hangwatch_lab.engines` (imported by the package) is the one module above them that
+loads both. It holds what both share: broker states, the status record, kernel
+blackholes (iptables rules kept in this process, so they go even when a broker or the
+mock crashes) and the faults an engine cannot make.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from confluent_kafka.admin import AdminClient
 
@@ -116,24 +119,29 @@ class LabStatus:
     """The engine and its version (`Apache Kafka 4.4.0 (KRaft, 3 nodes)`)."""
 
 
-def engine_class(engine: str) -> type[Lab]:
-    """The `Lab` subclass of an engine name."""
-    if engine == "mock":
-        from hangwatch_lab.mocklab import MockLab  # noqa: PLC0415 - it imports this module
-
-        return MockLab
-    if engine == "kafka":
-        from hangwatch_lab.kafka import KafkaLab  # noqa: PLC0415 - it imports this module
-
-        return KafkaLab
-    raise UsageError(f"unknown lab engine {engine!r} (choose from {', '.join(ENGINES)})")
-
-
 class Lab:
     """A running lab cluster: `Lab(brokers, topics, engine="mock"|"kafka")` builds the
     engine's subclass; use it as a context manager."""
 
     engine = DEFAULT_ENGINE
+
+    _engines: ClassVar[dict[str, type[Lab]]] = {}
+    """Engine name -> its class: each engine's class registers itself when defined
+    (`__init_subclass__`); `hangwatch_lab.engines` imports them all."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "engine" in cls.__dict__:
+            Lab._engines[cls.engine] = cls
+
+    @classmethod
+    def engine_class(cls, engine: str) -> type[Lab]:
+        """The `Lab` subclass of an engine name."""
+        if engine not in ENGINES:
+            raise UsageError(f"unknown lab engine {engine!r} (choose from {', '.join(ENGINES)})")
+        if engine not in Lab._engines:
+            raise LabError(f"lab engine {engine!r} not loaded (import hangwatch_lab.engines)")
+        return Lab._engines[engine]
 
     @property
     def engine_description(self) -> str:
@@ -147,7 +155,7 @@ class Lab:
         engine: str = DEFAULT_ENGINE,
         **options: Any,
     ) -> Lab:
-        chosen = engine_class(engine) if cls is Lab else cls
+        chosen = Lab.engine_class(engine) if cls is Lab else cls
         instance: Lab = object.__new__(chosen)
         return instance
 

@@ -191,14 +191,15 @@ def decode_release(data: str) -> dict[str, Any]:
 def release_values(release: Mapping[str, Any]) -> dict[str, Any]:
     """The values the release was rendered with: the chart's defaults under the user's."""
     chart = release.get("chart") or {}
-    return _merged(chart.get("values") or {}, release.get("config") or {})
+    return merge_values(chart.get("values") or {}, release.get("config") or {})
 
 
-def _merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+def merge_values(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Helm's merge of values: `extra`'s keys over `base`'s, maps merged key by key."""
     out = dict(base)
     for key, value in extra.items():
         if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _merged(out[key], value)
+            out[key] = merge_values(out[key], value)
         else:
             out[key] = value
     return out

@@ -22,7 +22,7 @@ from typing import Any
 from hangwatch import rdkafka_conf
 from hangwatch.contracts import ExitCode
 from hangwatch.errors import UsageError
-from hangwatch.properties import parse_assignments
+from hangwatch.properties import add_properties_argument, parse_assignments
 from hangwatch.time_to_error import models, record_size
 from hangwatch.time_to_error.client_config import read_properties
 from hangwatch.time_to_error.estimate import Estimate, seconds_text
@@ -36,13 +36,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--client", required=True, choices=list(models.MODELS), help="the producer's client"
     )
-    parser.add_argument(
-        "-X",
-        dest="settings",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a client setting, e.g. message.timeout.ms=30000 or Net.DialTimeout=30s "
+    add_properties_argument(
+        parser,
+        "settings",
+        "a client setting, e.g. message.timeout.ms=30000 or Net.DialTimeout=30s "
         "(repeatable; overrides --file)",
     )
     parser.add_argument(

@@ -43,24 +43,25 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from hangwatch_pipeline.events import Pacer, to_message
-from hangwatch_pipeline.job import (
-    APP_ID_PROPERTY,
-    EVENTS_PER_TASK,
-    JobAccumulators,
-    events_rdd,
-    generated_event,
-    partition_count,
-    task_counts,
-    task_rate,
-)
 from hangwatch_pipeline.run_options import SINK_CONNECTOR_STREAMING, RunOptions
 from hangwatch_pipeline.run_report import (
-    ProgressReporter,
     Summary,
     Tallies,
     TaskCounts,
     failure_reason,
     progress_line,
+)
+from hangwatch_pipeline.workload import (
+    APP_ID_PROPERTY,
+    EVENTS_PER_TASK,
+    JobAccumulators,
+    JobRun,
+    events_rdd,
+    generated_event,
+    partition_count,
+    reporting,
+    task_counts,
+    task_rate,
 )
 
 MESSAGE = StructType([StructField("key", BinaryType()), StructField("value", BinaryType())])
@@ -132,14 +133,6 @@ def run_connector(
     return run_batch(spark, options, progress, upstream=upstream)
 
 
-def _reporting(
-    line: Any, options: RunOptions, progress: IO[str] | None
-) -> contextlib.AbstractContextManager[Any]:
-    if progress is None:
-        return contextlib.nullcontext()
-    return ProgressReporter(line, options.progress_seconds, progress)
-
-
 def run_batch(
     spark: SparkSession,
     options: RunOptions,
@@ -152,43 +145,18 @@ def run_batch(
     sc = spark.sparkContext
     partitions = partition_count(options, sc.defaultParallelism)
     rate = task_rate(options, partitions, sc.defaultParallelism)
-    accumulators = JobAccumulators.create(sc)
-    expected = options.events if options.input_path is None else None
-    sc.setJobGroup(options.run_id, f"hangwatch pipeline {options.run_id} -> {options.topic}")
-    sc.setLocalProperty(APP_ID_PROPERTY, sc.applicationId)
-    started = time.monotonic()
-
-    def line() -> str:
-        try:
-            counts = task_counts(sc, options.run_id)
-        except (PySparkException, Py4JError) as exc:
-            return f"[pipeline] progress unavailable: {type(exc).__name__}"
-        return progress_line(time.monotonic() - started, counts, accumulators.tallies(), expected)
-
+    run = JobRun.start(sc, options)
     error: str | None = None
-    with _reporting(line, options, progress):
+    with run.reporting(progress):
         try:
             rdd = events_rdd(sc, options, partitions)
             partitions = rdd.getNumPartitions()
-            rows = rdd.mapPartitions(functools.partial(_messages, rate, accumulators, upstream))
+            rows = rdd.mapPartitions(functools.partial(_messages, rate, run.accumulators, upstream))
             frame = spark.createDataFrame(rows, MESSAGE, verifySchema=False)
             frame.write.format("kafka").options(**_writer_options(options)).save()
         except (PySparkException, Py4JError) as exc:
             error = connector_failure_reason(exc)
-    counts = task_counts(sc, options.run_id)
-    tallies = accumulators.tallies()
-    return Summary(
-        run_id=options.run_id,
-        topic=options.topic,
-        master=sc.master or options.master or "-",
-        application_id=sc.applicationId,
-        expected=expected,
-        partitions=partitions,
-        tallies=tallies,
-        failed_attempts=max(counts.failed_attempts, tallies.earlier_attempts),
-        duration_seconds=time.monotonic() - started,
-        error=error,
-    )
+    return run.summary(partitions, error)
 
 
 def checkpoint_dir(options: RunOptions) -> Path:
@@ -290,7 +258,7 @@ def run_streaming(
         return progress_line(time.monotonic() - started, counts, tallies(), events)
 
     error: str | None = None
-    with _reporting(line, options, progress):
+    with reporting(line, options, progress):
         try:
             if each_batch is None:
                 sink = (

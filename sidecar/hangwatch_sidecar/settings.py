@@ -22,7 +22,7 @@ from typing import Any
 from hangwatch import rdkafka_conf, spark_driver
 from hangwatch.defaults import STANDALONE
 from hangwatch.errors import UsageError
-from hangwatch.properties import parse_assignments
+from hangwatch.properties import add_properties_argument, parse_assignments
 from hangwatch.wire import sidecar_http
 from hangwatch_producer.wire import telemetry
 from hangwatch_sidecar.probe.settings import MAX_TIMEOUT_MS
@@ -471,13 +471,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 "%", "%%"
             ),
         )
-    parser.add_argument(
-        "-X",
-        dest="kafka",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="librdkafka property for probes (repeatable); or HANGWATCH_KAFKA_<KEY>",
+    add_properties_argument(
+        parser, "kafka", "librdkafka property for probes (repeatable); or HANGWATCH_KAFKA_<KEY>"
     )
 
 

@@ -186,6 +186,29 @@ class OperatorRun:
 
 
 @contextmanager
+def operator_process(
+    cluster: EmulatedCluster,
+    workdir: Path,
+    settings: dict[str, Any],
+    command: list[str],
+    stop_seconds: float = WAIT_SECONDS,
+) -> Iterator[OperatorRun]:
+    """`command` (an operator) as a process against `cluster`: `settings` as
+    HANGWATCH_OPERATOR_* variables (the caller's own left out), its output in
+    `workdir/operator.log`; stopped (SIGTERM, then SIGKILL after `stop_seconds`)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANGWATCH_OPERATOR_")}
+    env["KUBECONFIG"] = str(cluster.write_kubeconfig(workdir / "kubeconfig"))
+    env |= {f"HANGWATCH_OPERATOR_{k.upper()}": str(v) for k, v in settings.items()}
+    log_path = workdir / "operator.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            yield OperatorRun(process, log_path)
+        finally:
+            stop_process(process, stop_seconds)
+
+
+@contextmanager
 def running_operator(
     cluster: EmulatedCluster,
     workdir: Path,
@@ -195,17 +218,9 @@ def running_operator(
 ) -> Iterator[OperatorRun]:
     """The operator as a process against `cluster`, `settings` as HANGWATCH_OPERATOR_* vars
     (`modules`: more kopf handler modules to load; `verbose`: log at DEBUG, not INFO)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HANGWATCH_OPERATOR_")}
-    env["KUBECONFIG"] = str(cluster.write_kubeconfig(workdir / "kubeconfig"))
-    env |= {f"HANGWATCH_OPERATOR_{k.upper()}": str(v) for k, v in settings.items()}
     command = [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces"]
     command += ["--verbose"] if verbose else []
     command += ["-m", "hangwatch_operator.webhook"]
     command += [arg for module in modules for arg in ("-m", module)]
-    log_path = workdir / "operator.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            yield OperatorRun(process, log_path)
-        finally:
-            stop_process(process, WAIT_SECONDS)
+    with operator_process(cluster, workdir, settings, command) as run:
+        yield run

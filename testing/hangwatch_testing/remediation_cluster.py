@@ -15,9 +15,6 @@ on a node, Running, with a pod IP. `running_hangwatch_operator` runs
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
 import sys
 import time
 import urllib.request
@@ -32,7 +29,6 @@ import kmock
 from prometheus_client.parser import text_string_to_metric_families
 
 from hangwatch.contracts import Reachability, Verdict
-from hangwatch_demo.harness import stop_process
 from hangwatch_operator.injection import build_sidecar_patch
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
@@ -40,7 +36,8 @@ from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation
 from hangwatch_sidecar.server import StatusServer
 from hangwatch_sidecar.state import SidecarState
 from hangwatch_sidecar.verdicts import Assessment, PodAssessment
-from hangwatch_testing.emulated_cluster import EmulatedCluster, OperatorRun
+from hangwatch_testing.emulated_cluster import EmulatedCluster, OperatorRun, operator_process
+from hangwatch_testing.ports import free_port
 from hangwatch_testing.spark_pods import driver_pod, executor_pod
 from hangwatch_testing.structural import (
     apply_defaults,
@@ -211,13 +208,6 @@ def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def watched_executor(
     policy: dict[str, Any],
     exec_id: int,
@@ -250,17 +240,9 @@ def running_hangwatch_operator(
     cluster: EmulatedCluster, workdir: Path, settings: dict[str, Any], *args: str
 ) -> Iterator[OperatorRun]:
     """`python -m hangwatch operator --standalone --all-namespaces` against `cluster`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HANGWATCH_OPERATOR_")}
-    env["KUBECONFIG"] = str(cluster.write_kubeconfig(workdir / "kubeconfig"))
-    env |= {f"HANGWATCH_OPERATOR_{k.upper()}": str(v) for k, v in settings.items()}
     command = [sys.executable, "-m", "hangwatch", "operator", "--standalone", "--all-namespaces"]
-    log_path = workdir / "operator.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen([*command, *args], env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            yield OperatorRun(process, log_path)
-        finally:
-            stop_process(process, 30)
+    with operator_process(cluster, workdir, settings, [*command, *args], 30) as run:
+        yield run
 
 
 def poll_rounds(metrics_port: int, policy_key: str) -> float:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Timing
 from hangwatch_lab import Lab
+from hangwatch_testing.ports import free_port
 from hangwatch_testing.processes import sidecar_command
-from hangwatch_testing.remediation_cluster import free_port
 
 
 @contextlib.contextmanager

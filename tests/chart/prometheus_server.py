@@ -34,7 +34,7 @@ from typing import Any, Self
 
 import yaml
 
-from hangwatch_testing.remediation_cluster import free_port
+from hangwatch_testing.ports import free_port
 from tests.chart.rendering import ROOT, prometheus_rule_groups
 
 ROUTES = ROOT / "examples" / "alertmanager" / "routes.yaml"

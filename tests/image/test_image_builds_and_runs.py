@@ -18,7 +18,6 @@ result with runc, a read-only root filesystem and the host network. Covered:
 from __future__ import annotations
 
 import json
-import socket
 import time
 import urllib.request
 import uuid
@@ -29,6 +28,7 @@ import pytest
 
 from hangwatch import __version__
 from hangwatch_lab import Lab
+from hangwatch_testing.ports import free_port
 from tests.image.containers import (
     LIMITS,
     ROOT,
@@ -91,12 +91,6 @@ def test_image_size_is_reported_and_within_budget(built: tuple[ContainerTools, s
     assert 0 < size < SIZE_BUDGET_BYTES
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _get(url: str) -> tuple[int, bytes]:
     with urllib.request.urlopen(url, timeout=2) as response:
         return int(response.status), bytes(response.read())
@@ -106,7 +100,7 @@ def test_sidecar_in_the_container_reports_lab_brokers_ok(
     built: tuple[ContainerTools, str], tmp_path: Path
 ) -> None:
     tools, image = built
-    port = _free_port()
+    port = free_port()
     telemetry = tmp_path / "telemetry"
     telemetry.mkdir(mode=0o777)
     telemetry.chmod(0o777)  # an emptyDir is writable by the pod's user

@@ -43,6 +43,7 @@ from typing import Any, Protocol
 import yaml
 
 from hangwatch_demo.harness import stop_process
+from hangwatch_testing.ports import free_port
 from tests.kube.pki import Authority, Issued, service_account_keys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,14 +123,6 @@ class Binaries:
             bin_dir / "kubectl",
             Path(paths["ETCD_BIN"]) / "etcd",
         )
-
-
-def free_port(host: str = "0.0.0.0") -> int:
-    """A port nothing listens on now (bound on all addresses, so none of loopback uses it)."""
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 LASTING_PORTS = range(20000, 32000)
@@ -213,21 +206,34 @@ def write_kubeconfig(
     return path
 
 
-@dataclass
-class LocalCluster:
-    """etcd + kube-apiserver + kube-controller-manager under `workdir`."""
+def etcd_command(etcd: Path, workdir: Path, *extra: str) -> tuple[list[str], str]:
+    """A one-member etcd in `workdir/etcd` on loopback ports free now: its command line
+    (`extra` flags appended) and its client URL."""
+    client, peer = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
+    argv = [
+        str(etcd),
+        *("--name", "hangwatch", "--data-dir", str(workdir / "etcd")),
+        *("--listen-client-urls", client, "--advertise-client-urls", client),
+        *("--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer),
+        *("--initial-cluster", f"hangwatch={peer}"),
+        *extra,
+        *("--quota-backend-bytes", str(2 * 1024**3), "--logger", "zap"),
+    ]
+    return argv, client
+
+
+def random_service_cidr() -> str:
+    """A loopback /24 for the cluster's Service IPs (no two clusters likely to share it)."""
+    return f"127.{random.randint(100, 250)}.{random.randint(0, 255)}.0/24"
+
+
+class ClusterFiles:
+    """What a tier's control plane keeps under `workdir`, and its API server's port and
+    service range (the fields of `LocalCluster` and `NodeCluster`)."""
 
     workdir: Path
-    binaries: Binaries
-    service_cidr: str = field(
-        default_factory=lambda: f"127.{random.randint(100, 250)}.{random.randint(0, 255)}.0/24"
-    )
-    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
-    port: int = 0
-
-    @property
-    def server(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+    port: int
+    service_cidr: str
 
     @property
     def pki(self) -> Path:
@@ -235,6 +241,7 @@ class LocalCluster:
 
     @property
     def ca(self) -> Path:
+        """The cluster's CA (`Authority(self.pki)` writes it here)."""
         return self.pki / "ca.crt"
 
     @property
@@ -245,6 +252,80 @@ class LocalCluster:
     def audit_log(self) -> Path:
         return self.workdir / "audit.log"
 
+
+def apiserver_command(
+    cluster: ClusterFiles,
+    binary: Path,
+    etcd_url: str,
+    address: str,
+    serving: Issued,
+    keys: tuple[Path, Path],
+    *extra: str,
+    authorization: str = "RBAC",
+) -> list[str]:
+    """kube-apiserver's command line for `cluster` on `address`:`cluster.port` (the flags
+    both tiers share, then `extra`); `keys`: the service-account key pair (private,
+    public) from `service_account_keys`. Writes its audit policy."""
+    policy = cluster.workdir / "audit-policy.yaml"
+    policy.write_text(yaml.safe_dump(AUDIT_POLICY))
+    private, public = keys
+    return [
+        str(binary),
+        f"--etcd-servers={etcd_url}",
+        f"--bind-address={address}",
+        f"--advertise-address={address}",
+        f"--secure-port={cluster.port}",
+        f"--tls-cert-file={serving.cert}",
+        f"--tls-private-key-file={serving.key}",
+        f"--client-ca-file={cluster.ca}",
+        *extra,
+        f"--service-account-key-file={public}",
+        f"--service-account-signing-key-file={private}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--authorization-mode={authorization}",
+        f"--service-cluster-ip-range={cluster.service_cidr}",
+        "--endpoint-reconciler-type=none",
+        f"--audit-policy-file={policy}",
+        f"--audit-log-path={cluster.audit_log}",
+        "--audit-log-format=json",
+        "--audit-log-mode=batch",
+        "--audit-log-batch-max-wait=100ms",
+        "--audit-log-batch-buffer-size=100000",
+        "--profiling=false",
+    ]
+
+
+def controller_manager_command(
+    binary: Path, kubeconfig: Path, controllers: str, service_account_key: Path, ca: Path
+) -> list[str]:
+    """kube-controller-manager running `controllers` as the admin, no leader election,
+    no serving port."""
+    return [
+        str(binary),
+        f"--kubeconfig={kubeconfig}",
+        f"--controllers={controllers}",
+        f"--service-account-private-key-file={service_account_key}",
+        f"--root-ca-file={ca}",
+        "--leader-elect=false",
+        "--secure-port=0",
+        "--use-service-account-credentials=false",
+    ]
+
+
+@dataclass
+class LocalCluster(ClusterFiles):
+    """etcd + kube-apiserver + kube-controller-manager under `workdir`."""
+
+    workdir: Path
+    binaries: Binaries
+    service_cidr: str = field(default_factory=random_service_cidr)
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    port: int = 0
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
     def start(self) -> None:
         authority = Authority(self.pki)
         serving = authority.issue(
@@ -253,63 +334,26 @@ class LocalCluster:
             hosts=("127.0.0.1", "localhost", "kubernetes", "kubernetes.default.svc"),
         )
         admin = authority.issue("admin", "admin", organizations=("system:masters",))
-        sa_private, sa_public = service_account_keys(self.pki)
-        (self.workdir / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
-        etcd_port, peer_port = free_port(), free_port()
+        keys = service_account_keys(self.pki)
+        etcd, etcd_url = etcd_command(self.binaries.etcd, self.workdir)
+        self.processes["etcd"] = spawn(etcd, self.workdir / "etcd.log")
         self.port = free_port()
-        etcd_url, peer_url = f"http://127.0.0.1:{etcd_port}", f"http://127.0.0.1:{peer_port}"
-        self.processes["etcd"] = spawn(
-            [
-                str(self.binaries.etcd),
-                *("--name", "hangwatch", "--data-dir", str(self.workdir / "etcd")),
-                *("--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url),
-                *("--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url),
-                *("--initial-cluster", f"hangwatch={peer_url}"),
-                *("--quota-backend-bytes", str(2 * 1024**3), "--logger", "zap"),
-            ],
-            self.workdir / "etcd.log",
+        apiserver = apiserver_command(
+            self, self.binaries.apiserver, etcd_url, "127.0.0.1", serving, keys
         )
-        self.processes["kube-apiserver"] = spawn(
-            [
-                str(self.binaries.apiserver),
-                f"--etcd-servers={etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={self.port}",
-                f"--tls-cert-file={serving.cert}",
-                f"--tls-private-key-file={serving.key}",
-                f"--client-ca-file={authority.cert}",
-                f"--service-account-key-file={sa_public}",
-                f"--service-account-signing-key-file={sa_private}",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                "--authorization-mode=RBAC",
-                f"--service-cluster-ip-range={self.service_cidr}",
-                "--endpoint-reconciler-type=none",
-                f"--audit-policy-file={self.workdir / 'audit-policy.yaml'}",
-                f"--audit-log-path={self.audit_log}",
-                "--audit-log-format=json",
-                "--audit-log-mode=batch",
-                "--audit-log-batch-max-wait=100ms",
-                "--audit-log-batch-buffer-size=100000",
-                "--profiling=false",
-            ],
-            self.workdir / "kube-apiserver.log",
-        )
+        self.processes["kube-apiserver"] = spawn(apiserver, self.workdir / "kube-apiserver.log")
         write_kubeconfig(
             self.admin_kubeconfig, self.server, authority.cert, user="admin", client=admin
         )
         self._wait_ready(admin)
         self.processes["kube-controller-manager"] = spawn(
-            [
-                str(self.binaries.controller_manager),
-                f"--kubeconfig={self.admin_kubeconfig}",
-                "--controllers=serviceaccount,serviceaccount-token,namespace",
-                f"--service-account-private-key-file={sa_private}",
-                f"--root-ca-file={authority.cert}",
-                "--leader-elect=false",
-                "--secure-port=0",
-                "--use-service-account-credentials=false",
-            ],
+            controller_manager_command(
+                self.binaries.controller_manager,
+                self.admin_kubeconfig,
+                "serviceaccount,serviceaccount-token,namespace",
+                keys[0],
+                authority.cert,
+            ),
             self.workdir / "kube-controller-manager.log",
         )
 

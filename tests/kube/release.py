@@ -30,11 +30,12 @@ import helm_python as helm
 from helm_python import _native
 from kubernetes import client, config
 
+from hangwatch_operator.install_checks import merge_values
 from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.ports import free_port
 from tests.kube.cluster import (
     ROOT,
     ControlPlane,
-    free_port,
     lasting_port,
     spawn,
     stop,
@@ -49,16 +50,6 @@ OPERATOR_USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}"
 WAIT_SECONDS = 90.0
 """How long the tier waits for the operator to get somewhere: a real API server and a
 loaded 2-core machine make kopf's start-up and peering slower than the emulator's."""
-
-
-def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 @dataclass
@@ -115,12 +106,12 @@ class HelmRelease:
 
     def install(self, values: dict[str, Any] | None = None) -> dict[str, Any]:
         """`helm install hangwatch <chart> -n hangwatch-system --create-namespace`."""
-        merged = deep_merge(self.base_values, values or {})
+        merged = merge_values(self.base_values, values or {})
         return self._action("helm_install", merged, {"create_namespace": True})
 
     def upgrade(self, values: dict[str, Any] | None = None) -> dict[str, Any]:
         """`helm upgrade hangwatch <chart> -n hangwatch-system` with these values."""
-        merged = deep_merge(self.base_values, values or {})
+        merged = merge_values(self.base_values, values or {})
         return self._action("helm_upgrade", merged, {})
 
     def rollback(self, revision: int | None = None) -> None:

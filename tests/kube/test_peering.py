@@ -37,8 +37,9 @@ import pytest
 from hangwatch.contracts import Verdict
 from hangwatch_operator.injection import SIDECAR_CONTAINER
 from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.ports import free_port
 from hangwatch_testing.remediation_cluster import scrape
-from tests.kube.cluster import LocalCluster, free_port
+from tests.kube.cluster import LocalCluster
 from tests.kube.fleet import (
     Fleet,
     ensure_node,

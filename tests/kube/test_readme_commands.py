@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from hangwatch.contracts import Verdict
+from hangwatch_operator.install_checks import merge_values
 from hangwatch_testing.emulated_cluster import OperatorRun
 from hangwatch_testing.structural import EXAMPLES
 from tests.kube.cluster import LocalCluster
@@ -35,7 +36,6 @@ from tests.kube.release import (
     OPERATOR_USER,
     RELEASE,
     HelmRelease,
-    deep_merge,
     running_operator,
 )
 
@@ -71,12 +71,12 @@ class ReadmeRun:
             readme = helm_install()
             assert (readme.release, readme.namespace) == (RELEASE, NAMESPACE)
             values = self.release.values
-            assert deep_merge(values, readme.values) == values  # the session installed these
+            assert merge_values(values, readme.values) == values  # the session installed these
         elif words[:2] == ["helm", "upgrade"]:
             upgrade = parse_helm(words)
             assert upgrade.create_namespace, "the README's upgrade keeps the values"
             assert _can_patch_nodes(self.cluster) == "no"
-            self.release.upgrade(deep_merge(self.release.values, upgrade.values))
+            self.release.upgrade(merge_values(self.release.values, upgrade.values))
             assert _can_patch_nodes(self.cluster) == "yes"
         elif words[:2] == ["helm", "rollback"]:
             self.release.rollback(int(words[3]))

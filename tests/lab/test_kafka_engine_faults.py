@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from hangwatch.errors import LabSetupError, UsageError
 from hangwatch_lab import Lab, netfilter
 from hangwatch_lab.control import apply_fault
 from hangwatch_lab.kafka import KafkaLab, run_state
+from hangwatch_testing.waiting import wait_for
 from tests.lab.clients import api_versions_answered, connect_outcome
 from tests.lab.kafka_clients import (
     metadata_through,
@@ -61,15 +61,6 @@ def kafka_lab(cluster: KafkaLab) -> Iterator[KafkaLab]:
 def _metadata(lab: KafkaLab, brokers: list[int]) -> object:
     bootstrap = ",".join(lab.brokers[b].address for b in brokers)
     return AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=10)
-
-
-def _eventually(predicate: object, timeout_seconds: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout_seconds
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def test_the_cluster_is_three_kraft_jvms_serving_a_real_client(kafka_lab: KafkaLab) -> None:
@@ -186,7 +177,9 @@ def test_election_moves_leaders_off_a_fenced_broker_which_then_rejoins(
     else:
         assert taken[0]["condition"] == "down"
         assert run_state(pids_before[victim]) == "gone"
-    assert _eventually(lambda: not kafka_lab.elections_under_way(), 120)
+    wait_for(
+        lambda: not kafka_lab.elections_under_way(), 120, "the election to finish", interval=0.2
+    )
     result = kafka_lab.election_results[-1]
     assert result["broker"] == victim != result["active_controller"]
     assert result["how"] == how
@@ -207,7 +200,7 @@ def test_election_moves_leaders_off_a_fenced_broker_which_then_rejoins(
         parts = _metadata(kafka_lab, others).topics["t"].partitions  # type: ignore[attr-defined]
         return all(victim in p.isrs for p in parts.values())
 
-    assert _eventually(rejoined), "the fenced broker comes back into every ISR"
+    wait_for(rejoined, 60, "the fenced broker back in every ISR", interval=0.2)
     assert len(round_trip(kafka_lab.bootstrap, "t", 5)) == 5
 
 

@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -27,19 +26,11 @@ import pytest
 from hangwatch.errors import LabSetupError
 from hangwatch_lab import Lab, netfilter
 from hangwatch_lab.kafka import DATA_PREFIX, remove_stale_data_dirs, run_state
+from hangwatch_testing.waiting import wait_for
 from tests.lab.clients import connect_outcome, lab_cli, lab_command
 from tests.lab.kafka_clients import processes_with
 
 pytestmark = pytest.mark.xdist_group("kafka-engine")
-
-
-def _eventually(predicate: object, timeout_seconds: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout_seconds
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def _marker(lab_pid: int) -> str:
@@ -119,7 +110,12 @@ def test_a_sigkilled_lab_takes_its_brokers_along_and_the_next_removes_its_data(
         assert len(processes_with(_marker(proc.pid))) == 3
         proc.kill()
         proc.wait(timeout=10)
-    assert _eventually(lambda: processes_with(_marker(proc.pid)) == [])
+    wait_for(
+        lambda: processes_with(_marker(proc.pid)) == [],
+        30,
+        "the killed lab's JVMs to exit",
+        interval=0.1,
+    )
     assert _data_dirs(proc.pid), "SIGKILL cannot clean up; the next lab must"
     remove_stale_data_dirs()  # what the next kafka lab's start does first
     assert _data_dirs(proc.pid) == []
@@ -129,7 +125,7 @@ def test_ctrl_c_while_starting_stops_what_had_started(tmp_path: Path) -> None:
     proc = _lab_up(tmp_path)
     # a broker, not the storage formatter
     broker_jvm = f"kafka.Kafka {tempfile.gettempdir()}/{_marker(proc.pid)}"
-    assert _eventually(lambda: len(processes_with(broker_jvm)) > 0, 120)
+    wait_for(lambda: processes_with(broker_jvm), 120, "a broker JVM", interval=0.1)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

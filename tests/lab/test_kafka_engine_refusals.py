@@ -1,7 +1,9 @@
 """What the controls of refused writes need from the real Kafka engine, seen by real clients.
 
-One 1-broker Apache Kafka lab (the default 4.x) serves the module, started with a SASL
-user, automatic topic creation off and one topic with its own `max.message.bytes`.
+One 1-broker Apache Kafka lab (the default 4.x) serves the module, the one the refusal
+controls use (`hangwatch_testing.clients.refusals.refusals_lab`): a SASL user allowed
+to write one topic, automatic topic creation off and one topic with its own
+`max.message.bytes`.
 Covers, each with confluent-kafka: a topic config given at creation is the broker's (a
 record over it is refused MSG_SIZE_TOO_LARGE, a smaller one written, a value Kafka
 refuses is an error naming it; a running topic's limit lowered refuses, lifted writes
@@ -31,25 +33,15 @@ from hypothesis import strategies as st
 from hangwatch.errors import LabError, UsageError
 from hangwatch_lab import Lab
 from hangwatch_lab.kafka import KafkaLab
+from hangwatch_testing.clients.refusals import PASSWORD, SMALL_LIMIT, refusals_lab, sasl_login
 
 pytestmark = pytest.mark.xdist_group("kafka-engine")
-
-USER, PASSWORD = "writer", "writer-secret"
-SMALL_LIMIT = 200
 
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[KafkaLab]:
-    with Lab(
-        brokers=1,
-        topics={"small": 1, "open": 1, "closed": 1},
-        engine="kafka",
-        topic_configs={"small": {"max.message.bytes": str(SMALL_LIMIT)}},
-        auto_create_topics=False,
-        sasl_users={USER: PASSWORD},
-    ) as running:
+    with refusals_lab() as running:
         assert isinstance(running, KafkaLab)
-        running.grant(USER, "open")
         yield running
 
 
@@ -73,13 +65,7 @@ def _send(conf: dict[str, Any], topic: str, values: list[bytes], timeout: float 
 
 
 def _sasl(lab: KafkaLab, password: str) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": lab.sasl_bootstrap,
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "PLAIN",
-        "sasl.username": USER,
-        "sasl.password": password,
-    }
+    return {"bootstrap.servers": lab.sasl_bootstrap, **sasl_login(password)}
 
 
 def test_a_topic_config_given_at_creation_is_the_brokers(lab: KafkaLab) -> None:

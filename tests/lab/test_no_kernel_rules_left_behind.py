@@ -12,23 +12,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
 from hangwatch.errors import LabError
 from hangwatch_lab import Lab, netfilter
+from hangwatch_testing.waiting import wait_for
 from tests.lab.clients import connect_outcome, lab_cli, lab_command
-
-
-def _wait(predicate: object, timeout_seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_seconds
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _pid_gone(pid: int) -> bool:
@@ -61,7 +52,7 @@ def test_sigterm_removes_rules_state_and_mock(tmp_path: Path, kernel_faults: Non
         assert proc.wait(timeout=20) == 0
     assert netfilter.drop_rule_count(proc.pid) == 0
     assert not state.exists()
-    assert _wait(lambda: _pid_gone(mock_pid))
+    wait_for(lambda: _pid_gone(mock_pid), 10, f"the mock (pid {mock_pid}) to exit")
 
 
 def test_after_sigkill_the_next_lab_removes_the_dead_labs_rules(
@@ -74,7 +65,7 @@ def test_after_sigkill_the_next_lab_removes_the_dead_labs_rules(
         proc.kill()
         proc.wait(timeout=10)
     assert netfilter.drop_rule_count(proc.pid) == 2, "SIGKILL cannot clean up; the next lab must"
-    assert _wait(lambda: _pid_gone(mock_pid)), "the orphaned mock must exit when its lab dies"
+    wait_for(lambda: _pid_gone(mock_pid), 10, "the orphaned mock to exit when its lab dies")
     with Lab(brokers=1):
         assert netfilter.list_chains(proc.pid) == []
 
@@ -84,7 +75,7 @@ def test_crashed_mock_is_reported_and_rules_still_removed(kernel_faults: None) -
     try:
         lab.blackhole(2)
         os.kill(lab.mock_pid, signal.SIGSEGV)
-        assert _wait(lambda: not lab.alive())
+        wait_for(lambda: not lab.alive(), 10, "the lab to notice its mock is gone")
         with pytest.raises(LabError, match="exit"):
             lab.down(1)
         assert not lab.status().alive

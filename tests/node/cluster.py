@@ -64,10 +64,15 @@ from typing import Any
 
 import yaml
 
+from hangwatch_testing.ports import free_port
 from tests.kube.cluster import (
+    ClusterFiles,
     ClusterUnavailableError,
+    apiserver_command,
     built_components,
-    free_port,
+    controller_manager_command,
+    etcd_command,
+    random_service_cidr,
     spawn,
     stop,
     write_kubeconfig,
@@ -246,14 +251,12 @@ def tier_iptables_lines(bridge: str, network: str) -> list[str]:
 
 
 @dataclass
-class NodeCluster:
+class NodeCluster(ClusterFiles):
     """etcd, the control plane, containerd and a kubelet under `workdir`."""
 
     workdir: Path
     components: Components
-    service_cidr: str = field(
-        default_factory=lambda: f"127.{random.randint(100, 250)}.{random.randint(0, 255)}.0/24"
-    )
+    service_cidr: str = field(default_factory=random_service_cidr)
     bridge: str = field(default_factory=lambda: f"hw{random.randbytes(4).hex()}")
     pod_network: ipaddress.IPv4Network = field(default_factory=free_pod_network)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -281,22 +284,6 @@ class NodeCluster:
     @property
     def node_ip(self) -> str:
         return str(self.pod_network.network_address + 1)
-
-    @property
-    def pki(self) -> Path:
-        return self.workdir / "pki"
-
-    @property
-    def ca(self) -> Path:
-        return self.pki / "ca.crt"
-
-    @property
-    def admin_kubeconfig(self) -> Path:
-        return self.workdir / "admin.kubeconfig"
-
-    @property
-    def audit_log(self) -> Path:
-        return self.workdir / "audit.log"
 
     @property
     def containerd_socket(self) -> Path:
@@ -373,73 +360,40 @@ class NodeCluster:
         )
         admin = authority.issue("admin", "admin", organizations=("system:masters",))
         self._admin = admin
-        sa_private, sa_public = service_account_keys(self.pki)
-        self._sa_private = sa_private
-        from tests.kube.cluster import AUDIT_POLICY
-
-        (self.workdir / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
-        etcd_port, peer_port = free_port(), free_port()
+        keys = service_account_keys(self.pki)
+        self._sa_private = keys[0]
+        metrics = ("--listen-metrics-urls", f"http://127.0.0.1:{free_port()}")
+        etcd, etcd_url = etcd_command(self.components.etcd, self.workdir, *metrics)
+        self.processes["etcd"] = spawn(etcd, self.log("etcd"))
         self.port = free_port()
-        etcd_url, peer_url = f"http://127.0.0.1:{etcd_port}", f"http://127.0.0.1:{peer_port}"
-        self.processes["etcd"] = spawn(
-            [
-                str(self.components.etcd),
-                *("--name", "hangwatch", "--data-dir", str(self.workdir / "etcd")),
-                *("--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url),
-                *("--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url),
-                *("--initial-cluster", f"hangwatch={peer_url}"),
-                *("--listen-metrics-urls", f"http://127.0.0.1:{free_port()}"),
-                *("--quota-backend-bytes", str(2 * 1024**3), "--logger", "zap"),
-            ],
-            self.log("etcd"),
-        )
         bin_dir = self.components.kube_bin
-        self.processes["kube-apiserver"] = spawn(
-            [
-                str(bin_dir / "kube-apiserver"),
-                f"--etcd-servers={etcd_url}",
-                f"--bind-address={self.node_ip}",
-                f"--advertise-address={self.node_ip}",
-                f"--secure-port={self.port}",
-                f"--tls-cert-file={serving.cert}",
-                f"--tls-private-key-file={serving.key}",
-                f"--client-ca-file={authority.cert}",
-                f"--kubelet-client-certificate={admin.cert}",
-                f"--kubelet-client-key={admin.key}",
-                f"--service-account-key-file={sa_public}",
-                f"--service-account-signing-key-file={sa_private}",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                "--authorization-mode=Node,RBAC",
-                "--enable-admission-plugins=NodeRestriction",
-                f"--service-cluster-ip-range={self.service_cidr}",
-                "--endpoint-reconciler-type=none",
-                f"--audit-policy-file={self.workdir / 'audit-policy.yaml'}",
-                f"--audit-log-path={self.audit_log}",
-                "--audit-log-format=json",
-                "--audit-log-mode=batch",
-                "--audit-log-batch-max-wait=100ms",
-                "--audit-log-batch-buffer-size=100000",
-                "--profiling=false",
-            ],
-            self.log("kube-apiserver"),
+        apiserver = apiserver_command(
+            self,
+            bin_dir / "kube-apiserver",
+            etcd_url,
+            self.node_ip,
+            serving,
+            keys,
+            f"--kubelet-client-certificate={admin.cert}",
+            f"--kubelet-client-key={admin.key}",
+            "--enable-admission-plugins=NodeRestriction",
+            authorization="Node,RBAC",
         )
+        self.processes["kube-apiserver"] = spawn(apiserver, self.log("kube-apiserver"))
         write_kubeconfig(
             self.admin_kubeconfig, self.server, authority.cert, user="admin", client=admin
         )
         self._wait_apiserver()
         self.processes["kube-controller-manager"] = spawn(
-            [
-                str(bin_dir / "kube-controller-manager"),
-                f"--kubeconfig={self.admin_kubeconfig}",
-                "--controllers=serviceaccount-token-controller,serviceaccount-controller,"
+            controller_manager_command(
+                bin_dir / "kube-controller-manager",
+                self.admin_kubeconfig,
+                "serviceaccount-token-controller,serviceaccount-controller,"
                 "namespace-controller,garbage-collector-controller,"
                 "root-ca-certificate-publisher-controller,node-lifecycle-controller",
-                f"--service-account-private-key-file={sa_private}",
-                f"--root-ca-file={authority.cert}",
-                "--leader-elect=false",
-                "--secure-port=0",
-                "--use-service-account-credentials=false",
-            ],
+                keys[0],
+                authority.cert,
+            ),
             self.log("kube-controller-manager"),
         )
         self.processes["kube-scheduler"] = spawn(

@@ -3,7 +3,8 @@
 `node` starts etcd, the control plane, containerd and a kubelet once per session
 (`tests/node/cluster.py`), waits for the node to be Ready, and afterwards stops
 everything and fails the session's last test if the tier left an interface, an
-iptables rule, a mount or a runtime process behind. `hangwatch_image` builds the
+iptables rule, a mount or a runtime process behind. `broker` (per module) is a
+listener on the node's IP that never answers. `hangwatch_image` builds the
 project's image with `make image` (buildah, on the debootstrap base tests/image uses)
 and imports it into the node's containerd. Every module of the tier marks itself
 `xdist_group("node")`, so one pytest-xdist worker owns the cluster.
@@ -17,8 +18,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from hangwatch_operator.install_checks import merge_values
+from hangwatch_testing.silent_broker import SilentBroker
 from tests.kube.readme import helm_install
-from tests.kube.release import CHART, NAMESPACE, RELEASE, HelmRelease, deep_merge
+from tests.kube.release import CHART, NAMESPACE, RELEASE, HelmRelease
 from tests.node.cluster import NodeCluster, NodeUnavailableError, node_cluster
 from tests.node.images import hangwatch_image_in
 
@@ -38,6 +41,14 @@ def node() -> Iterator[NodeCluster]:
         pytest.fail(f"node tier: {exc}", pytrace=False)
     left = cluster.leftovers()
     assert not left, f"node tier left behind: {left}"
+
+
+@pytest.fixture(scope="module")
+def broker(node: NodeCluster) -> Iterator[SilentBroker]:
+    """A broker address on the node's IP that accepts connections and never answers."""
+    listener = SilentBroker(node.node_ip)
+    yield listener
+    listener.close()
 
 
 @pytest.fixture(scope="session")
@@ -61,5 +72,5 @@ def release(node: NodeCluster) -> HelmRelease:
     repository, tag = IMAGE.rsplit(":", 1)
     image = {"repository": repository, "tag": tag}
     installed = HelmRelease(node, CHART)
-    installed.install(deep_merge(readme.values, {"image": image, "sidecar": {"image": image}}))
+    installed.install(merge_values(readme.values, {"image": image, "sidecar": {"image": image}}))
     return installed

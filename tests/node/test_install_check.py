@@ -46,11 +46,11 @@ import yaml
 from kubernetes import client
 
 from hangwatch_operator.certificates import generate_webhook_certificates
-from hangwatch_operator.install_checks import CRD_NAME, VERSION_LABEL
+from hangwatch_operator.install_checks import CRD_NAME, VERSION_LABEL, merge_values
 from hangwatch_testing.silent_broker import SilentBroker
 from tests.kube.cluster import ROOT
 from tests.kube.release import NAMESPACE as INSTALL
-from tests.kube.release import HelmRelease, admin_api, deep_merge, running_operator
+from tests.kube.release import HelmRelease, admin_api, running_operator
 from tests.node.cluster import NodeCluster
 from tests.node.workloads import (
     create_pod,
@@ -439,7 +439,7 @@ def test_monitoring_on_without_the_prometheus_operator_crds_fails(
     before = dict(release.values)
     on = {"monitoring": {key: {"enabled": True} for key in MONITORING}}
     with _crds(node, list(files.values())):
-        release.upgrade(deep_merge(before, on))
+        release.upgrade(merge_values(before, on))
         try:
             _until(
                 node,

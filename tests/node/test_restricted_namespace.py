@@ -18,9 +18,7 @@ Covered, on a real kubelet:
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,30 +29,24 @@ from hangwatch_operator.injection import SIDECAR_CONTAINER
 from hangwatch_testing.emulated_cluster import OperatorRun
 from hangwatch_testing.silent_broker import SilentBroker
 from hangwatch_testing.spark_pods import SPARK_UID, driver_pod, make_restricted
-from tests.kube.release import HelmRelease, running_operator
+from tests.kube.release import HelmRelease
 from tests.kube.spark import as_submitted
 from tests.node.cluster import NodeCluster
 from tests.node.workloads import (
     create_pod,
     ensure_namespace,
     executor_for,
+    executor_script,
+    operator_with_policies,
     policy,
-    read_pod,
-    wait_for,
-    wait_operator_ready,
+    wait_for_connection_in_status,
+    wait_pod_phase,
 )
 
 pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(1200)]
 
 NAMESPACE = "spark-restricted"
 POLICY = "restricted-executors"
-
-
-@pytest.fixture(scope="module")
-def broker(node: NodeCluster) -> Iterator[SilentBroker]:
-    listener = SilentBroker(node.node_ip)
-    yield listener
-    listener.close()
 
 
 @pytest.fixture(scope="module")
@@ -70,36 +62,9 @@ def operator(
     ensure_namespace(node, NAMESPACE)
     body = policy(POLICY, broker.address, namespace=NAMESPACE)
     body["spec"]["processView"] = {"enabled": True}
-    node.create(f"/apis/hangwatch.dev/v1alpha1/namespaces/{NAMESPACE}/producerhealthpolicies", body)
-    with running_operator(node, tmp_path_factory.mktemp("restricted")) as (run, _):
-        wait_operator_ready(run, node, release, NAMESPACE, POLICY)
+    workdir = tmp_path_factory.mktemp("restricted")
+    with operator_with_policies(node, release, workdir, NAMESPACE, body) as run:
         yield run
-
-
-def _script(sidecar_port: int, broker: str, seconds: float) -> str:
-    """Wait for the sidecar on the pod's loopback, hold a request on the broker, exit 0."""
-    host, port = broker.rsplit(":", 1)
-    return f"""
-import os, signal, socket, time, urllib.request
-signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
-while True:
-    try:
-        urllib.request.urlopen("http://127.0.0.1:{sidecar_port}/healthz", timeout=2).read()
-        break
-    except OSError:
-        time.sleep(0.2)
-conn = socket.create_connection(("{host}", {port}))
-conn.sendall(b"\\x00\\x00\\x00\\x10" + b"\\x00" * 16)
-time.sleep({seconds})
-"""
-
-
-def _status(pod_ip: str, port: int) -> Any:
-    try:
-        with urllib.request.urlopen(f"http://{pod_ip}:{port}/status", timeout=3) as answer:
-            return json.loads(answer.read())
-    except OSError:
-        return None
 
 
 def test_a_restricted_executor_runs_with_its_sidecar_and_the_frozen_broker_is_judged(
@@ -113,7 +78,7 @@ def test_a_restricted_executor_runs_with_its_sidecar_and_the_frozen_broker_is_ju
     driver["metadata"]["name"] += "-restricted"
     driver["spec"]["schedulingGates"] = [{"name": "hangwatch.dev/not-run-here"}]
     driver = node.create(f"/api/v1/namespaces/{NAMESPACE}/pods", driver)
-    script = _script(release.sidecar_port, broker.address, seconds=120)
+    script = executor_script(release.sidecar_port, broker.address, seconds=120)
     body = executor_for(
         node, driver, 1, hangwatch_image, script, suffix="-restricted", namespace=NAMESPACE
     )
@@ -127,22 +92,11 @@ def test_a_restricted_executor_runs_with_its_sidecar_and_the_frozen_broker_is_ju
         assert context["capabilities"] == {"drop": ["ALL"]}
         assert context["allowPrivilegeEscalation"] is False
 
-        def running() -> Any:
-            pod = read_pod(node, name, NAMESPACE)
-            return pod if pod["status"].get("phase") == "Running" else None
-
-        pod_ip = wait_for(f"pod {name} Running", running, timeout=300)["status"]["podIP"]
-
-        def judged() -> Any:
-            status = _status(pod_ip, release.sidecar_port)
-            if not isinstance(status, dict) or status.get("verdict") != "cluster_unreachable":
-                return None
-            listed = {c["connection"] for c in (status.get("sockets") or {}).get("connections", ())}
-            ours = {f"{peer}->{broker.address}" for peer in broker.peers if peer.startswith(pod_ip)}
-            return status if listed & ours else None
-
+        pod_ip = wait_pod_phase(node, name, "Running", NAMESPACE)["status"]["podIP"]
         started = time.monotonic()
-        status = wait_for("cluster_unreachable with the executor's connection", judged, 180)
+        status = wait_for_connection_in_status(
+            pod_ip, release.sidecar_port, broker, verdict="cluster_unreachable", timeout=180
+        )
         print(f"restricted: cluster_unreachable {time.monotonic() - started:.1f} s after Running")
         assert name in status["identity"].values(), status["identity"]
         assert set(status["not_judged"]) == {"process_view"}, status["not_judged"]

@@ -27,10 +27,7 @@ hangwatch image (no Spark image is built here). Covered:
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
-import time
-import urllib.request
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -42,29 +39,25 @@ from hangwatch_operator.injection import MODE_ANNOTATION, SIDECAR_CONTAINER
 from hangwatch_operator.kube_api import KubeApi, KubeApiError
 from hangwatch_testing.emulated_cluster import OperatorRun
 from hangwatch_testing.silent_broker import SilentBroker
-from tests.kube.release import HelmRelease, operator_kubeconfig, running_operator
+from tests.kube.release import HelmRelease, operator_kubeconfig
 from tests.node.cluster import NodeCluster
 from tests.node.workloads import (
     NAMESPACE,
     create_pod,
     ensure_namespace,
     executor_for,
+    executor_script,
+    operator_with_policies,
     policy,
     read_pod,
     submit_driver,
-    wait_operator_ready,
+    wait_for_connection_in_status,
+    wait_pod_phase,
 )
 
 pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(1200)]
 
 LEGACY_APP = "legacy-app"
-
-
-@pytest.fixture(scope="module")
-def broker(node: NodeCluster) -> Iterator[SilentBroker]:
-    listener = SilentBroker(node.node_ip)
-    yield listener
-    listener.close()
 
 
 @pytest.fixture(scope="module")
@@ -75,52 +68,11 @@ def operator(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[OperatorRun]:
     ensure_namespace(node)
-    base = f"/apis/hangwatch.dev/v1alpha1/namespaces/{NAMESPACE}/producerhealthpolicies"
-    node.create(base, policy("node-native", broker.address))
-    node.create(base, policy("node-legacy", broker.address, mode="legacy", app=LEGACY_APP))
-    with running_operator(node, tmp_path_factory.mktemp("operator")) as (run, _):
-        wait_operator_ready(run, node, release, NAMESPACE, "node-native", "node-legacy")
+    native = policy("node-native", broker.address)
+    legacy = policy("node-legacy", broker.address, mode="legacy", app=LEGACY_APP)
+    workdir = tmp_path_factory.mktemp("operator")
+    with operator_with_policies(node, release, workdir, NAMESPACE, native, legacy) as run:
         yield run
-
-
-def _executor_script(sidecar_port: int, broker: str, seconds: float) -> str:
-    """The executor's process: reach the sidecar on the pod's loopback (retrying while
-    it starts), open a connection to the broker and send a request, hold it for
-    `seconds`, then report through the termination message and exit 0. SIGTERM ends it
-    with 143, as it ends Spark's executor JVM (PID 1 would otherwise ignore it)."""
-    host, port = broker.rsplit(":", 1)
-    return f"""
-import os, signal, socket, time, urllib.request
-signal.signal(signal.SIGTERM, lambda *_: os._exit(143))  # as a JVM under tini ends
-tries = 0
-while True:
-    tries += 1
-    try:
-        urllib.request.urlopen("http://127.0.0.1:{sidecar_port}/healthz", timeout=2).read()
-        break
-    except OSError:
-        time.sleep(0.2)
-conn = socket.create_connection(("{host}", {port}))
-conn.sendall(b"\\x00\\x00\\x00\\x10" + b"\\x00" * 16)
-time.sleep({seconds})
-open("/dev/termination-log", "w").write("sidecar answered after %d tries" % tries)
-"""
-
-
-def _wait_pod(node: NodeCluster, name: str, what: str, check: Any, timeout: float = 300) -> Any:
-    deadline = time.monotonic() + timeout
-    pod: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        pod = read_pod(node, name)
-        found = check(pod)
-        if found:
-            return found
-        time.sleep(0.5)
-    pytest.fail(f"pod {name}: {what} not reached; status {json.dumps(pod.get('status'))[:2000]}")
-
-
-def _phase(phase: str) -> Any:
-    return lambda pod: pod if pod["status"].get("phase") == phase else None
 
 
 def _terminated(status: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +92,7 @@ def test_native_sidecar_starts_before_the_executor_and_stops_after(
     broker: SilentBroker,
 ) -> None:
     driver = submit_driver(node, "-native")
-    script = _executor_script(release.sidecar_port, broker.address, seconds=20)
+    script = executor_script(release.sidecar_port, broker.address, seconds=20)
     body = executor_for(node, driver, 1, hangwatch_image, script, suffix="-native")
     stored = create_pod(node, body)
     name = stored["metadata"]["name"]
@@ -150,12 +102,12 @@ def test_native_sidecar_starts_before_the_executor_and_stops_after(
     assert spec["initContainers"][0]["restartPolicy"] == "Always"
     assert [c["name"] for c in spec["containers"]] == ["spark-kubernetes-executor"]
 
-    running = _wait_pod(node, name, "Running", _phase("Running"))
+    running = wait_pod_phase(node, name, "Running")
     pod_ip = running["status"]["podIP"]
-    status = _wait_for_connection_in_status(pod_ip, release.sidecar_port, broker)
+    status = wait_for_connection_in_status(pod_ip, release.sidecar_port, broker)
     assert name in status["identity"].values(), status["identity"]
 
-    done = _wait_pod(node, name, "Succeeded", _phase("Succeeded"))
+    done = wait_pod_phase(node, name, "Succeeded")
     sidecar = _terminated(done["status"]["initContainerStatuses"][0])
     executor = _terminated(done["status"]["containerStatuses"][0])
     assert executor["exitCode"] == 0, executor
@@ -163,27 +115,6 @@ def test_native_sidecar_starts_before_the_executor_and_stops_after(
     assert sidecar["exitCode"] == 0, sidecar
     assert _time(sidecar["startedAt"]) <= _time(executor["startedAt"])
     assert _time(sidecar["finishedAt"]) >= _time(executor["finishedAt"])
-
-
-def _wait_for_connection_in_status(pod_ip: str, port: int, broker: SilentBroker) -> Any:
-    """The sidecar's /status on the pod IP, once its socket view lists the executor's
-    connection to the broker (the peer the broker's listener saw from this pod)."""
-    deadline = time.monotonic() + 120
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://{pod_ip}:{port}/status", timeout=3) as answer:
-                last = json.loads(answer.read())
-        except OSError as exc:
-            last = str(exc)
-        if isinstance(last, dict):
-            sockets = last.get("sockets") or {}
-            listed = {c["connection"] for c in sockets.get("connections", ())}
-            ours = {f"{peer}->{broker.address}" for peer in broker.peers if peer.startswith(pod_ip)}
-            if listed & ours:
-                return last
-        time.sleep(1)
-    pytest.fail(f"the sidecar's /status on {pod_ip} never listed the executor's connection: {last}")
 
 
 def test_legacy_sidecar_when_the_policy_asks_exits_zero_after_the_executor(
@@ -194,7 +125,7 @@ def test_legacy_sidecar_when_the_policy_asks_exits_zero_after_the_executor(
     broker: SilentBroker,
 ) -> None:
     driver = submit_driver(node, "-legacy")
-    script = _executor_script(release.sidecar_port, broker.address, seconds=10)
+    script = executor_script(release.sidecar_port, broker.address, seconds=10)
     body = executor_for(
         node,
         driver,
@@ -212,7 +143,7 @@ def test_legacy_sidecar_when_the_policy_asks_exits_zero_after_the_executor(
         SIDECAR_CONTAINER,
     ]
     assert stored["spec"]["shareProcessNamespace"] is True
-    done = _wait_pod(node, name, "Succeeded", _phase("Succeeded"))
+    done = wait_pod_phase(node, name, "Succeeded")
     statuses = {s["name"]: _terminated(s) for s in done["status"]["containerStatuses"]}
     assert statuses["spark-kubernetes-executor"]["exitCode"] == 0
     assert statuses[SIDECAR_CONTAINER]["exitCode"] == 0, statuses[SIDECAR_CONTAINER]
@@ -234,10 +165,10 @@ def test_deleting_the_executor_as_the_operator_does_stops_it_then_the_sidecar(
     another uid and leaves the pod running; with its uid the kubelet stops the executor
     (SIGTERM, as without hangwatch), then the sidecar, which exits 0, and the pod goes."""
     driver = submit_driver(node, "-deleted")
-    script = _executor_script(release.sidecar_port, broker.address, seconds=600)
+    script = executor_script(release.sidecar_port, broker.address, seconds=600)
     body = executor_for(node, driver, 3, hangwatch_image, script, suffix="-deleted")
     name = create_pod(node, body)["metadata"]["name"]
-    running = _wait_pod(node, name, "Running", _phase("Running"))
+    running = wait_pod_phase(node, name, "Running")
     uid, version = running["metadata"]["uid"], running["metadata"]["resourceVersion"]
     kubeconfig = operator_kubeconfig(node, tmp_path)
 

@@ -13,16 +13,19 @@ points the sidecar at `bootstrap` (an address pods can reach).
 from __future__ import annotations
 
 import copy
+import json
 import socket
-import time
-from collections.abc import Callable
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-import pytest
-
+from hangwatch_testing import waiting
 from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.silent_broker import SilentBroker
 from hangwatch_testing.spark_pods import driver_pod, executor_pod
-from tests.kube.release import HelmRelease
+from tests.kube.release import HelmRelease, running_operator
 from tests.kube.spark import as_submitted
 from tests.node.cluster import NodeCluster
 
@@ -37,14 +40,15 @@ def ensure_namespace(node: NodeCluster, name: str = NAMESPACE) -> None:
     projected token volume of every pod needs (both made by the controller manager)."""
     if not node.exists(f"/api/v1/namespaces/{name}"):
         node.create("/api/v1/namespaces", {"metadata": {"name": name}})
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if node.exists(f"/api/v1/namespaces/{name}/serviceaccounts/default") and node.exists(
-            f"/api/v1/namespaces/{name}/configmaps/kube-root-ca.crt"
-        ):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"namespace {name}: no default ServiceAccount or kube-root-ca.crt")
+    waiting.wait_for(
+        lambda: (
+            node.exists(f"/api/v1/namespaces/{name}/serviceaccounts/default")
+            and node.exists(f"/api/v1/namespaces/{name}/configmaps/kube-root-ca.crt")
+        ),
+        60,
+        f"namespace {name}: its default ServiceAccount and kube-root-ca.crt",
+        interval=0.2,
+    )
 
 
 def policy(
@@ -137,13 +141,109 @@ def read_pod(node: NodeCluster, name: str, namespace: str = NAMESPACE) -> dict[s
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 120.0) -> Any:
     """Poll `check` until it returns something true (returned); fail naming `what`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.25)
-    pytest.fail(f"timed out waiting for {what}", pytrace=False)
+    return waiting.wait_for(check, timeout, what, interval=0.25)
+
+
+def wait_pod_phase(
+    node: NodeCluster, name: str, phase: str, namespace: str = NAMESPACE, timeout: float = 300
+) -> dict[str, Any]:
+    """Pod `name` once its phase is `phase`; a timeout names the pod's last status."""
+    last: dict[str, Any] = {}
+
+    def reached() -> dict[str, Any] | None:
+        last.update(read_pod(node, name, namespace))
+        return last if last["status"].get("phase") == phase else None
+
+    return waiting.wait_for(
+        reached,
+        timeout,
+        f"pod {name} {phase}",
+        interval=0.5,
+        context=lambda: f"status {json.dumps(last.get('status'))[:2000]}",
+    )
+
+
+def executor_script(sidecar_port: int, broker: str, seconds: float) -> str:
+    """The executor's process: reach the sidecar on the pod's loopback (retrying while
+    it starts), open a connection to the broker and send a request, hold it for
+    `seconds`, then report through the termination message and exit 0. SIGTERM ends it
+    with 143, as it ends Spark's executor JVM (PID 1 would otherwise ignore it)."""
+    host, port = broker.rsplit(":", 1)
+    return f"""
+import os, signal, socket, time, urllib.request
+signal.signal(signal.SIGTERM, lambda *_: os._exit(143))  # as a JVM under tini ends
+tries = 0
+while True:
+    tries += 1
+    try:
+        urllib.request.urlopen("http://127.0.0.1:{sidecar_port}/healthz", timeout=2).read()
+        break
+    except OSError:
+        time.sleep(0.2)
+conn = socket.create_connection(("{host}", {port}))
+conn.sendall(b"\\x00\\x00\\x00\\x10" + b"\\x00" * 16)
+time.sleep({seconds})
+open("/dev/termination-log", "w").write("sidecar answered after %d tries" % tries)
+"""
+
+
+def sidecar_status(pod_ip: str, port: int) -> Any:
+    """The sidecar's /status on the pod IP (parsed), or None while it does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://{pod_ip}:{port}/status", timeout=3) as answer:
+            return json.loads(answer.read())
+    except OSError:
+        return None
+
+
+def wait_for_connection_in_status(
+    pod_ip: str,
+    port: int,
+    broker: SilentBroker,
+    *,
+    verdict: str | None = None,
+    timeout: float = 120,
+) -> dict[str, Any]:
+    """The sidecar's /status on the pod IP, once its socket view lists the executor's
+    connection to the broker (the peer the broker's listener saw from this pod) and,
+    when `verdict` is given, it judges that verdict."""
+    last: list[Any] = [None]
+
+    def listed() -> dict[str, Any] | None:
+        status = last[0] = sidecar_status(pod_ip, port)
+        if not isinstance(status, dict):
+            return None
+        if verdict is not None and status.get("verdict") != verdict:
+            return None
+        sockets = status.get("sockets") or {}
+        seen = {c["connection"] for c in sockets.get("connections", ())}
+        ours = {f"{peer}->{broker.address}" for peer in broker.peers if peer.startswith(pod_ip)}
+        return status if seen & ours else None
+
+    what = "the executor's connection in the sidecar's /status"
+    if verdict is not None:
+        what += f" with verdict {verdict}"
+    found: dict[str, Any] = wait_for(what, listed, timeout)
+    return found
+
+
+@contextmanager
+def operator_with_policies(
+    node: NodeCluster,
+    release: HelmRelease,
+    workdir: Path,
+    namespace: str,
+    *policies: dict[str, Any],
+) -> Iterator[OperatorRun]:
+    """The chart's operator as a process (`running_operator`), once it serves its
+    webhook and has read each of `policies` (created here in `namespace`)."""
+    base = f"/apis/hangwatch.dev/v1alpha1/namespaces/{namespace}/producerhealthpolicies"
+    for body in policies:
+        node.create(base, body)
+    with running_operator(node, workdir) as (run, _):
+        names = [body["metadata"]["name"] for body in policies]
+        wait_operator_ready(run, node, release, namespace, *names)
+        yield run
 
 
 def wait_operator_ready(

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from hangwatch.contracts import ExitCode
-from tests.kube.cluster import free_port
+from hangwatch_testing.ports import free_port
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

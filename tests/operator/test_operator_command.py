@@ -20,13 +20,13 @@ from typing import Any
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator.certificates import generate_webhook_certificates
+from hangwatch_testing.ports import free_port
 from hangwatch_testing.remediation_cluster import (
     FAST,
     PODS,
     POLICIES,
     FakeSidecar,
     RemediationCluster,
-    free_port,
     running_hangwatch_operator,
     scrape,
     stored_policy,

@@ -40,7 +40,8 @@ from hangwatch_operator.status_polling import (
 )
 from hangwatch_operator.watched import WatchedPod
 from hangwatch_sidecar.state import SidecarState
-from hangwatch_testing.remediation_cluster import BROKERS, FakeSidecar, free_port
+from hangwatch_testing.ports import free_port
+from hangwatch_testing.remediation_cluster import BROKERS, FakeSidecar
 
 
 def _pod(port: int | None, ip: str | None = "127.0.0.1", name: str = "e1") -> WatchedPod:

@@ -48,6 +48,7 @@ from hangwatch_operator.settings import InjectionMode, OperatorSettings
 from hangwatch_operator.webhook_configuration import build_webhook_configuration
 from hangwatch_testing import kopf_admission_path
 from hangwatch_testing.emulated_cluster import running_operator
+from hangwatch_testing.ports import free_port
 from hangwatch_testing.spark_pods import admission_review, driver_pod, executor_pod
 from hangwatch_testing.structural import EXAMPLES, load_yaml
 from tests.operator.webhook_cases import CASES, RECORDED, as_recorded, case_pod
@@ -56,7 +57,6 @@ from tests.operator.webhook_server import (
     POLICY_OF,
     Webhook,
     client_config,
-    free_port,
     indexed,
     patch_ops,
     post_json,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import ssl
 import urllib.error
 import urllib.request
@@ -29,6 +28,7 @@ import jsonpatch
 from hangwatch_operator.certificates import generate_webhook_certificates
 from hangwatch_operator.settings import InjectionMode
 from hangwatch_testing.emulated_cluster import EmulatedCluster, OperatorRun, running_operator
+from hangwatch_testing.ports import free_port
 from hangwatch_testing.spark_pods import admission_review
 from hangwatch_testing.structural import (
     EXAMPLES,
@@ -104,13 +104,6 @@ def post_json(url: str, body: dict[str, Any], context: ssl.SSLContext) -> Any:
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, context=context, timeout=10) as reply:
         return json.load(reply)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def stored(body: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,6 @@ import pytest
 from hangwatch.errors import UsageError
 from hangwatch_pipeline import events
 from hangwatch_pipeline.events import InvalidRecordError, Pacer
-from hangwatch_pipeline.job import partition_count, task_rate
 from hangwatch_pipeline.run_options import (
     RunOptions,
     add_run_arguments,
@@ -44,6 +43,7 @@ from hangwatch_pipeline.run_report import (
     progress_line,
 )
 from hangwatch_pipeline.verify import ReadStats, SeqTally, judge, select_run
+from hangwatch_pipeline.workload import partition_count, task_rate
 
 RUN = "run-20260509T101500Z-3f2a"
 

@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 
 from hangwatch.wire import status
-from hangwatch_testing.remediation_cluster import free_port
+from hangwatch_testing.ports import free_port
 from hangwatch_testing.waiting import wait_for
 
 

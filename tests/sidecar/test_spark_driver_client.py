@@ -37,6 +37,7 @@ from hangwatch.spark_driver import DriverUi
 from hangwatch_sidecar.spark.client import DriverClient, DriverError, DriverReader
 from hangwatch_sidecar.spark.tracking import SparkTracker
 from hangwatch_sidecar.spark.watch import SparkWatch
+from hangwatch_testing.ports import free_port
 
 from .spark_builders import dump
 
@@ -135,14 +136,8 @@ def _failure(client: DriverClient, path: str) -> DriverError:
     raise AssertionError(f"GET {path} did not fail")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_closed_port_is_refused_and_names_the_disabled_ui() -> None:
-    error = _fails(_client(_free_port()), "refused")
+    error = _fails(_client(free_port()), "refused")
     assert "spark.ui.enabled=false" in str(error)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from hangwatch_lab import Lab
+from hangwatch_testing.ports import free_port
 from hangwatch_testing.waiting import wait_for
 
 from .sidecar_process import SidecarProcess, sidecar_process
@@ -28,12 +29,6 @@ from .sidecar_process import SidecarProcess, sidecar_process
 def spark_lab() -> Iterator[Lab]:
     with Lab(brokers=3, topics={"events": 3}) as lab:
         yield lab
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _unavailable(sidecar: SidecarProcess, kind: str) -> dict[str, object]:
@@ -65,7 +60,7 @@ def _rounds_while_reads_time_out(sidecar: SidecarProcess, reads: int) -> int:
 
 
 def test_ui_disabled_is_refused_said_and_counted(spark_lab: Lab, tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     spark_args = ("--spark-ui-url", url, "--executor-id", "1", "--spark-interval-seconds", "1")
     with sidecar_process(tmp_path, spark_lab.bootstrap, *spark_args) as sidecar:
         spark = _unavailable(sidecar, "refused")

@@ -13,7 +13,7 @@ import json
 import sys
 
 from hangwatch import rdkafka_conf
-from hangwatch.properties import parse_assignments
+from hangwatch.properties import add_properties_argument, parse_assignments
 from hangwatch_sidecar.probe.endpoints import probe_cluster
 from hangwatch_sidecar.probe.output import render_text, to_document
 from hangwatch_sidecar.probe.report import assess
@@ -56,14 +56,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             flag, type=int, default=default, metavar="N", help=f"{budget} (default %(default)s)"
         )
-    parser.add_argument(
-        "-X",
-        dest="properties",
-        action="append",
-        default=[],
-        metavar="PROPERTY=VALUE",
-        help="librdkafka property for the metadata client, e.g. security.protocol=SASL_SSL "
+    add_properties_argument(
+        parser,
+        "properties",
+        "librdkafka property for the metadata client, e.g. security.protocol=SASL_SSL "
         "(repeatable; secret values are never printed)",
+        metavar="PROPERTY=VALUE",
     )
 
 

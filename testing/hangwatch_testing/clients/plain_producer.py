@@ -30,7 +30,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from hangwatch.properties import parse_assignments
+from hangwatch.properties import add_properties_argument, parse_assignments
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,14 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a write the client refuses at once is printed as an error and retried after "
         "0.5 s instead of ending the process",
     )
-    parser.add_argument(
-        "-X",
-        dest="kafka",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="librdkafka property (repeatable)",
-    )
+    add_properties_argument(parser, "kafka", "librdkafka property (repeatable)")
     args = parser.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -64,13 +64,18 @@ class Refusal:
     message_timeout_ms: int = 10_000
 
 
+def sasl_login(password: str = PASSWORD) -> dict[str, str]:
+    """librdkafka's properties for the lab's SASL user logging in with `password`."""
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": USER,
+        "sasl.password": password,
+    }
+
+
 def _login(password: str) -> tuple[str, ...]:
-    return (
-        "security.protocol=SASL_PLAINTEXT",
-        "sasl.mechanism=PLAIN",
-        f"sasl.username={USER}",
-        f"sasl.password={password}",
-    )
+    return tuple(f"{name}={value}" for name, value in sasl_login(password).items())
 
 
 REFUSALS = {
