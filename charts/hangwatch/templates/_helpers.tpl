@@ -80,7 +80,9 @@ app.kubernetes.io/component: operator
 - {{ . | quote }}
 {{- end }}
 {{- end }}
-{{- if .Values.operator.peering.enabled }}
+{{- if .Values.operator.sharding.enabled }}
+- --standalone
+{{- else if .Values.operator.peering.enabled }}
 - --peering
 - {{ .Values.operator.peering.name | quote }}
 {{- else }}
