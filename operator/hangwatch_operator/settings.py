@@ -179,7 +179,7 @@ class OperatorSettings:
     """Shards of the watched pods shared among replicas through Leases (`sharding`,
     `replica_leases`); 0 keeps one active replica (kopf peering, the others on standby).
     Above 0 every replica judges and remediates the pods of the shards it holds and kopf
-    peering is off. A few per replica you may run (the chart: 16), so that shards move
+    peering is off. Several per replica you may run (the chart: 32), so that shards move
     in small steps when a replica comes or goes."""
 
     lease_duration_seconds: int = 15
