@@ -161,3 +161,5 @@ async def remediate_policy(
             await stopped.wait(max(0.0, interval - (time.monotonic() - began)))
     finally:
         operator_metrics.forget_policy(watch.key)
+        if leases is not None:
+            leases.tally.pop(watch.key, None)

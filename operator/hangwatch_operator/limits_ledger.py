@@ -6,7 +6,7 @@ across pods and nodes (`maxActionsPerApplicationPerHour`, `podCooldownSeconds`,
 `maxConcurrent`, `maxCordonedNodes` and the operator's `max_cordoned_nodes`) must count
 every replica's operations, not one replica's memory. So, before a replica carries out
 a round's disruptive operations, it reads the ledger (the `hangwatch-limits` Lease),
-decides with the other replicas' entries merged into its history (`merged`), and adds
+decides with the ledger's entries merged into its history (`merged`), and adds
 its own (`appended`) with a replace conditional on the resourceVersion it read. Of two
 replicas deciding at once one write fails (HTTP 409) and that replica decides again
 from the ledger the other one wrote, so no operation is carried out that the limits,
@@ -106,18 +106,17 @@ def appended(
     return (*new, *entries)
 
 
-def merged(history: History, entries: Sequence[Entry], policy_key: str, replica: str) -> History:
-    """`history` with the entries of `policy_key` that other replicas wrote: what the
-    limits count, as if this replica had carried them out itself."""
+def merged(history: History, entries: Sequence[Entry], policy_key: str) -> History:
+    """`history` with the ledger's entries of `policy_key`: what the limits count, as if
+    this replica had carried them out itself. Its own entries too: a replica whose
+    container restarted keeps its name (the pod's) but not its memory. An operation then
+    shows twice (as remembered, and as entered, without its message); every limit counts
+    distinct pods or nodes, so a twin never counts twice."""
     known = set(history.records)  # merged in an earlier round (records are values)
-    others = [
-        e.record
-        for e in entries
-        if e.policy_key == policy_key and e.replica != replica and e.record not in known
-    ]
-    if not others:
+    found = [e.record for e in entries if e.policy_key == policy_key and e.record not in known]
+    if not found:
         return history
-    records = sorted((*others, *history.records), key=lambda r: -r.time)
+    records = sorted((*found, *history.records), key=lambda r: -r.time)
     return dataclasses.replace(history, records=tuple(records))
 
 

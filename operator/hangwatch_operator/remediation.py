@@ -17,7 +17,8 @@ With sharding (`Runtime.leases`, see `replica_leases`) the daemon hands a round 
 the pods of the shards this replica holds, and the round counts the other replicas in
 its limits: their tallies in the unhealthy share, and their operations from the
 `limits_ledger`, to which it adds its own with compare-and-swap before carrying them
-out (decided again on a conflict, at most `LEDGER_ATTEMPTS` times). Only the holder of
+out (decided again on a conflict, at most `LEDGER_ATTEMPTS` times; a ledger the API
+server does not read or write: nothing carried out that round). Only the holder of
 shard 0 writes the policy's status.
 """
 
@@ -150,9 +151,16 @@ class PolicyWatch:
             known = self.runtime.cordons.known(cordons, now)
             return self._plan_with(reports, policy, self.history, known, now, (0, 0)), True
         elsewhere = leases.tally_elsewhere(self.key)
+        plan = None
         for _ in range(LEDGER_ATTEMPTS):
-            entries, version = await leases.read_ledger()
-            history = limits_ledger.merged(self.history, entries, self.key, leases.identity)
+            try:
+                entries, version = await leases.read_ledger()
+            except KubeApiError as exc:  # no limits to count with: decide, carry out nothing
+                logging.getLogger(__name__).warning("Limits ledger not read: %s", exc)
+                known = self.runtime.cordons.known(cordons, now)
+                plan = self._plan_with(reports, policy, self.history, known, now, elsewhere)
+                return plan, not plan.to_carry_out
+            history = limits_ledger.merged(self.history, entries, self.key)
             pending = limits_ledger.pending_cordons(entries, now)
             known = self.runtime.cordons.known([*cordons, *pending], now)
             plan = self._plan_with(reports, policy, history, known, now, elsewhere)
@@ -163,8 +171,13 @@ class PolicyWatch:
             if not records:
                 return plan, True
             new = limits_ledger.appended(entries, self.key, leases.identity, records)
-            if await leases.write_ledger(new, version):
-                return plan, True
+            try:
+                if await leases.write_ledger(new, version):
+                    return plan, True
+            except KubeApiError as exc:
+                logging.getLogger(__name__).warning("Limits ledger not written: %s", exc)
+                return plan, False
+        assert plan is not None
         return plan, False
 
     def _plan_with(
@@ -189,7 +202,7 @@ class PolicyWatch:
 
     @staticmethod
     def _not_entered(plan: Plan) -> list[Decision]:
-        note = f"not carried out: the limits ledger changed {LEDGER_ATTEMPTS} times meanwhile"
+        note = "not carried out: not entered in the limits ledger (it changed or failed)"
         return [
             dataclasses.replace(d, outcome=Outcome.FAILED, note=note) for d in plan.to_carry_out
         ]

@@ -3,11 +3,13 @@
 Covers `sharding`'s Lease bodies (`lease_body` read back by `read_lease`, a spec
 without renewTime or duration is no Lease), the replicas' tallies (`encode_tally`,
 `decode_tally`, `summed`) and `live_replicas`; `limits_ledger` (entries written by
-`encode` read back by `decode`, older than an hour or beyond `LEDGER_MAX` dropped,
-`merged` adds only the other replicas' entries of the policy and only once,
-`pending_cordons` undone by a later uncordon); `decisions.assess_gates` with the other
-replicas' tallies: a storm no replica sees alone, and the rate limit of an application
-counting the restart another replica entered in the ledger.
+`encode` read back by `decode`, those older than an hour and dry runs left out;
+`merged` adds the ledger's entries of the policy once, its own replica's too: a
+restarted container keeps the name, not the memory; an operation both remembered and
+entered counts once; `pending_cordons` undone by a later uncordon);
+`decisions.assess_gates` with the other replicas' tallies: a storm no replica sees
+alone, and the rate limit of an application counting the restart another replica
+entered in the ledger.
 
 Hypothesis: any annotation text (tallies, ledger: anyone allowed to update Leases can
 write them) decodes without raising, to counts and records `decide` can use.
@@ -15,6 +17,7 @@ write them) decodes without raising, to counts and records `decide` can use.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from hypothesis import given
@@ -125,7 +128,7 @@ def test_the_ledger_keeps_an_hour_of_carried_out_operations() -> None:
     assert back[0].record.time == fresh.time
 
 
-def test_merged_adds_the_other_replicas_entries_once() -> None:
+def test_merged_adds_the_ledgers_entries_of_the_policy_once() -> None:
     ours = restart_record("e1", 60)
     theirs = restart_record("e2", 30)
     entries = (
@@ -133,13 +136,26 @@ def test_merged_adds_the_other_replicas_entries_once() -> None:
         Entry(KEY, "a", ours),
         Entry("jobs/other", "b", restart_record("e9", 5)),
     )
-    history = History(records=(ours,))
-    once = limits_ledger.merged(history, entries, KEY, "a")
+    once = limits_ledger.merged(History(records=(ours,)), entries, KEY)
     assert once.records == (theirs, ours)
     after = remember(
         once, current=[], reported=[], records=[], election_seen=False, faulty_nodes=(), now=NOW
     )
-    assert limits_ledger.merged(after, entries, KEY, "a").records == (theirs, ours)
+    assert limits_ledger.merged(after, entries, KEY).records == (theirs, ours)
+    # A replica restarted under the same name (its container) remembers nothing: its own
+    # entries count again.
+    assert limits_ledger.merged(History(), entries, KEY).records == (theirs, ours)
+
+
+def test_an_operation_remembered_and_entered_counts_once() -> None:
+    spec = {"safety": {"maxActionsPerApplicationPerHour": 2}}
+    remembered = dataclasses.replace(restart_record("e7", 60), message="restart done")
+    entered = (Entry(KEY, "a", restart_record("e7", 60)),)
+    history = limits_ledger.merged(History(records=(remembered,)), entered, KEY)
+    assert len(history.records) == 2
+    found = findings((pod("e1"), HUNG), *fleet(9, start=100))
+    restarts = [d for d in decide(found, policy(**spec), history, NOW) if d.operation == "restart"]
+    assert [d.outcome for d in restarts] == [Outcome.ACTED]  # e7 counted once: 1 of 2
 
 
 def test_a_pending_cordon_is_undone_by_a_later_uncordon() -> None:
@@ -172,7 +188,7 @@ def test_a_restart_another_replica_entered_counts_in_the_rate_limit() -> None:
     alone = [d for d in decide(found, policy(**spec), History(), NOW) if d.operation == "restart"]
     assert [d.outcome for d in alone] == [Outcome.ACTED]
     entries = (Entry(KEY, "b", restart_record("e7", 60)),)
-    history = limits_ledger.merged(History(), entries, KEY, "a")
+    history = limits_ledger.merged(History(), entries, KEY)
     shared = [d for d in decide(found, policy(**spec), history, NOW) if d.operation == "restart"]
     assert [(d.outcome, d.suppression) for d in shared] == [
         (Outcome.SUPPRESSED, Suppression.RATE_LIMIT)
