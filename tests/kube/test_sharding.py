@@ -14,10 +14,12 @@ loopback pod IP. Covered:
 - the limits hold across replicas: with `maxActionsPerApplicationPerHour: 2`, six hung
   pods of one application spread over the replicas' shards get exactly two deletions
   in all (the others suppressed by the rate limit, on whichever replica judges them);
-- a replica killed with SIGKILL: its shards are held by the two others within the
-  Lease's duration plus one renewal step (the time is printed), its pods are judged
-  again (watched pods add up to all again), and a pod of one of its former shards
-  that hangs afterwards is deleted by its new holder;
+- a replica killed with SIGKILL: its shards are held by the two others (the time is
+  printed; checked last, against the Lease's duration plus three renewal steps: the
+  bound is one step from the victim's last renewal, which precedes the kill by up to a
+  step, and the test polls), its pods are judged again (watched pods add up to all
+  again), and a pod of one of its former shards that hangs afterwards is deleted by
+  its new holder;
 - no pod is deleted twice (audit log) nor gets two HangwatchRestart Events.
 """
 
