@@ -128,8 +128,15 @@ class _Tally:
     per_application: Counter[str] = field(default_factory=Counter)
 
 
-def assess_gates(findings: Findings, policy: Policy, history: History, now: float) -> Gates:
-    """The policy-wide gates for this round."""
+def assess_gates(
+    findings: Findings,
+    policy: Policy,
+    history: History,
+    now: float,
+    elsewhere: tuple[int, int] = (0, 0),
+) -> Gates:
+    """The policy-wide gates for this round. `elsewhere`: (watched, unhealthy) pods of the
+    policy that other replicas judge (sharding), counted in the unhealthy share."""
     unreachable = findings.with_verdict(Verdict.CLUSTER_UNREACHABLE)
     cluster = None
     if findings.outage:
@@ -144,13 +151,13 @@ def assess_gates(findings: Findings, policy: Policy, history: History, now: floa
     elif history.last_election_ts is not None and now - history.last_election_ts < grace:
         ago = now - history.last_election_ts
         election = f"a leader election ended {ago:.0f} s ago (electionGraceSeconds {grace})"
-    watched = findings.watched
-    bad = sum(1 for f in watched if f.unhealthy)
+    watched = len(findings.watched) + elsewhere[0]
+    bad = sum(1 for f in findings.watched if f.unhealthy) + elsewhere[1]
     share = policy.safety.max_unhealthy_share
     storm = None
-    if bad >= STORM_MIN_PODS and bad > share * len(watched):
+    if bad >= STORM_MIN_PODS and bad > share * watched:
         storm = (
-            f"{bad} of {len(watched)} watched pods are unhealthy, more than "
+            f"{bad} of {watched} watched pods are unhealthy, more than "
             f"maxUnhealthyShare {share:g}: a shared cause, not a hang"
         )
     return Gates(cluster, election, storm)

@@ -8,7 +8,9 @@ operator's /metrics; `hangwatch_cordons` indexes nodes hangwatch cordoned;
 `remediate_policy` is a daemon per ProducerHealthPolicy that runs
 `remediation.PolicyWatch.round` once per probe interval until the policy is deleted or
 this replica stops leading (kopf peering pauses every handler of a standby replica),
-from the first complete list of the pods on.
+from the first complete list of the pods on. With sharding (`OperatorSettings.shards`
+above 0) start-up also starts `replica_leases.ReplicaLeases`, kopf peering is off, and
+each round gets only the pods of the shards this replica holds.
 Loaded together with `webhook` by `hangwatch operator` (`operator_cli`), or with
 `kopf run -m hangwatch_operator.webhook -m hangwatch_operator.handlers`.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +33,7 @@ from hangwatch_operator.pod_watch import PodWatch
 from hangwatch_operator.policies import GROUP, PLURAL, VERSION
 from hangwatch_operator.policy_watch import watch_plan
 from hangwatch_operator.remediation import PolicyWatch, Runtime
+from hangwatch_operator.replica_leases import ReplicaLeases
 from hangwatch_operator.settings import OperatorSettings, SettingsError
 from hangwatch_operator.watched import CORDONED_LABEL, CordonedNode, cordoned_node
 from hangwatch_operator.webhook import SETTINGS_KEY
@@ -49,6 +53,7 @@ class Started:
     runtime: Runtime
     metrics_server: Any | None
     pods: PodWatch
+    leases: ReplicaLeases | None
 
 
 def operator_settings(memo: kopf.Memo) -> OperatorSettings:
@@ -74,6 +79,18 @@ async def start_remediation(memo: kopf.Memo, settings: kopf.OperatorSettings, **
         return
     pods = PodWatch(await KubeApi.connect(), watch_plan(ours.watch_namespaces), ours.sidecar_port)
     pods.start()
+    leases = None
+    if ours.shards:
+        leases = ReplicaLeases(
+            await KubeApi.connect(),
+            ours.operator_namespace,
+            ours.replica_identity or socket.gethostname(),
+            ours.shards,
+            ours.lease_duration_seconds,
+            ours.lease_renew_seconds,
+        )
+        leases.start()
+        log.info("Sharding: %d shards, replica %s.", ours.shards, leases.identity)
     api = await KubeApi.connect()
     server = None
     if ours.metrics_port:
@@ -83,7 +100,7 @@ async def start_remediation(memo: kopf.Memo, settings: kopf.OperatorSettings, **
             registry=operator_metrics.REGISTRY,
         )
         log.info("Operator metrics on :%d/metrics.", ours.metrics_port)
-    memo[RUNTIME_KEY] = Started(Runtime(ours, api), server, pods)
+    memo[RUNTIME_KEY] = Started(Runtime(ours, api, leases=leases), server, pods, leases)
 
 
 @kopf.on.cleanup()
@@ -92,6 +109,9 @@ async def stop_remediation(memo: kopf.Memo, **_: Any) -> None:
     if not isinstance(started, Started):
         return
     await started.pods.stop()
+    if started.leases is not None:
+        await started.leases.stop()
+        await started.leases.api.close()
     await started.runtime.api.close()
     if started.metrics_server is not None:
         started.metrics_server.shutdown()
@@ -122,7 +142,9 @@ async def remediate_policy(
         raise kopf.TemporaryError("remediation runtime not started yet", delay=1)
     if not started.pods.ready.is_set():
         logger.info("Waiting for the first complete list of the labelled pods.")
-    while not started.pods.ready.is_set():  # never a round on half a list
+    leases = started.leases
+    while not started.pods.ready.is_set() or (leases is not None and not leases.ready.is_set()):
+        # never a round on half a list, nor before this replica knows its shards
         if stopped:
             return
         await stopped.wait(LIST_WAIT_STEP_SECONDS)
@@ -131,8 +153,13 @@ async def remediate_policy(
         while not stopped:
             began = time.monotonic()
             pods = started.pods.store.pods(watch.namespace, name)
+            if leases is not None:
+                owned = leases.owned()
+                pods = [pod for pod in pods if leases.judges(pod.uid, owned)]
             cordons = [node for store in hangwatch_cordons.values() for node in store]
             interval = await watch.round(body, pods, cordons, logger)
             await stopped.wait(max(0.0, interval - (time.monotonic() - began)))
     finally:
         operator_metrics.forget_policy(watch.key)
+        if leases is not None:
+            leases.tally.pop(watch.key, None)

@@ -193,13 +193,13 @@ def seed_history(status: Mapping[str, Any] | None, namespace: str) -> History:
     """History rebuilt from a policy's `status.recentActions` (newest first)."""
     records = []
     for raw in (status or {}).get("recentActions") or ():
-        record = _record_from_status(raw, namespace)
+        record = record_from_entry(raw, namespace)
         if record is not None:
             records.append(record)
     return History(records=tuple(records))
 
 
-def _record_from_status(raw: Any, namespace: str) -> ActionRecord | None:
+def record_from_entry(raw: Any, namespace: str) -> ActionRecord | None:
     if not isinstance(raw, Mapping):
         return None
     when = parse_time(raw.get("time"))

@@ -1,12 +1,13 @@
 """The few Kubernetes API calls the operator makes itself, on the official asyncio client.
 
 Used by `actuation` (delete pods, read and patch nodes), `remediation` (post Events,
-patch policy status), built once by `handlers` at start-up, from the in-cluster
-service account or, outside a cluster, the kubeconfig (the same sources kopf logs in
-with); and by `policy_watch` (list and watch ProducerHealthPolicies for the webhook,
-with a client of its own that `webhook` builds at start-up, which `namespace_levels`
-also uses to read a namespace's Pod Security labels) and by `pod_watch` (list and
-watch the pods the webhook labelled, for remediation, with a client of its own).
+patch policy status), `replica_leases` (list, create and replace Leases), built
+once by `handlers` at start-up, from the in-cluster service account or, outside a
+cluster, the kubeconfig (the same sources kopf logs in with); and by `policy_watch`
+(list and watch ProducerHealthPolicies for the webhook, with a client of its own that
+`webhook` builds at start-up, which `namespace_levels` also uses to read a
+namespace's Pod Security labels) and by `pod_watch` (list and watch the pods the
+webhook labelled, for remediation, with a client of its own).
 Responses are read as plain JSON, not as generated models, and every failure becomes
 `KubeApiError` with the HTTP status, so callers handle one exception type. Patches are
 JSON merge patches, which every API server and resource accepts. A watch yields the raw lines
@@ -48,6 +49,7 @@ class KubeApi:
         self._client = api_client
         self._core = client.CoreV1Api(api_client)
         self._custom = client.CustomObjectsApi(api_client)
+        self._coordination = client.CoordinationV1Api(api_client)
 
     @classmethod
     async def connect(cls, kubeconfig: str | None = None) -> KubeApi:
@@ -126,6 +128,33 @@ class KubeApi:
                 _request_timeout=REQUEST_TIMEOUT_SECONDS,
             )
         )
+
+    async def list_leases(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        """The Leases of `namespace` carrying `label_selector` (a few dozen: one page)."""
+        found = await self._json(
+            self._coordination.list_namespaced_lease_without_preload_content(
+                namespace, label_selector=label_selector, _request_timeout=REQUEST_TIMEOUT_SECONDS
+            )
+        )
+        items = found.get("items")
+        return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+    async def write_lease(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Create the Lease, or replace it if `body` carries the resourceVersion it was read
+        at (HTTP 409 when someone wrote it since, or created it first)."""
+        name = body["metadata"]["name"]
+        model = client.V1Lease.from_dict(body)
+        if model is None:
+            raise KubeApiError(0, "an empty Lease body")
+        if body["metadata"].get("resourceVersion"):
+            call = self._coordination.replace_namespaced_lease_without_preload_content(
+                name, namespace, model, _request_timeout=REQUEST_TIMEOUT_SECONDS
+            )
+        else:
+            call = self._coordination.create_namespaced_lease_without_preload_content(
+                namespace, model, _request_timeout=REQUEST_TIMEOUT_SECONDS
+            )
+        return await self._json(call)
 
     async def list_policies(
         self, namespace: str | None, limit: int, continue_token: str | None = None

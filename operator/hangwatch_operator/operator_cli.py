@@ -14,6 +14,11 @@ admission webhook, each with its own list and watch of the policies (`policy_wat
 which peering does not pause), covering the namespaces given here
 (`OperatorSettings.watch_namespaces`). `--standalone` switches peering off (one
 replica, local runs).
+
+Past one replica: with `HANGWATCH_OPERATOR_SHARDS` above 0 (the chart's
+`operator.sharding.enabled`) peering is off and every replica judges and remediates
+the pods of the shards whose Lease it holds (`replica_leases`); `--peering` is then
+refused.
 """
 
 from __future__ import annotations
@@ -89,12 +94,18 @@ def run(args: argparse.Namespace) -> int:
     memo = kopf.Memo()
     memo["hangwatch_settings"] = settings
     namespaces = args.namespaces or ()
+    if settings.shards and args.peering:
+        raise UsageError(
+            "--peering with sharding (HANGWATCH_OPERATOR_SHARDS above 0): every replica "
+            "acts on the shards it holds; leave peering out"
+        )
+    standalone = bool(args.standalone or settings.shards)
     kopf.run(
         clusterwide=not namespaces,
         namespaces=namespaces,
-        standalone=True if args.standalone else None,
+        standalone=True if standalone else None,
         peering_name=args.peering,
-        priority=peering_priority(args.priority, peering=not args.standalone),
+        priority=peering_priority(args.priority, peering=not standalone),
         liveness_endpoint=liveness,
         memo=memo,
     )

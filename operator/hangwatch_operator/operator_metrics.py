@@ -105,6 +105,12 @@ POD_WATCH_UP = Gauge(
     "and is retried (remediation keeps judging the pods it had).",
     registry=REGISTRY,
 )
+SHARDS_HELD = Gauge(
+    "hangwatch_operator_shards_held",
+    "Shards of the watched pods this replica holds the Lease of and judges (with "
+    "sharding; 0 without it, or while it holds none).",
+    registry=REGISTRY,
+)
 CORDONED_NODES = Gauge(
     "hangwatch_operator_cordoned_nodes",
     "Nodes currently cordoned by hangwatch (label hangwatch.dev/cordoned).",

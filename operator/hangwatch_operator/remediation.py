@@ -12,17 +12,27 @@ and the metrics. The demo drives the same two pure halves (`hangwatch_demo`).
 `Runtime.cordons` is the operator-wide ledger of cordons the node index may not show
 yet: a round reserves its cordons before its first await, so two policies deciding
 at once never exceed the operator's cap between them.
+
+With sharding (`Runtime.leases`, see `replica_leases`) the daemon hands a round only
+the pods of the shards this replica holds, and the round counts the other replicas in
+its limits: their tallies in the unhealthy share, and their operations from the
+`limits_ledger`, to which it adds its own with compare-and-swap before carrying them
+out (decided again on a conflict, at most `LEDGER_ATTEMPTS` times; a ledger the API
+server does not read or write: nothing carried out that round). Only the holder of
+shard 0 writes the policy's status.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hangwatch_operator import limits_ledger
 from hangwatch_operator import operator_metrics as metrics
 from hangwatch_operator.actuation import carry_out
 from hangwatch_operator.decisions import Decision
@@ -35,7 +45,9 @@ from hangwatch_operator.policies import (
     parse_policy,
     stale_after_seconds,
 )
+from hangwatch_operator.replica_leases import ReplicaLeases
 from hangwatch_operator.reporting import (
+    action_record,
     build_status,
     decision_message,
     event_body,
@@ -49,6 +61,9 @@ from hangwatch_operator.watched import CordonedNode, WatchedPod, injection_probl
 
 INVALID_RETRY_SECONDS = 30.0
 """How often an invalid policy is re-read (it changes only when someone edits it)."""
+LEDGER_ATTEMPTS = 3
+"""Tries to add a round's operations to the limits ledger before the round carries out
+none of them (each conflict means another replica just wrote it: decide again)."""
 
 Logger = logging.Logger | logging.LoggerAdapter[Any]
 
@@ -60,6 +75,8 @@ class Runtime:
     settings: OperatorSettings
     api: KubeApi
     cordons: CordonLedger = field(default_factory=CordonLedger)
+    leases: ReplicaLeases | None = None
+    """This replica's shards and the shared limits; None without sharding."""
 
 
 class PolicyWatch:
@@ -96,20 +113,12 @@ class PolicyWatch:
         reports = await self._poll(policy, watched)
         now = time.time()
         ledger = self.runtime.cordons
-        known = ledger.known(cordons, now)
-        plan = plan_round(
-            reports,
-            policy,
-            self.history,
-            now,
-            policy_key=self.key,
-            cordons=known,
-            settings=self.runtime.settings,
-        )
+        plan, entered = await self._plan(reports, policy, cordons, now)
         for decision in plan.to_carry_out:  # reserved before the first await
             if decision.operation is Operation.CORDON_NODE and decision.node:
                 ledger.reserve(decision.node, self.key, now)
-        settled = settle_round(plan, await self._carry_out(plan, logger))
+        done = await self._carry_out(plan, logger) if entered else self._not_entered(plan)
+        settled = settle_round(plan, done)
         await self._post(settled.events, now)
         self.history = settled.history
         metrics.measure_round(self.key, plan, settled, len(ledger.known(cordons, now)))
@@ -123,8 +132,80 @@ class PolicyWatch:
             now=now,
             ignored=len(self.ignored),
         )
-        await self._write_status(status)
+        leases = self.runtime.leases
+        if leases is None or 0 in leases.owned():
+            await self._write_status(status)
         return float(policy.probes.probe_interval_seconds)
+
+    async def _plan(
+        self,
+        reports: Sequence[PodReport],
+        policy: Policy,
+        cordons: Sequence[CordonedNode],
+        now: float,
+    ) -> tuple[Plan, bool]:
+        """The round's plan, with the other replicas counted (sharding), and whether its
+        operations are in the limits ledger (always, without sharding)."""
+        leases = self.runtime.leases
+        if leases is None:
+            known = self.runtime.cordons.known(cordons, now)
+            return self._plan_with(reports, policy, self.history, known, now, (0, 0)), True
+        elsewhere = leases.tally_elsewhere(self.key)
+        plan = None
+        for _ in range(LEDGER_ATTEMPTS):
+            try:
+                entries, version = await leases.read_ledger()
+            except KubeApiError as exc:  # no limits to count with: decide, carry out nothing
+                logging.getLogger(__name__).warning("Limits ledger not read: %s", exc)
+                known = self.runtime.cordons.known(cordons, now)
+                plan = self._plan_with(reports, policy, self.history, known, now, elsewhere)
+                return plan, not plan.to_carry_out
+            history = limits_ledger.merged(self.history, entries, self.key)
+            pending = limits_ledger.pending_cordons(entries, now)
+            known = self.runtime.cordons.known([*cordons, *pending], now)
+            plan = self._plan_with(reports, policy, history, known, now, elsewhere)
+            findings = plan.findings
+            unhealthy = sum(1 for f in findings.watched if f.unhealthy)
+            leases.tally[self.key] = (len(findings.watched), unhealthy)
+            records = [action_record(d, "", now) for d in plan.to_carry_out]
+            if not records:
+                return plan, True
+            new = limits_ledger.appended(entries, self.key, leases.identity, records)
+            try:
+                if await leases.write_ledger(new, version):
+                    return plan, True
+            except KubeApiError as exc:
+                logging.getLogger(__name__).warning("Limits ledger not written: %s", exc)
+                return plan, False
+        assert plan is not None
+        return plan, False
+
+    def _plan_with(
+        self,
+        reports: Sequence[PodReport],
+        policy: Policy,
+        history: History,
+        cordons: Sequence[CordonedNode],
+        now: float,
+        elsewhere: tuple[int, int],
+    ) -> Plan:
+        return plan_round(
+            reports,
+            policy,
+            history,
+            now,
+            policy_key=self.key,
+            cordons=cordons,
+            settings=self.runtime.settings,
+            elsewhere=elsewhere,
+        )
+
+    @staticmethod
+    def _not_entered(plan: Plan) -> list[Decision]:
+        note = "not carried out: not entered in the limits ledger (it changed or failed)"
+        return [
+            dataclasses.replace(d, outcome=Outcome.FAILED, note=note) for d in plan.to_carry_out
+        ]
 
     def _watched(
         self, policy: Policy, pods: Sequence[WatchedPod], logger: Logger
@@ -159,8 +240,18 @@ class PolicyWatch:
     async def _carry_out(self, plan: Plan, logger: Logger) -> list[Decision]:
         """Each decision of the plan to carry out, one after the other, as it ended."""
         settings = self.runtime.settings
+        leases = self.runtime.leases
         done = []
         for planned in plan.to_carry_out:
+            pod = planned.pod
+            if (
+                leases is not None
+                and pod is not None
+                and not leases.judges(pod.uid, leases.owned())
+            ):
+                note = "not carried out: this replica no longer holds the pod's shard"
+                done.append(dataclasses.replace(planned, outcome=Outcome.FAILED, note=note))
+                continue
             decision = await carry_out(
                 planned,
                 self.runtime.api,

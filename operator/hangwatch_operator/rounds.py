@@ -119,11 +119,13 @@ def plan_round(
     policy_key: str,
     cordons: Sequence[CordonedNode] = (),
     settings: OperatorSettings | None = None,
+    elsewhere: tuple[int, int] = (0, 0),
 ) -> Plan:
     """The first half of a round (see the module docstring).
 
     `reports` has one entry per pod the policy watches (terminating ones unpolled);
-    `cordons` every node hangwatch holds cordoned, whichever policy did it.
+    `cordons` every node hangwatch holds cordoned, whichever policy did it;
+    `elsewhere` the (watched, unhealthy) pods of the policy other replicas judge.
     """
     settings = settings or OperatorSettings()
     policy = effective_policy(policy, settings)
@@ -131,7 +133,7 @@ def plan_round(
     ours = {c.name: c.since for c in cordons if c.policy_key == policy_key}
     others = [c.name for c in cordons if c.policy_key != policy_key]
     history = with_cordons(history, ours, others, now)
-    gates = assess_gates(findings, policy, history, now)
+    gates = assess_gates(findings, policy, history, now, elsewhere)
     decisions = decide(
         findings,
         policy,

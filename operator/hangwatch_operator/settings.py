@@ -27,6 +27,8 @@ ENV_PREFIX = "HANGWATCH_OPERATOR_"
 MAX_CORDONED_NODES_LIMIT = 1000
 """Upper bound of `max_cordoned_nodes`: beyond it a cap would not be one."""
 """`sidecar_image` is read from `HANGWATCH_OPERATOR_SIDECAR_IMAGE`, and so on."""
+MAX_SHARDS = 1024
+"""Upper bound of `shards`: each is a Lease renewed every few seconds."""
 
 
 class InjectionMode(StrEnum):
@@ -173,6 +175,26 @@ class OperatorSettings:
     verdict can cost. The chart sets 0 unless `operator.nodeCordoning.enabled`, so the
     operator never tries what its RBAC forbids."""
 
+    shards: int = 0
+    """Shards of the watched pods shared among replicas through Leases (`sharding`,
+    `replica_leases`); 0 keeps one active replica (kopf peering, the others on standby).
+    Above 0 every replica judges and remediates the pods of the shards it holds and kopf
+    peering is off. Several per replica you may run (the chart: 32), so that shards move
+    in small steps when a replica comes or goes."""
+
+    lease_duration_seconds: int = 15
+    """How long a shard's Lease is good for after its last renewal: a dead replica's
+    pods are judged again at most this plus `lease_renew_seconds` plus one probe
+    interval later. Kubernetes' own leader election uses 15 s."""
+
+    lease_renew_seconds: float = 5.0
+    """How often a replica renews its Leases and takes free ones; must leave the Lease's
+    duration minus `sharding.CLOCK_MARGIN_SECONDS` for one missed renewal."""
+
+    replica_identity: str = ""
+    """This replica's name in the Leases (the chart: the pod's name); empty: the host
+    name."""
+
     def __post_init__(self) -> None:
         for name in ("sidecar_port", "webhook_port"):
             if not 1 <= getattr(self, name) <= 65535:
@@ -194,6 +216,13 @@ class OperatorSettings:
             raise SettingsError("webhook_failure_policy must be Ignore or Fail")
         if not all(isinstance(ns, str) and ns.strip() for ns in self.watch_namespaces):
             raise SettingsError("watch_namespaces must be non-empty names or patterns")
+        if not 0 <= self.shards <= MAX_SHARDS:
+            raise SettingsError(f"shards must be 0..{MAX_SHARDS}, got {self.shards}")
+        if not 0 < 2 * self.lease_renew_seconds <= self.lease_duration_seconds - 2:
+            raise SettingsError(
+                "lease_renew_seconds must be above 0 and at most half of "
+                "lease_duration_seconds minus 2 s (the clock margin)"
+            )
         if not self.telemetry_dir.startswith("/"):
             raise SettingsError(f"telemetry_dir must be absolute, got {self.telemetry_dir!r}")
 

@@ -1,7 +1,7 @@
 """Shards of the watched pods among operator replicas, owned through Leases: pure rules.
 
-Not wired into the operator yet (one replica leads through kopf peering today); these
-are the rules the replicas are to follow, tested on their own (tests/operator/
+Wired by `replica_leases` (the I/O: list, create and replace the Leases) when the
+operator's `shards` setting is above 0; tested on their own (tests/operator/
 test_sharding.py), so that the I/O around them stays thin:
 
 - A pod belongs to shard `shard_of(uid, shards)`: a stable hash of its uid, so every
@@ -23,17 +23,35 @@ test_sharding.py), so that the I/O around them stays thin:
   therefore judged again at most one Lease duration plus one renewal step plus one
   poll interval after its last renewal.
 
+- Which replicas are live: each replica renews a Lease of its own
+  (`member_lease_name`) every step; one not renewed for its duration is gone
+  (`live_replicas`). The same Lease carries the replica's tally per policy (pods it
+  judged, unhealthy ones: `encode_tally`), which the others add to theirs, so the
+  unhealthy share is the cluster's, not one replica's.
+- Leases are read from and written as API bodies with `read_lease` and `lease_body`.
+
 Pure: times come in as arguments; nothing reads the cluster or the clock.
 """
 
 from __future__ import annotations
 
+import datetime
 import enum
 import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from hangwatch_operator.watched import parse_time
 
 LEASE_PREFIX = "hangwatch-shard-"
+MEMBER_PREFIX = "hangwatch-replica-"
+LEASE_LABEL = "hangwatch.dev/lease"
+"""Label of every Lease hangwatch's replicas use; its value is one of `LeaseKind`."""
+TALLY_ANNOTATION = "hangwatch.dev/tally"
+"""On a replica's own Lease: `{"<namespace>/<policy>": [judged, unhealthy]}`."""
+TALLY_MAX_POLICIES = 1000
 CLOCK_MARGIN_SECONDS = 2.0
 """A holder stops trusting its Lease this long before it expires, so clocks that
 differ by less between replicas never let two replicas judge one shard at once."""
@@ -49,6 +67,18 @@ def shard_of(uid: str, shards: int) -> int:
 
 def lease_name(shard: int) -> str:
     return f"{LEASE_PREFIX}{shard}"
+
+
+def member_lease_name(identity: str) -> str:
+    return f"{MEMBER_PREFIX}{identity}"
+
+
+class LeaseKind(enum.StrEnum):
+    SHARD = "shard"
+    REPLICA = "replica"
+    LIMITS = "limits"
+    """The one Lease whose annotation is the cluster-wide ledger of disruptive
+    operations (`limits_ledger`); never held, only updated with compare-and-swap."""
 
 
 def preferred_holder(shard: int, replicas: Iterable[str]) -> str | None:
@@ -119,3 +149,97 @@ def plan_leases(
 def owned(identity: str, leases: Mapping[int, Lease], now: float) -> frozenset[int]:
     """The shards `identity` may judge at `now`."""
     return frozenset(shard for shard, lease in leases.items() if holds(identity, lease, now))
+
+
+def read_lease(body: Any) -> Lease | None:
+    """A Lease from its API body; None when its spec is not one hangwatch can trust
+    (no renewTime or duration: free for the taking, as an expired one)."""
+    spec = body.get("spec") if isinstance(body, Mapping) else None
+    if not isinstance(spec, Mapping):
+        return None
+    renewed = parse_time(spec.get("renewTime"))
+    duration = spec.get("leaseDurationSeconds")
+    holder = spec.get("holderIdentity") or ""
+    if renewed is None or not isinstance(duration, int) or not isinstance(holder, str):
+        return None
+    return Lease(holder, renewed, float(duration))
+
+
+def microtime(seconds: float) -> str:
+    """A Lease's MicroTime (RFC 3339, microseconds, UTC)."""
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def lease_body(
+    name: str,
+    kind: LeaseKind,
+    holder: str,
+    now: float,
+    duration: int,
+    *,
+    resource_version: str | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The body to create a Lease, or with `resource_version` to replace it only if no one
+    wrote it since it was read (the API server answers 409 otherwise)."""
+    metadata: dict[str, Any] = {"name": name, "labels": {LEASE_LABEL: str(kind)}}
+    if resource_version is not None:
+        metadata["resourceVersion"] = resource_version
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    spec: dict[str, Any] = {"leaseDurationSeconds": duration, "renewTime": microtime(now)}
+    spec["holderIdentity"] = holder
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": metadata,
+        "spec": spec,
+    }
+
+
+def live_replicas(members: Mapping[str, Lease], now: float) -> frozenset[str]:
+    """The replicas whose own Lease is not expired (`members`: identity -> its Lease)."""
+    return frozenset(identity for identity, lease in members.items() if not lease.free(now))
+
+
+Tally = tuple[int, int]
+"""(pods judged, of which unhealthy) of one policy by one replica."""
+
+
+def encode_tally(tallies: Mapping[str, Tally]) -> str:
+    return json.dumps(
+        {key: list(value) for key, value in sorted(tallies.items())}, separators=(",", ":")
+    )
+
+
+def decode_tally(text: object) -> dict[str, Tally]:
+    """A replica's published tally; anything malformed is left out (never raises)."""
+    if not isinstance(text, str):
+        return {}
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    tallies: dict[str, Tally] = {}
+    for key, value in list(raw.items())[:TALLY_MAX_POLICIES]:
+        if (
+            isinstance(value, list)
+            and len(value) == 2
+            and all(type(v) is int and v >= 0 for v in value)
+            and value[1] <= value[0]
+        ):
+            tallies[key] = (value[0], value[1])
+    return tallies
+
+
+def summed(tallies: Iterable[Mapping[str, Tally]], policy_key: str) -> Tally:
+    """Pods judged and unhealthy for `policy_key` over `tallies`."""
+    judged = unhealthy = 0
+    for tally in tallies:
+        found = tally.get(policy_key, (0, 0))
+        judged += found[0]
+        unhealthy += found[1]
+    return judged, unhealthy

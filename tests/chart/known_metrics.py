@@ -70,6 +70,7 @@ OPERATOR_METRICS = [
     "hangwatch_operator_webhook_policies",
     "hangwatch_operator_webhook_policy_watch_up",
     "hangwatch_operator_pod_watch_up",
+    "hangwatch_operator_shards_held",
     "hangwatch_operator_cordoned_nodes",
     "hangwatch_operator_poll_rounds_total",
 ]

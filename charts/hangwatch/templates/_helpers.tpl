@@ -70,6 +70,11 @@ app.kubernetes.io/component: operator
 {{- end -}}
 
 {{/* The operator's container arguments (`hangwatch operator ...`). */}}
+{{/* "true" when kopf peering is on: asked for, and not replaced by sharding. */}}
+{{- define "hangwatch.operator.peering" -}}
+{{- if and .Values.operator.peering.enabled (not .Values.operator.sharding.enabled) }}true{{- end }}
+{{- end -}}
+
 {{- define "hangwatch.operator.args" -}}
 - operator
 {{- if include "hangwatch.operator.clusterWide" . }}
@@ -80,7 +85,7 @@ app.kubernetes.io/component: operator
 - {{ . | quote }}
 {{- end }}
 {{- end }}
-{{- if .Values.operator.peering.enabled }}
+{{- if include "hangwatch.operator.peering" . }}
 - --peering
 - {{ .Values.operator.peering.name | quote }}
 {{- else }}
