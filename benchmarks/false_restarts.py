@@ -15,10 +15,21 @@ unanswered after an election (the broker's, `broker_degraded`, until the produce
 request timeout has passed; the client usually gives it up first) - with the seconds
 from fault to verdict.
 
+Part 3 (refusals): writes the cluster refuses for a reason a restart cannot clear, on
+the lab's real Apache Kafka (`hangwatch_testing.clients.refusals`: a topic whose
+max.message.bytes is 200 written with 1 KiB records, a topic that does not exist with
+automatic creation off, ...), by each producer kind of `--refusal-producers` (the
+wrapper, a plain confluent-kafka producer, Spark's own Kafka sink), a real sidecar
+process watching with the same probe interval and stall threshold until 3 stall periods
+past the producer's first error. A refusal the sidecar calls `producer_hung` or
+`metadata_stale` (pod or producer verdict: the verdicts whose policy default is a
+restart) is a false restart: the next executor meets the same refusal.
+
     python benchmarks/false_restarts.py [--minutes 10] [--timing policy|demo]
         [--producers plain,wrapper] [--no-hangs | --hangs NAME,...]
+        [--refusals too-large,unknown-topic] [--refusal-producers wrapper,confluent-kafka,spark]
 
-`--producers ''` runs no soak (only the hang rows).
+`--producers ''` runs no soak (only the hang rows), `--refusals ''` no refusal rows.
 """
 
 from __future__ import annotations
@@ -49,7 +60,18 @@ from hangwatch_demo.scenarios import (
 from hangwatch_demo.spark_cluster import local_spark_cluster
 from hangwatch_demo.spark_tasks import Pause
 from hangwatch_producer.settings import ProducerSettings
+from hangwatch_testing.clients.refusals import (
+    ALL_KINDS,
+    REFUSALS,
+    RESTART_CLASS,
+    Watched,
+    refusals_lab,
+    watch_refusal,
+)
+from hangwatch_testing.clients.runs import SidecarTiming
 
+REFUSED = ("too-large", "unknown-topic")
+"""The refusal rows run by default (of `REFUSALS` but the quota, which is no refusal)."""
 HANGS = ("plain-s4-blocked-callback", "s4-blocked-io-thread", "plain-s2-stuck-after-election")
 ELECTION_SECONDS = 1.5
 ELECTION_EVERY = (90.0, 150.0)
@@ -123,7 +145,54 @@ def _alerts(row: DemoRow) -> Counter[str]:
     return Counter(c.split(" ", 1)[1] for _, c in row.changes if not c.endswith(" healthy"))
 
 
-def main() -> int:
+def refusal_rows(refusals: list[str], kinds: list[str], timing: Timing) -> list[Watched]:
+    """Part 3: each refusal by each producer kind on one refusals lab (module docstring)."""
+    sidecar = SidecarTiming(
+        probe_interval_seconds=timing.probe_interval_seconds,
+        stall_seconds=timing.stall_seconds,
+        connect_timeout_ms=timing.connect_timeout_ms,
+        request_timeout_ms=timing.request_timeout_ms,
+        hysteresis_intervals=timing.hysteresis_intervals,
+    )
+    rows = []
+    with refusals_lab() as lab:
+        for refusal in refusals:
+            for kind in kinds:
+                print(f"refusal: {refusal} by {kind}", file=sys.stderr, flush=True)
+                seen = watch_refusal(
+                    lab,
+                    REFUSALS[refusal],
+                    kind,
+                    timing=sidecar,
+                    after_error_seconds=3 * timing.stall_seconds,
+                    error_timeout_seconds=None if kind == "spark" else 90.0,
+                )
+                print(f"      {seen.describe()}", file=sys.stderr, flush=True)
+                rows.append(seen)
+    return rows
+
+
+def _print_refusals(rows: list[Watched]) -> int:
+    """The refusal table; the number of rows with a restart-class verdict."""
+    print("\nrefusal        producer         error met  verdicts (in order; producer verdicts)")
+    false = 0
+    for row in rows:
+        verdicts = [v for _, v, _ in row.changes]
+        restart = bool(row.verdicts & RESTART_CLASS)
+        false += restart
+        met = "-" if row.first_error_seconds is None else f"{row.first_error_seconds:.1f} s"
+        mark = "  FALSE RESTART" if restart else ""
+        print(
+            f"{row.refusal:<14} {row.producer:<16} {met:>9}  {' > '.join(verdicts)}; "
+            f"{sorted(row.producer_verdicts)}{mark}"
+        )
+        named = [r for _, v, rs in row.changes if v == "writes_rejected" for r in rs[:1]]
+        if named:
+            print(f"  writes_rejected: {named[0][:200]}")
+    return false
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--timing", choices=("policy", "demo"), default="policy")
@@ -143,7 +212,30 @@ def main() -> int:
     parser.add_argument(
         "--keep", type=Path, help="keep each row's sidecar logs and status there (a new directory)"
     )
+    parser.add_argument(
+        "--refusals",
+        default=",".join(REFUSED),
+        help=f"refusal rows to run (of {', '.join(r for r in REFUSALS if r != 'quota')}); "
+        "empty: none",
+    )
+    parser.add_argument(
+        "--refusal-producers",
+        default=",".join(ALL_KINDS),
+        help=f"producer kinds of the refusal rows (of {', '.join(ALL_KINDS)})",
+    )
+    return parser
+
+
+def main() -> int:
+    parser = _parser()
     args = parser.parse_args()
+    refusals = [r for r in args.refusals.split(",") if r]
+    refusal_kinds = [k for k in args.refusal_producers.split(",") if k]
+    wrong = sorted(set(refusals) - (set(REFUSALS) - {"quota"})) + sorted(
+        set(refusal_kinds) - set(ALL_KINDS)
+    )
+    if wrong:
+        parser.error(f"unknown refusal rows or producer kinds: {', '.join(wrong)}")
     producers = [p for p in args.producers.split(",") if p]
     chosen = [] if args.no_hangs else [h for h in args.hangs.split(",") if h]
     unknown = sorted(set(chosen) - set(HANGS))
@@ -168,17 +260,19 @@ def main() -> int:
     say = lambda m: print(f"      {m}", file=sys.stderr, flush=True)  # noqa: E731
     soaks: list[DemoRow] = []
     hangs: list[DemoRow] = []
-    with (
-        tempfile.TemporaryDirectory(prefix="hangwatch-soak-") as root,
-        local_spark_cluster(Path(root), say) as cluster,
-    ):
-        for producer in producers:
-            scenario = soak(producer, args.minutes, timing)
-            print(f"soak: {scenario.fault}", file=sys.stderr, flush=True)
-            soaks.append(run_demo_scenario(scenario, timing, cluster, say, args.keep))
-        for name in chosen:
-            print(f"hang: {name}", file=sys.stderr, flush=True)
-            hangs.append(run_demo_scenario(SCENARIOS[name], timing, cluster, say, args.keep))
+    refused = refusal_rows(refusals, refusal_kinds, timing) if refusals else []
+    if producers or chosen:  # the demo's Spark application only when a row needs it
+        with (
+            tempfile.TemporaryDirectory(prefix="hangwatch-soak-") as root,
+            local_spark_cluster(Path(root), say) as cluster,
+        ):
+            for producer in producers:
+                scenario = soak(producer, args.minutes, timing)
+                print(f"soak: {scenario.fault}", file=sys.stderr, flush=True)
+                soaks.append(run_demo_scenario(scenario, timing, cluster, say, args.keep))
+            for name in chosen:
+                print(f"hang: {name}", file=sys.stderr, flush=True)
+                hangs.append(run_demo_scenario(SCENARIOS[name], timing, cluster, say, args.keep))
     print("\nsoak                 minutes  restarts  alerts (verdict changes away from healthy)")
     for row in soaks:
         alerts = ", ".join(f"{v} x{n}" for v, n in sorted(_alerts(row).items())) or "none"
@@ -194,6 +288,8 @@ def main() -> int:
             for problem in row.problems:
                 print(f"  problem: {problem}")
     restarts = sum(r.restarts for r in soaks)
+    if refused:
+        restarts += _print_refusals(refused)
     print(f"\nfalse restarts: {restarts} (target 0)")
     return 0 if restarts == 0 else 1
 

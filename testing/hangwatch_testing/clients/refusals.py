@@ -8,19 +8,28 @@ write one topic and no other (StandardAuthorizer), and a `producer_byte_rate` qu
 one client id per producer kind (a quota's accounting is per client id: a producer
 sharing one would inherit the throttle the one before it earned). `watch_refusal` runs
 one producer through one `Refusal` - the hangwatch wrapper with its telemetry
-(`hangwatch_demo.workload`) or a plain confluent-kafka producer (`plain_producer`, no
-telemetry) - next to a real `hangwatch sidecar` process probing the topic the producer
-writes, its socket view narrowed to the producer's process, and records every verdict
-change with its reasons from the start, the sidecar's last /status, and what the
-producer itself reported (its errors, throttles, deliveries). The watch runs until
+(`hangwatch_demo.workload`), a plain confluent-kafka producer (`plain_producer`, no
+telemetry) or Spark's own Kafka sink (`spark_producer`: a real `local-cluster` job
+writing with `df.write.format("kafka")` from its executor JVM; `java_settings` spells the
+refusal's properties for the Java client) - next to a real `hangwatch sidecar` process
+probing the topic the producer writes, its socket view narrowed to the producer's
+process (for Spark: the executor JVM, and Spark's view of that executor through the
+driver's REST API, as the webhook sets it up), and records every verdict change with its
+reasons from the start, the sidecar's last /status, and what the producer itself
+reported (its errors, throttles, deliveries; for Spark each failed task attempt's
+exception as the driver reports it). The watch runs until
 `after_error_seconds` past the producer's first error (at least 3 stall periods: long
-enough for any stall rule to fire), or, for the quota, for `quota_watch_seconds`.
+enough for any stall rule to fire), or, for the quota, until `quota_watch_seconds` past the
+first throttle the producer reports.
 Everything stops on every path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,8 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from hangwatch_demo.harness import stop_process, telemetry_docs
+from hangwatch_demo.scenarios import Timing
 from hangwatch_lab import Lab
 from hangwatch_testing.clients.runs import SidecarProcess, SidecarTiming
+from hangwatch_testing.waiting import wait_for
 
 USER, PASSWORD = "writer", "writer-secret"
 """The lab's SASL user (a test credential of a throwaway lab)."""
@@ -42,6 +53,14 @@ SMALL_LIMIT = 200
 QUOTA_CLIENT = "slow"
 QUOTA_BYTES_PER_SECOND = 2048
 PRODUCER_KINDS = ("wrapper", "confluent-kafka")
+"""The librdkafka producers, each its own process."""
+SPARK = "spark"
+"""Spark's own Kafka sink (`spark-sql-kafka-0-10`, the Java client) on a real executor."""
+ALL_KINDS = (*PRODUCER_KINDS, SPARK)
+SPARK_READY_SECONDS = 300.0
+"""How long a Spark producer may take to start its JVMs and register its executor."""
+SPARK_STOP_SECONDS = 60.0
+"""How long a Spark producer may take to cancel its job and stop its JVMs on SIGTERM."""
 RESTART_CLASS = frozenset({"producer_hung", "metadata_stale"})
 """The verdicts whose policy default is a restart."""
 
@@ -62,6 +81,13 @@ class Refusal:
     value_bytes: int = 0
     rate: float = 50.0
     message_timeout_ms: int = 10_000
+    java: str = ""
+    """What the Java client's exception says (Spark's sink), or "" (the quota)."""
+    spark_named: str = ""
+    """What the sidecar must name for Spark's sink: the exception its failed task attempts
+    carry, or Kafka's name of the error when no exception names it."""
+    rows: int = 20
+    """Rows of each of Spark's writes (one partition, one task)."""
 
 
 def sasl_login(password: str = PASSWORD) -> dict[str, str]:
@@ -81,15 +107,45 @@ def _login(password: str) -> tuple[str, ...]:
 REFUSALS = {
     r.id: r
     for r in (
-        Refusal("too-large", "small", "MSG_SIZE_TOO_LARGE", value_bytes=1024),
         Refusal(
-            "not-authorized", "closed", "TOPIC_AUTHORIZATION_FAILED", _login(PASSWORD), sasl=True
+            "too-large",
+            "small",
+            "MSG_SIZE_TOO_LARGE",
+            value_bytes=1024,
+            java="RecordTooLargeException",
+            spark_named="RecordTooLargeException",
         ),
-        Refusal("login-failed", "open", "_AUTHENTICATION", _login("wrong"), sasl=True),
+        Refusal(
+            "not-authorized",
+            "closed",
+            "TOPIC_AUTHORIZATION_FAILED",
+            _login(PASSWORD),
+            sasl=True,
+            java="TopicAuthorizationException",
+            spark_named="TopicAuthorizationException",
+        ),
+        Refusal(
+            "login-failed",
+            "open",
+            "_AUTHENTICATION",
+            _login("wrong"),
+            sasl=True,
+            java="SaslAuthenticationException",
+            spark_named="SaslAuthenticationException",
+        ),
         # librdkafka fails a message to a topic that does not exist after
         # topic.metadata.propagation.max.ms (30 s, its default), when its own timeout
         # is longer (with a shorter one it is _MSG_TIMED_OUT, no cause named)
-        Refusal("unknown-topic", "absent", "UNKNOWN_TOPIC", message_timeout_ms=60_000),
+        # The Java client (Spark's sink) waits max.block.ms (60 s, its default) for the
+        # topic's metadata, then fails the send with a TimeoutException naming no cause
+        Refusal(
+            "unknown-topic",
+            "absent",
+            "UNKNOWN_TOPIC",
+            message_timeout_ms=60_000,
+            java="not present in metadata",
+            spark_named="UNKNOWN_TOPIC",
+        ),
         Refusal(
             "quota",
             "open",
@@ -98,6 +154,7 @@ REFUSALS = {
             value_bytes=200,
             rate=40.0,
             message_timeout_ms=300_000,
+            rows=100,
         ),
     )
 }
@@ -115,7 +172,7 @@ def refusals_lab() -> Iterator[Lab]:
         sasl_users={USER: PASSWORD},
     ) as lab:
         lab.grant(USER, "open")
-        for kind in PRODUCER_KINDS:  # one client id each: a quota's window is per client id
+        for kind in ALL_KINDS:  # one client id each: a quota's window is per client id
             lab.set_quota(f"{QUOTA_CLIENT}-{kind}", producer_byte_rate=QUOTA_BYTES_PER_SECOND)
         yield lab
 
@@ -137,6 +194,7 @@ class Watched:
     """The producer's own errors (failed deliveries and client-level errors)."""
     throttles: int = 0
     delivered_at_first_throttle: int = -1
+    first_throttle_seconds: float | None = None
     delivered_at_end: int = 0
     seconds: float = 0.0
 
@@ -159,13 +217,63 @@ class Watched:
             f"{self.refusal}/{self.producer} on {self.engine}: changes "
             f"{[(t, v, r[:2]) for t, v, r in self.changes]}, producer verdicts "
             f"{sorted(self.producer_verdicts)}, first error {self.first_error_seconds} s "
-            f"{self.errors[:2]}, throttles {self.throttles}, delivered {self.delivered_at_end}"
+            f"{self.errors[:2]}, throttles {self.throttles} (first at {self.first_throttle_seconds}"
+            f" s), delivered {self.delivered_at_end}"
         )
 
 
+def java_settings(refusal: Refusal) -> list[str]:
+    """The refusal's producer properties as the Java client (Spark's sink) spells them: the
+    SASL login as a JAAS entry, the delivery timeout for librdkafka's message timeout."""
+    props = dict(p.replace("{kind}", SPARK).split("=", 1) for p in refusal.kafka)
+    user, password = props.pop("sasl.username", None), props.pop("sasl.password", None)
+    if user is not None:
+        props["sasl.jaas.config"] = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="{user}" password="{password}";'
+        )
+    timeout = refusal.message_timeout_ms
+    # delivery.timeout.ms must be at least request.timeout.ms + linger.ms (Java's rule)
+    props["delivery.timeout.ms"] = str(timeout)
+    props["request.timeout.ms"] = str(min(30_000, timeout // 2))
+    return [f"{key}={value}" for key, value in props.items()]
+
+
+@dataclass(frozen=True)
+class SparkExecutor:
+    """Where the sidecar reads Spark's view of the sink's one executor."""
+
+    ui: str
+    application_id: str
+    executor_id: str
+    pid: int
+
+    def sidecar_argv(self) -> list[str]:
+        return [
+            *("--spark-ui-url", self.ui, "--application-id", self.application_id),
+            *("--executor-id", self.executor_id),
+            *("--spark-interval-seconds", str(Timing().spark_interval_seconds)),
+            *("--socket-process", str(self.pid)),
+        ]
+
+
+def check_throttled_and_healthy(seen: Watched) -> None:
+    """The quota control's claims (AssertionError with what was seen otherwise): the broker
+    throttled the producer, it kept delivering after the first throttle, met no error, and
+    the sidecar said only `healthy` (after its first round's `unknown`), pod and producer."""
+    assert seen.throttles > 0, f"the broker never throttled: {seen.describe()}"
+    assert seen.delivered_at_end > seen.delivered_at_first_throttle >= 0, seen.describe()
+    assert not seen.errors, seen.describe()
+    verdicts = [verdict for _, verdict, _ in seen.changes]
+    if verdicts[:1] == ["unknown"]:  # the sidecar's first round, before any evidence
+        verdicts = verdicts[1:]
+    assert verdicts == ["healthy"], seen.describe()
+    assert seen.producer_verdicts <= {"healthy"}, seen.describe()
+
+
 class _Producer:
-    """The producer process and what it said (plain: stdout lines; wrapper: telemetry and
-    its structured log)."""
+    """The producer process and what it said (plain and Spark: stdout lines; wrapper:
+    telemetry and its structured log)."""
 
     def __init__(self, kind: str, refusal: Refusal, bootstrap: str, work: Path) -> None:
         self.kind, self.work = kind, work
@@ -190,16 +298,48 @@ class _Producer:
                 *("--message-timeout-ms", str(refusal.message_timeout_ms)),
                 *("--value-bytes", str(refusal.value_bytes), "--retry-refused", *settings),
             ]
+        elif kind == SPARK:
+            argv = [
+                *(sys.executable, "-m", "hangwatch_testing.clients.spark_producer"),
+                *("--bootstrap", bootstrap, "--topic", refusal.topic, "--work", str(work)),
+                *("--rows", str(refusal.rows), "--value-bytes", str(refusal.value_bytes or 16)),
+                *(f"-X{p}" for p in java_settings(refusal)),
+            ]
         else:
-            raise ValueError(f"unknown producer {kind!r} (one of {', '.join(PRODUCER_KINDS)})")
+            raise ValueError(f"unknown producer {kind!r} (one of {', '.join(ALL_KINDS)})")
         with self.out_path.open("w") as out, self.err_path.open("w") as err:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=err)
+            # Spark's JVMs (the driver's, the executor the worker launches) share the session
+            self.proc = subprocess.Popen(
+                argv, stdout=out, stderr=err, start_new_session=kind == SPARK
+            )
+
+    def spark_executor(self, timeout_seconds: float = SPARK_READY_SECONDS) -> SparkExecutor:
+        """The Spark producer's executor, once it has registered with the driver."""
+
+        def ready() -> SparkExecutor | None:
+            for line in self.out_path.read_text(errors="replace").splitlines():
+                if line.startswith("ready "):
+                    ui, app, executor, pid = line.split()[1:5]
+                    return SparkExecutor(ui, app, executor, int(pid))
+            return None
+
+        found: SparkExecutor = wait_for(
+            ready,
+            timeout_seconds,
+            "the Spark producer's executor",
+            interval=0.5,
+            give_up=lambda: self.proc.poll() is not None,
+            context=lambda: self.err_path.read_text(errors="replace")[-2000:],
+        )
+        return found
 
     def report(self) -> tuple[list[str], int, int]:
         """(errors, throttles, delivered) the producer has reported so far."""
-        if self.kind == "confluent-kafka":
+        if self.kind in ("confluent-kafka", SPARK):
             lines = self.out_path.read_text(errors="replace").splitlines()
-            errors = [ln for ln in lines if ln.startswith(("error ", "client-error "))]
+            errors = [
+                ln for ln in lines if ln.startswith(("error ", "client-error ", "job-failed "))
+            ]
             throttles = sum(
                 1 for ln in lines if ln.startswith("throttled ") and ln != "throttled 0"
             )
@@ -217,7 +357,12 @@ class _Producer:
         return errors, throttles, delivered
 
     def stop(self) -> None:
-        stop_process(self.proc, 10)
+        if self.kind != SPARK:
+            stop_process(self.proc, 10)
+            return
+        stop_process(self.proc, SPARK_STOP_SECONDS)  # cancels the job, stops the JVMs
+        with contextlib.suppress(ProcessLookupError):  # and anything of its session left
+            os.killpg(self.proc.pid, signal.SIGKILL)
 
 
 def watch_refusal(
@@ -228,21 +373,27 @@ def watch_refusal(
     timing: SidecarTiming | None = None,
     after_error_seconds: float = 20.0,
     quota_watch_seconds: float = 30.0,
-    error_timeout_seconds: float = 60.0,
+    error_timeout_seconds: float | None = None,
 ) -> Watched:
-    """One producer of `kind` through `refusal`, the sidecar watching (see the module doc)."""
+    """One producer of `kind` through `refusal`, the sidecar watching (see the module doc).
+    `error_timeout_seconds`: how long to wait for the producer's first error, or for the
+    quota its first throttle (default 60 s;
+    for Spark's sink 150 s: its Java client waits max.block.ms, 60 s, for a topic's
+    metadata before its send fails)."""
     timing = timing or SidecarTiming()
+    if error_timeout_seconds is None:
+        error_timeout_seconds = 150.0 if kind == SPARK else 60.0
     bootstrap = lab.sasl_bootstrap if refusal.sasl else lab.bootstrap  # type: ignore[attr-defined]
     with tempfile.TemporaryDirectory(prefix="hangwatch-refusal-") as tmp:
         producer = _Producer(kind, refusal, bootstrap, Path(tmp))
         sidecar = None
         try:
+            if kind == SPARK:
+                watched = producer.spark_executor().sidecar_argv()
+            else:
+                watched = ["--socket-process", str(producer.proc.pid)]
             sidecar = SidecarProcess(
-                lab.bootstrap,
-                producer.telemetry,
-                timing,
-                *("--socket-process", str(producer.proc.pid)),
-                topics=refusal.topic,
+                lab.bootstrap, producer.telemetry, timing, *watched, topics=refusal.topic
             )
             return _watch(
                 Watched(refusal.id, kind, lab.engine_description),
@@ -284,6 +435,7 @@ def _watch(
             seen.first_error_seconds = round(elapsed, 2)
         if throttles and seen.delivered_at_first_throttle < 0:
             seen.delivered_at_first_throttle = delivered
+            seen.first_throttle_seconds = round(elapsed, 2)
         seen.errors, seen.throttles, seen.delivered_at_end = errors, throttles, delivered
         if producer.proc.poll() is not None:
             raise RuntimeError(f"the {producer.kind} producer exited: {seen.describe()}")
@@ -293,7 +445,11 @@ def _watch(
                     break
             elif elapsed > error_timeout_seconds:
                 break  # the test says the producer never met the refusal
-        elif elapsed >= quota_watch_seconds:
+        elif seen.first_throttle_seconds is not None:
+            if elapsed - seen.first_throttle_seconds >= quota_watch_seconds:
+                break
+        elif elapsed > error_timeout_seconds:
+            break  # the test says the broker never throttled
             break
         time.sleep(0.5)
     seen.seconds = round(time.monotonic() - started, 2)
