@@ -31,7 +31,7 @@ A case the sidecar gets wrong is an open finding, marked strict xfail with what 
 sidecar says (docs/sidecar.md "Which refusals are restarted, and why"): the unknown topic
 (`metadata_stale` 4.6 s into each attempt, while the Java client waits for the topic's
 metadata; never `writes_rejected`) and the quota (`producer_hung`: a task thread in
-`flush` while every connection of the executor is silent, waiting out a 4-10 s throttle).
+`flush` while every connection of the executor is silent, waiting out a throttle of up to 10 s).
 Not marked, load-dependent: a fresh producer's first metadata wait longer than the stall
 threshold is `metadata_stale` until the attempt fails (the forbidden topic, in one of two
 runs at load average 25-30). Spark JVMs take both cores: these run in the `spark` group,
@@ -68,7 +68,7 @@ OPEN = {"unknown-topic": [UNKNOWN_TOPIC_STALE]}
 THROTTLED_HUNG = pytest.mark.xfail(
     strict=True,
     reason="open finding: Spark's sink throttled by a producer_byte_rate quota (throttle times "
-    "4-10 s) is producer_hung: a task thread in flush while every connection of the executor "
+    "up to 10 s) is producer_hung: a task thread in flush while every connection of the executor "
     "is silent (the client waits out the throttle time, sending nothing), the socket view's "
     "silence corroborated by the Spark view",
 )
