@@ -28,11 +28,12 @@ throttle, no task failed, and the sidecar said only `healthy` (after its first r
 `unknown`).
 
 A case the sidecar gets wrong is an open finding, marked strict xfail with what the
-sidecar says (docs/sidecar.md "Which refusals are restarted, and why"): the unknown topic
-(`metadata_stale` 4.6 s into each attempt, while the Java client waits for the topic's
-metadata; never `writes_rejected`) and the quota (`producer_hung`: a task thread in
-`flush` while every connection of the executor is silent, waiting out a throttle of up to 10 s).
-Not marked, load-dependent: a fresh producer's first metadata wait longer than the stall
+sidecar says (docs/sidecar.md "Which refusals are restarted, and why"): the quota
+(`producer_hung`: a task thread in `flush` while every connection of the executor is
+silent, waiting out a throttle of up to 10 s). The unknown topic was `metadata_stale`
+4.6 s into each attempt until the Spark view's metadata wait consulted the cluster's
+metadata (main's ab57f2e); it is `writes_rejected` naming UNKNOWN_TOPIC_OR_PART now. Not
+marked, load-dependent: a fresh producer's first metadata wait longer than the stall
 threshold is `metadata_stale` until the attempt fails (the forbidden topic, in one of two
 runs at load average 25-30). Spark JVMs take both cores: these run in the `spark` group,
 one after the other.
@@ -55,16 +56,6 @@ from hangwatch_testing.clients.refusals import (
 )
 
 REFUSED = ("too-large", "not-authorized", "login-failed", "unknown-topic")
-UNKNOWN_TOPIC_STALE = pytest.mark.xfail(
-    strict=True,
-    reason="open finding: Spark's sink writing to a topic that does not exist (automatic "
-    "creation off) waits max.block.ms (60 s) in ProducerMetadata.awaitUpdate, which the Spark "
-    "view's rule calls metadata_stale after the stall threshold, attempt after attempt; the "
-    "failed attempt's TimeoutException (caused by UnknownTopicOrPartitionException) is "
-    "'depends' in the error table, and the sidecar's own metadata, where the topic is absent, "
-    "is not consulted for Spark's metadata waits",
-)
-OPEN = {"unknown-topic": [UNKNOWN_TOPIC_STALE]}
 THROTTLED_HUNG = pytest.mark.xfail(
     strict=True,
     reason="open finding: Spark's sink throttled by a producer_byte_rate quota (throttle times "
@@ -81,7 +72,7 @@ def lab() -> Iterator[Lab]:
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("refusal", [pytest.param(r, marks=OPEN.get(r, [])) for r in REFUSED])
+@pytest.mark.parametrize("refusal", REFUSED)
 def test_a_refused_spark_sink_is_writes_rejected_never_restarted(lab: Lab, refusal: str) -> None:
     case = REFUSALS[refusal]
     seen = watch_refusal(lab, case, SPARK)
