@@ -33,10 +33,12 @@ sidecar says (docs/sidecar.md "Which refusals are restarted, and why"): the quot
 silent, waiting out a throttle of up to 10 s). The unknown topic was `metadata_stale`
 4.6 s into each attempt until the Spark view's metadata wait consulted the cluster's
 metadata (main's ab57f2e); it is `writes_rejected` naming UNKNOWN_TOPIC_OR_PART now. Not
-marked, load-dependent: a fresh producer's first metadata wait longer than the stall
-threshold is `metadata_stale` until the attempt fails (the forbidden topic, in one of two
-runs at load average 25-30). Spark JVMs take both cores: these run in the `spark` group,
-one after the other.
+marked, load-dependent: the record too large is named only once an attempt fails with
+RecordTooLargeException (in one of three runs the first two attempts both failed with a
+batch expiry, "Expiring 15 record(s)", and the sidecar said only `healthy`); a fresh
+producer's first metadata wait longer than the stall threshold is `metadata_stale` until
+the attempt fails (the forbidden topic, in one of two runs at load average 25-30). Spark
+JVMs take both cores: these run in the `spark` group, one after the other.
 """
 
 from __future__ import annotations
