@@ -53,6 +53,8 @@ def telemetry(seq: int = 3, **changes: Any) -> dict[str, Any]:
             {"code": "_TRANSPORT", "topic": "", "count": 1, "first_ts": WALL - 5,
              "last_ts": WALL - 5},
         ],
+        "throttle": {"count": 2, "last_ts": WALL - 3, "last_seconds": 1.5,
+                     "broker": "10.0.0.1:9092/1"},
         "callbacks": {"pending": 0, "running_seconds": None, "completed": 4, "errors": 0},
         "bootstrap": ["10.0.0.1:9092"], "topics": ["t"], "topic_count": 1,
         "wrapper": {
