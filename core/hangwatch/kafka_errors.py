@@ -224,6 +224,11 @@ def by_name(name: str) -> KafkaErrorInfo | None:
     return _BY_NAME.get(name)
 
 
+def hint_clause(info: KafkaErrorInfo | None) -> str:
+    """`" (hint: ...)"` for a reason naming `info`'s error, or "" when it has no hint."""
+    return f" (hint: {info.hint})" if info is not None and info.hint else ""
+
+
 def by_code(code: int) -> KafkaErrorInfo | None:
     """The entry of an error code (broker codes equal Apache Kafka's)."""
     return TABLE.get(code)

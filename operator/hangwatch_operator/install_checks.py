@@ -601,10 +601,15 @@ def _running_executors(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, A
     ]
 
 
-def _injected(pod: Mapping[str, Any]) -> bool:
+def _sidecar(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The pod's injected sidecar container (native or legacy), None without one."""
     spec = pod.get("spec") or {}
     containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
-    return any(c.get("name") == SIDECAR_CONTAINER for c in containers)
+    return next((c for c in containers if c.get("name") == SIDECAR_CONTAINER), None)
+
+
+def _injected(pod: Mapping[str, Any]) -> bool:
+    return _sidecar(pod) is not None
 
 
 def selects(policy: Policy, pod: Mapping[str, Any]) -> bool:
@@ -702,15 +707,12 @@ def _dry_run_result(policy: Policy, dry: DryRun) -> Result:
 
 def _sidecar_env(pod: Mapping[str, Any]) -> dict[str, str]:
     """The literal environment values of the pod's injected sidecar."""
-    spec = pod.get("spec") or {}
-    for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
-        if c.get("name") == SIDECAR_CONTAINER:
-            return {
-                str(e.get("name")): str(e["value"])
-                for e in c.get("env") or []
-                if isinstance(e, Mapping) and "value" in e
-            }
-    return {}
+    sidecar = _sidecar(pod) or {}
+    return {
+        str(e.get("name")): str(e["value"])
+        for e in sidecar.get("env") or []
+        if isinstance(e, Mapping) and "value" in e
+    }
 
 
 def check_pod_security(survey: Survey) -> Iterator[Result]:

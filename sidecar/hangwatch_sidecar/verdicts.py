@@ -205,13 +205,7 @@ def assess_producer(
         # the next producer is refused the same way, so this is never metadata_stale.
         age = cluster.metadata_age_seconds or 0.0
         ev["writes_rejected"] = [
-            {
-                "topic": t,
-                "error": UNKNOWN_TOPIC,
-                "count": producer.pending,
-                "first_ts": None,
-                "last_age_seconds": round(age, 1),
-            }
+            _refusal_evidence(ErrorObserved(UNKNOWN_TOPIC, t, producer.pending, age))
             for t in waiting_for[:10]
         ]
         reasons = tuple(_absent_reason(t, producer, age) for t in waiting_for)
@@ -302,13 +296,12 @@ def absent_topics(producer: ProducerObservation, cluster: ClusterObservation) ->
 
 
 def _absent_reason(topic: str, producer: ProducerObservation, age: float) -> str:
-    info = kafka_errors.by_name("_UNKNOWN_TOPIC")
-    hint = f" (hint: {info.hint})" if info is not None and info.hint else ""
     return (
         f"writes to topic {topic} refused: {UNKNOWN_TOPIC}, the cluster's metadata "
         f"({age:.0f} s old, fetched after the wait began) does not list the topic while "
         f"{producer.pending} messages have waited {producer.pending_seconds:.0f} s for it; "
-        f"the next producer meets the same refusal, a restart cannot help{hint}"
+        "the next producer meets the same refusal, a restart cannot help"
+        + kafka_errors.hint_clause(kafka_errors.by_name("_UNKNOWN_TOPIC"))
     )
 
 
@@ -329,7 +322,7 @@ def _refusal_reason(error: ErrorObserved, absent: bool = False) -> str:
     return (
         f"{where} refused: {name}, {error.count} times{since}, last {error.last_age_seconds:.0f} "
         "s ago; the next producer meets the same refusal, a restart cannot help"
-        + (f" (hint: {info.hint})" if info is not None and info.hint else "")
+        + kafka_errors.hint_clause(info)
     )
 
 

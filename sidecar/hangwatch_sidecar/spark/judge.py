@@ -111,12 +111,11 @@ def _wait(
     if not healthy:
         return SparkFinding(None, reason + _UNHEALTHY, (t.name,), ids)
     if t.activity is Activity.AWAITING_METADATA and absent_topics:
-        info = kafka_errors.by_name("_UNKNOWN_TOPIC")
         reason += (
             f" while the cluster's metadata does not have topic {', '.join(absent_topics)} "
             "(the pod's, as its policy names them: UNKNOWN_TOPIC_OR_PART): the next producer "
             "waits the same, a restart cannot help"
-            + (f" (hint: {info.hint})" if info is not None and info.hint else "")
+            + kafka_errors.hint_clause(kafka_errors.by_name("_UNKNOWN_TOPIC"))
         )
         return SparkFinding(Verdict.WRITES_REJECTED, reason, (t.name,), ids)
     if t.activity is Activity.AWAITING_METADATA:
