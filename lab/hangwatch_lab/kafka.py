@@ -1394,6 +1394,8 @@ class KafkaLab(Lab):
             else:
                 self._stop(node)
                 state.pid = 0
+                with self._lock:
+                    self._blackholes.hold(state.port)
                 if dead == "blackhole":
                     self.blackhole(b)
         self._wait_shrunk(set(keep))

@@ -12,6 +12,11 @@ data (`ANSWER_MIN_BYTES` and more): bare TCP acknowledgements still pass, so the
 client's requests are acknowledged and never answered, while every other client and
 every new connection is served.
 
+The port of a broker stopped for good stays bound by the lab (`Blackholes.hold`), never
+listening: a rule matches a port number, and a freed port handed to another process
+(an API server of a concurrent test took one and could not reach itself) would have its
+traffic dropped too.
+
 The owner removes its chain on every exit path it controls (`close`). A lab killed
 with SIGKILL cannot, so `remove_stale_chains` — called when any lab starts — removes
 every `HWLAB-<pid>-<n>` chain whose process no longer exists.
@@ -23,6 +28,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterable, Sequence
 from itertools import count
@@ -164,6 +170,8 @@ class Blackholes:
         self.ports: set[int] = set()
         self.withheld: dict[int, set[int]] = {}
         """Broker port -> local ports of the connections whose answers are withheld."""
+        self.held: dict[int, socket.socket] = {}
+        """Ports of stopped brokers kept bound (never listening): see `hold`."""
         self._created = False
 
     def _ensure_chain(self) -> None:
@@ -185,6 +193,26 @@ class Blackholes:
         _iptables("-A", self.chain, "-p", "tcp", "--dport", str(port), "-j", "DROP")
         _iptables("-A", self.chain, "-p", "tcp", "--sport", str(port), "-j", "DROP")
         self.ports.add(port)
+
+    def hold(self, port: int) -> None:
+        """Keep the port of a broker stopped for good bound, never listening, until
+        `close`: no other process on the machine is handed it (an API server or another
+        lab's broker of a concurrent test, whose traffic a blackhole rule on the port
+        would then drop), and a connection to it stays refused. A port something else
+        holds already is left alone."""
+        if port in self.held:
+            return
+        held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT
+        try:
+            held.bind(("0.0.0.0", port))
+        except OSError as exc:
+            held.close()
+            log.warning(
+                "port of a stopped broker not held", extra={"port": port, "error": str(exc)}
+            )
+            return
+        self.held[port] = held
 
     @property
     def active(self) -> bool:
@@ -218,3 +246,6 @@ class Blackholes:
             self._created = False
         self.ports.clear()
         self.withheld.clear()
+        for held in self.held.values():
+            held.close()
+        self.held.clear()

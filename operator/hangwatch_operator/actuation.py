@@ -22,9 +22,14 @@ of the round or the reporting of it.
   someone else made unschedulable is left alone (hangwatch must not later uncordon it).
 - `uncordonNode`: undo exactly that, only on a node annotated by this policy.
 
-Node changes are read-modify-write with the node's `resourceVersion` as a precondition
-(retried on a conflict): the taint list is replaced as a whole, and another
-controller's taint added in between must survive.
+Another controller's node change made between our read and our write must survive.
+A cordon is a merge patch of our marks (unschedulable, label, annotations: maps merge
+key by key) and a JSON patch appending our taint to the list the API server holds
+(`cordon_patch`): neither needs a precondition, so a node another controller rewrites
+every few milliseconds is still cordoned at once (only a node with no taint list yet
+takes the read's `resourceVersion` as a precondition for the list's first write). An
+uncordon is a merge patch replacing the taint list, with the read's `resourceVersion` as
+a precondition, retried on a conflict.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from hangwatch_operator.decisions import Decision
@@ -110,26 +115,78 @@ def _other_taints(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [t for t in spec.get("taints") or () if t.get("key") != NETWORK_FAULT_TAINT["key"]]
 
 
-async def cordon(api: KubeApi, node: str, policy_key: str, now: float) -> str:
-    def change(body: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-        annotations = (body.get("metadata") or {}).get("annotations") or {}
-        spec = body.get("spec") or {}
-        if spec.get("unschedulable") and annotations.get(CORDONED_BY_ANNOTATION) != policy_key:
-            return None, "node was already unschedulable (not by hangwatch): left as it is"
-        taints = _other_taints(spec)
-        ours = {CORDONED_BY_ANNOTATION: policy_key, CORDONED_AT_ANNOTATION: format_time(now)}
-        patch: dict[str, Any] = {
-            "metadata": {"labels": {CORDONED_LABEL: "true"}, "annotations": ours},
-            "spec": {"unschedulable": True, "taints": [*taints, dict(NETWORK_FAULT_TAINT)]},
-        }
-        return patch, f"node cordoned and tainted {NETWORK_FAULT_TAINT['key']}=true:NoSchedule"
+@dataclasses.dataclass(frozen=True)
+class CordonPatch:
+    """A cordon in two writes, neither of which can lose another controller's change."""
 
-    return await _patch_node_guarded(api, node, change)
+    marks: dict[str, Any]
+    """Merge patch: unschedulable, our label and annotations (maps merge key by key)."""
+    taint: list[dict[str, Any]] | None
+    """JSON patch (RFC 6902) adding our taint, or None when the node has it already."""
+
+
+def cordon_patch(
+    body: Mapping[str, Any], policy_key: str, now: float
+) -> tuple[CordonPatch | None, str]:
+    """How to cordon the node as read in `body`, or None and why it is left alone.
+
+    The marks go first, so a cordon cut short leaves a node annotated as ours (which the
+    uncordon and the next cordon recognise), never an anonymous taint. Our taint is
+    appended to the taint list as the API server holds it when it applies the patch:
+    no precondition, so a node another controller rewrites every few milliseconds is
+    cordoned at the first attempt. Only a node with no taint list yet (the patch must
+    write the whole list) takes the read's `resourceVersion` as a precondition (409
+    when it changed since: read again)."""
+    metadata = body.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    spec = body.get("spec") or {}
+    if spec.get("unschedulable") and annotations.get(CORDONED_BY_ANNOTATION) != policy_key:
+        return None, "node was already unschedulable (not by hangwatch): left as it is"
+    marks: dict[str, Any] = {
+        "metadata": {
+            "labels": {CORDONED_LABEL: "true"},
+            "annotations": {
+                CORDONED_BY_ANNOTATION: policy_key,
+                CORDONED_AT_ANNOTATION: format_time(now),
+            },
+        },
+        "spec": {"unschedulable": True},
+    }
+    taints = spec.get("taints")
+    taint: list[dict[str, Any]] | None = None
+    if not any(t.get("key") == NETWORK_FAULT_TAINT["key"] for t in taints or ()):
+        if isinstance(taints, list):
+            taint = [{"op": "add", "path": "/spec/taints/-", "value": dict(NETWORK_FAULT_TAINT)}]
+        else:
+            taint = [{"op": "add", "path": "/spec/taints", "value": [dict(NETWORK_FAULT_TAINT)]}]
+            if metadata.get("resourceVersion"):
+                taint.insert(
+                    0,
+                    {
+                        "op": "replace",
+                        "path": "/metadata/resourceVersion",
+                        "value": metadata["resourceVersion"],
+                    },
+                )
+    note = f"node cordoned and tainted {NETWORK_FAULT_TAINT['key']}=true:NoSchedule"
+    return CordonPatch(marks, taint), note
+
+
+async def cordon(api: KubeApi, node: str, policy_key: str, now: float) -> str:
+    async def send(name: str, patch: CordonPatch) -> None:
+        await api.patch_node(name, patch.marks)
+        if patch.taint is not None:
+            await api.json_patch_node(name, patch.taint)
+
+    return await _patch_node_guarded(
+        api, node, lambda body: cordon_patch(body, policy_key, now), send
+    )
 
 
 async def uncordon(api: KubeApi, node: str, policy_key: str) -> str:
     def change(body: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-        annotations = (body.get("metadata") or {}).get("annotations") or {}
+        metadata = body.get("metadata") or {}
+        annotations = metadata.get("annotations") or {}
         if annotations.get(CORDONED_BY_ANNOTATION) != policy_key:
             return None, "node is not cordoned by this policy: left as it is"
         spec = body.get("spec") or {}
@@ -141,19 +198,22 @@ async def uncordon(api: KubeApi, node: str, policy_key: str) -> str:
             },
             "spec": {"unschedulable": None, "taints": taints or None},
         }
+        # a merge patch replaces the taint list whole: the read's version is a precondition
+        if metadata.get("resourceVersion"):
+            patch["metadata"]["resourceVersion"] = metadata["resourceVersion"]
         return patch, "node uncordoned and untainted"
 
-    return await _patch_node_guarded(api, node, change)
+    return await _patch_node_guarded(api, node, change, api.patch_node)
 
 
 async def _patch_node_guarded(
     api: KubeApi,
     node: str,
-    change: Callable[[dict[str, Any]], tuple[dict[str, Any] | None, str]],
+    change: Callable[[dict[str, Any]], tuple[Any | None, str]],
+    send: Callable[[str, Any], Awaitable[Any]],
 ) -> str:
-    """Read the node, patch it only if it is unchanged since (resourceVersion), retry on
-    a conflict. A merge patch replaces the whole taint list, so without the precondition
-    a taint another controller adds between our read and our write would be lost."""
+    """Read the node, send the change made from what was read, retry on a conflict (a
+    change whose precondition, the read's resourceVersion, no longer holds)."""
     for attempt in range(NODE_PATCH_ATTEMPTS):
         if attempt:  # a busy node: let the other writer finish, jittered
             await asyncio.sleep(random.uniform(0.0, NODE_PATCH_BACKOFF_SECONDS * attempt))
@@ -161,11 +221,8 @@ async def _patch_node_guarded(
         patch, note = change(body)
         if patch is None:
             return note
-        version = (body.get("metadata") or {}).get("resourceVersion")
-        if version:
-            patch["metadata"]["resourceVersion"] = version
         try:
-            await api.patch_node(node, patch)
+            await send(node, patch)
         except KubeApiError as exc:
             if exc.status == CONFLICT:
                 continue

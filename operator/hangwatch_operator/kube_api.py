@@ -26,6 +26,7 @@ from kubernetes.aio import client, config
 from hangwatch_operator.policies import GROUP, PLURAL, VERSION
 
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 REQUEST_TIMEOUT_SECONDS = 10.0
 """Per API call. The API server answers in milliseconds; a 10 s wait means it is in
 trouble, and the next poll round retries anyway."""
@@ -102,6 +103,17 @@ class KubeApi:
         return await self._json(
             self._core.patch_node_without_preload_content(
                 name, patch, _content_type=MERGE_PATCH, _request_timeout=REQUEST_TIMEOUT_SECONDS
+            )
+        )
+
+    async def json_patch_node(self, name: str, operations: list[dict[str, Any]]) -> dict[str, Any]:
+        """RFC 6902 operations, applied by the API server to the node as it is then."""
+        return await self._json(
+            self._core.patch_node_without_preload_content(
+                name,
+                operations,
+                _content_type=JSON_PATCH,
+                _request_timeout=REQUEST_TIMEOUT_SECONDS,
             )
         )
 

@@ -1,13 +1,16 @@
 """Cordon and uncordon never lose another controller's concurrent node change.
 
 Covers `actuation.cordon` / `actuation.uncordon` against an in-memory API server that
-implements what a real one does for a JSON merge patch: the taint list is replaced as a
-whole, and a `metadata.resourceVersion` in the patch is a precondition (409 Conflict
+implements what a real one does for a JSON merge patch (the taint list is replaced as a
+whole) and a JSON patch (applied to the node as it is then, by the `jsonpatch` library),
+with a `metadata.resourceVersion` in the patched node as a precondition (409 Conflict
 when the node changed since). Another controller adds taints between hangwatch's read
 and its write, once or on several attempts in a row (hypothesis): its taints survive,
-hangwatch's taint is there exactly once; a node that changes on every attempt fails the
-decision with 409 instead of overwriting; an API error other than a conflict is raised
-at once. tests/kube proves the same against kube-apiserver.
+hangwatch's taint is there exactly once; a cordon needs no precondition where the node
+has a taint list, so a node that changes on every attempt is cordoned at the first; one
+with no taint list that changes on every attempt fails the decision with 409 instead of
+overwriting, annotated as cordoned by us (the marks go first); an API error other than a conflict
+is raised at once. tests/kube proves the same against kube-apiserver.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import asyncio
 import copy
 from typing import Any
 
+import jsonpatch
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -41,20 +45,28 @@ def merge(target: Any, patch: Any) -> Any:
 
 
 class RacingApi:
-    """One node; `race(n)` makes another controller add a taint after each of the next n
-    reads (before hangwatch's write)."""
+    """One node; `race(n)` makes another controller add a taint (or, with `label=True`,
+    a label) after each of the next n reads (before hangwatch's write). `taints=None`:
+    the node has no taint list."""
 
     def __init__(self, taints: list[dict[str, str]] | None = None) -> None:
         self.node: dict[str, Any] = {
-            "metadata": {"name": "node-a", "resourceVersion": "1", "annotations": {}},
-            "spec": {"taints": list(taints or [])},
+            "metadata": {
+                "name": "node-a",
+                "resourceVersion": "1",
+                "labels": {"kubernetes.io/hostname": "node-a"},
+                "annotations": {},
+            },
+            "spec": {} if taints is None else {"taints": list(taints)},
         }
         self.pending = 0
+        self.label = False
         self.added: list[dict[str, str]] = []
         self.patches = 0
+        self.json_patches = 0
 
-    def race(self, times: int) -> None:
-        self.pending = times
+    def race(self, times: int, label: bool = False) -> None:
+        self.pending, self.label = times, label
 
     def _bump(self) -> None:
         meta = self.node["metadata"]
@@ -64,22 +76,31 @@ class RacingApi:
         body = copy.deepcopy(self.node)
         if self.pending:
             self.pending -= 1
-            taint = {"key": f"other.example/t{len(self.added)}", "effect": "NoSchedule"}
-            self.added.append(taint)
-            self.node["spec"]["taints"] = [*self.node["spec"].get("taints", []), taint]
+            if self.label:
+                self.node["metadata"]["labels"][f"other.example/l{self.pending}"] = "x"
+            else:
+                taint = {"key": f"other.example/t{len(self.added)}", "effect": "NoSchedule"}
+                self.added.append(taint)
+                self.node["spec"]["taints"] = [*self.node["spec"].get("taints", []), taint]
             self._bump()
         return body
 
-    async def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-        self.patches += 1
-        wanted = (patch.get("metadata") or {}).get("resourceVersion")
-        if wanted is not None and wanted != self.node["metadata"]["resourceVersion"]:
+    def _store(self, patched: dict[str, Any]) -> dict[str, Any]:
+        if patched["metadata"]["resourceVersion"] != self.node["metadata"]["resourceVersion"]:
             raise KubeApiError(409, "the object has been modified")
-        patch = copy.deepcopy(patch)
-        patch.get("metadata", {}).pop("resourceVersion", None)
-        self.node = merge(self.node, patch)
+        self.node = patched
         self._bump()
         return copy.deepcopy(self.node)
+
+    async def json_patch_node(self, name: str, operations: list[dict[str, Any]]) -> dict[str, Any]:
+        self.patches += 1
+        self.json_patches += 1
+        patched: dict[str, Any] = jsonpatch.apply_patch(self.node, operations)
+        return self._store(patched)
+
+    async def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        self.patches += 1
+        return self._store(merge(self.node, patch))
 
 
 def _taint_keys(api: RacingApi) -> list[str]:
@@ -115,15 +136,33 @@ def test_concurrent_taints_survive_cordon_then_uncordon(races: int, before: int)
     assert "unschedulable" not in api.node["spec"]
 
 
-def test_a_node_changing_on_every_attempt_fails_instead_of_overwriting() -> None:
-    api = RacingApi()
+def test_a_node_changing_on_every_attempt_is_cordoned_at_the_first() -> None:
+    api = RacingApi([{"key": "existing", "effect": "NoExecute"}])
     api.race(NODE_PATCH_ATTEMPTS)
+    _run(cordon(api, "node-a", POLICY, 0.0))  # type: ignore[arg-type]
+    assert api.json_patches == 1
+    assert _taint_keys(api) == ["existing", "other.example/t0", NETWORK_FAULT_TAINT["key"]]
+
+
+def test_a_node_without_taints_that_gets_one_between_read_and_write_keeps_it() -> None:
+    api = RacingApi(None)
+    api.race(1)
+    _run(cordon(api, "node-a", POLICY, 0.0))  # type: ignore[arg-type]
+    assert api.json_patches == 2  # the whole-list write conflicted, the append did not
+    assert _taint_keys(api) == ["other.example/t0", NETWORK_FAULT_TAINT["key"]]
+
+
+def test_a_node_changing_on_every_attempt_fails_instead_of_overwriting() -> None:
+    api = RacingApi(None)  # no taint list: the cordon must write the whole field
+    api.race(NODE_PATCH_ATTEMPTS, label=True)
     with pytest.raises(KubeApiError) as raised:
         _run(cordon(api, "node-a", POLICY, 0.0))  # type: ignore[arg-type]
     assert raised.value.status == 409
-    assert api.patches == NODE_PATCH_ATTEMPTS
-    assert NETWORK_FAULT_TAINT["key"] not in _taint_keys(api)
-    assert len(api.added) == NODE_PATCH_ATTEMPTS
+    assert api.json_patches == NODE_PATCH_ATTEMPTS
+    assert "taints" not in api.node["spec"]
+    assert len(api.node["metadata"]["labels"]) == 2 + NODE_PATCH_ATTEMPTS  # ours kept theirs
+    # cut short after the marks: a node annotated as ours (uncordon knows it), no taint
+    assert api.node["metadata"]["annotations"][CORDONED_BY_ANNOTATION] == POLICY
 
 
 def test_other_api_errors_are_not_retried() -> None:
@@ -139,5 +178,5 @@ def test_other_api_errors_are_not_retried() -> None:
 
 
 def test_the_racing_api_mirrors_the_kube_api_methods_it_stands_in_for() -> None:
-    for name in ("get_node", "patch_node"):
+    for name in ("get_node", "patch_node", "json_patch_node"):
         assert callable(getattr(KubeApi, name)) and callable(getattr(RacingApi, name))
