@@ -81,6 +81,8 @@ def _stopped_while_starting(signum: int, frame: object) -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `hangwatch` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if any("\x00" in arg for arg in argv):  # an OS argv cannot hold one; a caller's list can
+        build_parser().error("an argument contains a NUL byte: no file name or value can")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     if chosen not in COMMANDS:
         parser = build_parser()
