@@ -61,6 +61,14 @@ def register(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
     up = sub.add_parser("up", parents=[after], help="start a cluster and stay up until stopped")
     up.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    up.add_argument(
+        "--controllers",
+        type=int,
+        default=None,
+        help="kafka engine: run this many controller-only KRaft nodes apart from the "
+        "brokers (process.roles=controller / broker), so brokers can be removed down to "
+        "one (default: every broker is also a controller)",
+    )
     up.add_argument("--topics", default="", help="topics to create, e.g. events:6,audit:3")
     up.add_argument(
         "--engine",
@@ -142,6 +150,10 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError("--kafka-version applies to --engine kafka only")
             kafkajars.line_of(args.kafka_version)  # a bad version fails before anything starts
             options["kafka_version"] = args.kafka_version
+        if args.controllers is not None:
+            if args.engine != "kafka":
+                raise UsageError("--controllers applies to --engine kafka only")
+            options["controllers"] = args.controllers
         if args.no_auto_create_topics:
             if args.engine != "kafka":
                 raise UsageError("--no-auto-create-topics applies to --engine kafka only")

@@ -1,4 +1,5 @@
-"""The lab's real engine: a 3-node Apache Kafka cluster (KRaft, combined broker+controller).
+"""The lab's real engine: an Apache Kafka cluster (KRaft), 3 combined broker+controller
+nodes by default, or `controllers` controller-only nodes apart from the brokers.
 
 `KafkaLab` starts one JVM per node from the jars `hangwatch_lab.kafkajars` resolved
 (`kafka_version`: by default the current 4.x; 3.9, the last line that still serves the
@@ -7,6 +8,15 @@ with its own formatted storage under one temporary directory. Readiness is obser
 never slept for: the lab is up when a metadata request lists every broker (which needs a
 controller quorum and every broker registered and unfenced) and every topic partition
 has a leader.
+
+Roles: by default (`controllers=0`) every node is both broker and controller (KRaft's
+combined mode), so the quorum needs a majority of the brokers: a shrink keeps more than
+half of them. With `controllers=N` the lab starts N controller-only nodes
+(`process.roles=controller`, node ids `CONTROLLER_ID_BASE`+1..N, no client listener) and
+the brokers as broker-only nodes (`process.roles=broker`, ids 1..M): brokers can then be
+stopped or removed down to one while the quorum stays whole, as in a cluster whose
+controllers run apart (every managed Kafka service). Faults address brokers only; the
+controllers are never a fault's target and stop with the lab.
 
 Faults have real causes: a `down` broker is a process stopped with SIGTERM (Kafka's
 own controlled shutdown) and `restore` starts it again on the same ports and data;
@@ -137,6 +147,11 @@ answered)."""
 
 DATA_PREFIX = "hangwatch-kafka-"
 
+CONTROLLER_ID_BASE = 100
+"""Controller-only nodes are ids 101, 102, ... (brokers keep 1..M, the ids clients see)."""
+
+MAX_CONTROLLERS = 5
+
 DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL")
 """Prefix of every broker command: util-linux's setpriv sets PR_SET_PDEATHSIG=SIGKILL and
 execs the JVM, so the broker is killed when the thread that started it goes away."""
@@ -186,11 +201,22 @@ class _Node:
 
     id: int
     port: int
+    """The client (PLAINTEXT) listener's port (0: a controller-only node has none)."""
     controller_port: int
+    """The CONTROLLER listener's port (0: a broker-only node has none)."""
     dir: Path
     sasl_port: int = 0
     """The SASL_PLAINTEXT listener's port (0: none)."""
     proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def roles(self) -> str:
+        """`process.roles`: broker, controller or both."""
+        return ",".join(
+            role
+            for role, port in (("broker", self.port), ("controller", self.controller_port))
+            if port
+        )
 
     @property
     def config(self) -> Path:
@@ -367,12 +393,19 @@ QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage")
 
 
 class KafkaLab(Lab):
-    """A running Apache Kafka cluster of `brokers` combined KRaft nodes with the given topics."""
+    """A running Apache Kafka cluster of `brokers` KRaft nodes with the given topics:
+    combined broker+controller nodes, or broker-only nodes beside `controllers`
+    controller-only ones."""
 
     engine = "kafka"
 
     @property
     def engine_description(self) -> str:
+        if self.controllers:
+            return (
+                f"Apache Kafka {self.kafka_version} (KRaft, {self.broker_count} brokers, "
+                f"{self.controllers} controllers)"
+            )
         return f"Apache Kafka {self.kafka_version} (KRaft, {self.broker_count} nodes)"
 
     def __init__(
@@ -389,8 +422,16 @@ class KafkaLab(Lab):
         topic_configs: dict[str, dict[str, str]] | None = None,
         auto_create_topics: bool = True,
         sasl_users: dict[str, str] | None = None,
+        controllers: int = 0,
     ) -> None:
         super().__init__(brokers, topics)
+        if not 0 <= controllers <= MAX_CONTROLLERS:
+            raise UsageError(
+                f"--controllers must be between 0 (every broker also a controller) and "
+                f"{MAX_CONTROLLERS}, got {controllers}"
+            )
+        self.controllers = controllers
+        """Controller-only nodes (0: KRaft's combined mode, every broker a controller)."""
         self.kafka_version = kafka_version or kafkajars.default_version()
         """The Apache Kafka release the cluster runs (`4.x.y` or `3.9.z`)."""
         self.kafka_line = kafkajars.line_of(self.kafka_version)
@@ -435,6 +476,9 @@ class KafkaLab(Lab):
         self.election_results: list[dict[str, Any]] = []
         self._fixed_ports = ports
         self._nodes: dict[int, _Node] = {}
+        """The brokers' nodes (combined broker+controller nodes without `controllers`)."""
+        self._controller_nodes: dict[int, _Node] = {}
+        """Controller-only nodes, by node id (empty in combined mode)."""
         self.data_dir: Path | None = None
         """The cluster's configs, logs and data (`$TMPDIR/hangwatch-kafka-<pid>-*`), removed
         by `close`."""
@@ -481,15 +525,22 @@ class KafkaLab(Lab):
         (self.data_dir / "log4j.properties").write_text(LOG4J2 if log4j2 else LOG4J)
         client_ports = self._fixed_ports or []
         sasl = n if self.sasl_users else 0
-        picked = _free_ports(2 * n + sasl - len(client_ports))
+        quorum = self.controllers or n
+        picked = _free_ports(n + quorum + sasl - len(client_ports))
         client_ports = client_ports or picked[:n]
-        controller_ports = picked[len(picked) - n - sasl : len(picked) - sasl]
+        controller_ports = picked[len(picked) - quorum - sasl : len(picked) - sasl]
         sasl_ports = picked[len(picked) - sasl :]
+        for c in range(1, self.controllers + 1):
+            cid = CONTROLLER_ID_BASE + c
+            controller = _Node(cid, 0, controller_ports[c - 1], self.data_dir / f"controller{c}")
+            self._require_free_ports(controller, f"starting controller {cid}")
+            controller.dir.mkdir()
+            self._controller_nodes[cid] = controller
         for i in range(1, n + 1):
             node = _Node(
                 i,
                 client_ports[i - 1],
-                controller_ports[i - 1],
+                0 if self.controllers else controller_ports[i - 1],
                 self.data_dir / f"node{i}",
                 sasl_port=sasl_ports[i - 1] if sasl else 0,
             )
@@ -501,24 +552,35 @@ class KafkaLab(Lab):
         self.sasl_bootstrap = ",".join(
             f"{self.host}:{node.sasl_port}" for node in self._nodes.values() if node.sasl_port
         )
-        voters = ",".join(f"{i}@{HOST}:{node.controller_port}" for i, node in self._nodes.items())
-        for node in self._nodes.values():
+        voters = ",".join(
+            f"{i}@{HOST}:{node.controller_port}"
+            for i, node in self._all_nodes().items()
+            if node.controller_port
+        )
+        for node in self._all_nodes().values():
             node.config.write_text(self._properties(node, voters))
-        log.info("formatting storage", extra={"brokers": n, "dir": str(self.data_dir)})
+        log.info(
+            "formatting storage",
+            extra={"brokers": n, "controllers": self.controllers, "dir": str(self.data_dir)},
+        )
         self._format_storage()
         self._spawner = _Spawner()
+        for controller in self._controller_nodes.values():
+            self._spawn(controller)
         for node in self._nodes.values():
             self._spawn(node)
         log.info("waiting for every broker to be listed by every broker", extra={"brokers": n})
         self._wait_ready(set(self._nodes), "starting the cluster")
 
+    def _all_nodes(self) -> dict[int, _Node]:
+        """Every node by id: the controller-only ones first, then the brokers."""
+        return {**self._controller_nodes, **self._nodes}
+
     @staticmethod
     def _require_free_ports(node: _Node, step: str) -> None:
-        for port in (
-            node.port,
-            node.controller_port,
-            *([node.sasl_port] if node.sasl_port else []),
-        ):
+        for port in (node.port, node.controller_port, node.sasl_port):
+            if not port:
+                continue
             if _port_in_use(port):
                 raise LabSetupError(
                     f"{step}: port {HOST}:{port} is in use; stop what listens there "
@@ -527,17 +589,22 @@ class KafkaLab(Lab):
 
     def _properties(self, node: _Node, voters: str) -> str:
         replication = min(3, self.broker_count)
-        listeners = [f"PLAINTEXT://{self.host}:{node.port}"]
+        listeners = [f"PLAINTEXT://{self.host}:{node.port}"] if node.port else []
         if node.sasl_port:
             listeners.append(f"{SASL_LISTENER}://{self.host}:{node.sasl_port}")
+        controller = [f"CONTROLLER://{HOST}:{node.controller_port}"] if node.controller_port else []
+        broker: dict[str, Any] = (
+            {"advertised.listeners": ",".join(listeners), "inter.broker.listener.name": "PLAINTEXT"}
+            if node.port
+            else {}
+        )
         props: dict[str, Any] = {
-            "process.roles": "broker,controller",
+            "process.roles": node.roles,
             "node.id": node.id,
             "controller.quorum.voters": voters,
-            "listeners": ",".join([*listeners, f"CONTROLLER://{HOST}:{node.controller_port}"]),
-            "advertised.listeners": ",".join(listeners),
+            "listeners": ",".join([*listeners, *controller]),
+            **broker,
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": (
                 f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,{SASL_LISTENER}:{SASL_LISTENER}"
             ),
@@ -596,7 +663,7 @@ class KafkaLab(Lab):
         procs: dict[int, subprocess.Popen[bytes]] = {}
         failures = []
         try:
-            for i, node in self._nodes.items():
+            for i, node in self._all_nodes().items():
                 procs[i] = subprocess.Popen(
                     self._java_command(
                         TOOL_OPTIONS,
@@ -620,7 +687,7 @@ class KafkaLab(Lab):
                     out, _ = proc.communicate()
                 if proc.returncode != 0:
                     lines = out.decode(errors="replace").strip().splitlines() or ["no output"]
-                    failures.append(f"broker {i}: {lines[-1][:200]}")
+                    failures.append(f"node {i}: {lines[-1][:200]}")
         finally:  # interrupted (Ctrl-C while starting): no formatter outlives the lab
             for proc in procs.values():
                 if proc.poll() is None:
@@ -641,8 +708,9 @@ class KafkaLab(Lab):
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
-        self.brokers[node.id].pid = node.proc.pid
-        log.info("broker started", extra={"broker": node.id, "pid": node.proc.pid})
+        if node.port:
+            self.brokers[node.id].pid = node.proc.pid
+        log.info("node started", extra={"node": node.id, "roles": node.roles, "pid": node.proc.pid})
 
     def _metadata(self, bootstrap: str | None = None, timeout: float = 2.0) -> ClusterMetadata:
         admin = AdminClient(
@@ -669,6 +737,8 @@ class KafkaLab(Lab):
         while True:
             for i in ids:
                 self._check_running(i, step)
+            for cid in self._controller_nodes:
+                self._check_running(cid, step)
             registered = ids | {
                 b.id for b in self.brokers.values() if not (b.down or b.removed or b.frozen)
             }
@@ -692,17 +762,19 @@ class KafkaLab(Lab):
                 )
             time.sleep(0.2)
 
-    def _check_running(self, broker: int, step: str) -> None:
-        node = self._nodes[broker]
+    def _check_running(self, node_id: int, step: str) -> None:
+        node = self._all_nodes()[node_id]
         if node.proc is not None and node.proc.poll() is not None:
             cause = _cause(node.log_file)
+            ports = " or ".join(str(p) for p in (node.port, node.controller_port) if p)
             hint = (
-                f"port {HOST}:{node.port} or {node.controller_port} was taken; retry"
+                f"port {HOST}:{ports} was taken; retry"
                 if "Address already in use" in cause
                 else "see the cause above"
             )
+            kind = "broker" if node.port else "controller"
             raise LabSetupError(
-                f"{step}: broker {broker} exited (code {node.proc.returncode}): {cause}; {hint}"
+                f"{step}: {kind} {node_id} exited (code {node.proc.returncode}): {cause}; {hint}"
             )
 
     def _create_topics(self, topics: dict[str, int]) -> None:
@@ -968,7 +1040,7 @@ class KafkaLab(Lab):
                 return
             self._closed.set()
             self._blackholes.close()
-            nodes = list(self._nodes.values())
+            nodes = list(self._all_nodes().values())
         for thread in list(self._election_threads.values()):
             thread.join(timeout=5)
         for node in nodes:
@@ -987,14 +1059,26 @@ class KafkaLab(Lab):
             log.info("lab down", extra={"engine": "kafka", "bootstrap": self.bootstrap})
 
     def alive(self) -> bool:
-        """True while every broker that should run (not down, not removed) runs."""
+        """True while every broker that should run (not down, not removed) and every
+        controller-only node runs."""
         if self._closed.is_set() or not self._nodes:
             return False
+        controllers = list(self._controller_nodes.values())
         return all(
             node.proc is not None and node.proc.poll() is None
-            for node in self._nodes.values()
-            if not self.brokers[node.id].down and not self.brokers[node.id].removed
+            for node in [*controllers, *self._nodes.values()]
+            if node.id in self._controller_nodes
+            or (not self.brokers[node.id].down and not self.brokers[node.id].removed)
         )
+
+    def controller_pids(self) -> dict[int, int]:
+        """Controller-only node id -> JVM pid, for those whose process exists (empty in
+        combined mode)."""
+        return {
+            i: node.proc.pid
+            for i, node in self._controller_nodes.items()
+            if node.proc is not None and node.proc.poll() is None
+        }
 
     def broker_pids(self) -> dict[int, int]:
         """Broker id -> JVM pid, for brokers whose process exists."""
@@ -1361,7 +1445,7 @@ class KafkaLab(Lab):
         live = [b.id for b in self.brokers.values() if not b.removed]
         if not 1 <= to < len(live):
             raise UsageError(f"--to must be between 1 and {len(live) - 1}, got {to}")
-        if to <= self.broker_count // 2:
+        if not self.controllers and to <= self.broker_count // 2:
             raise UsageError(
                 f"--to {to} would leave the {self.broker_count} KRaft voters without a majority "
                 f"(every node is also a controller): keep at least {self.broker_count // 2 + 1}"

@@ -78,6 +78,8 @@ def test_state_after_the_action_is_the_same_flag(tmp_path: Path, action: str) ->
         (["up", "--brokers", "0"], "--brokers must be between 1 and 32"),
         (["up", "--topics", "t:zero"], "invalid --topics entry"),
         (["fault", "explode"], "invalid choice"),
+        (["up", "--controllers", "3"], "--controllers applies to --engine kafka only"),
+        (["up", "--engine", "kafka", "--controllers", "9"], "--controllers must be between 0"),
     ],
 )
 def test_bad_arguments_are_one_line_usage_errors(

@@ -1,0 +1,119 @@
+"""The kafka engine with controllers apart from the brokers (`controllers=N`).
+
+One cluster of 3 controller-only KRaft nodes and 5 broker-only nodes serves the module
+(the tests run in order; the last shrinks it for good). Covers: the controllers and the
+brokers are separate JVMs with their own `process.roles`; clients see the 5 brokers only
+(controllers have no client listener) and produce and consume through them; a broker
+stopped leaves the quorum whole (its leader still one of the controllers, the cluster
+still served) and comes back; a shrink may remove most brokers (5 -> 2, 3 bootstrap
+entries dead), which combined mode refuses, while the quorum stays whole; bad
+`controllers` values are usage errors (`--controllers` on the mock: test_lab_cli.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from hangwatch.errors import UsageError
+from hangwatch_lab import Lab, netfilter
+from hangwatch_lab.kafka import CONTROLLER_ID_BASE, KafkaLab, run_state
+from hangwatch_lab.lab import BrokerState
+from tests.lab.clients import connect_outcome
+from tests.lab.kafka_clients import processes_with, round_trip
+
+pytestmark = pytest.mark.xdist_group("kafka-engine")
+"""Real clusters take a core each while they start: the kafka-engine modules share one worker."""
+
+CONTROLLERS = (CONTROLLER_ID_BASE + 1, CONTROLLER_ID_BASE + 2, CONTROLLER_ID_BASE + 3)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[KafkaLab]:
+    with Lab(brokers=5, topics={"t": 3}, engine="kafka", controllers=3) as lab:
+        assert isinstance(lab, KafkaLab)
+        yield lab
+        data_dir = lab.data_dir
+    assert data_dir is not None and processes_with(str(data_dir)) == []  # every JVM gone
+    assert netfilter.available() is not None or netfilter.drop_rule_count(os.getpid()) == 0
+
+
+def _brokers_listed(lab: KafkaLab, brokers: list[int]) -> list[int]:
+    bootstrap = ",".join(lab.brokers[b].address for b in brokers)
+    md = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=10)
+    return sorted(md.brokers)
+
+
+def _roles(pid: int) -> str:
+    """`process.roles` of the config a node's JVM was started with (its last argument)."""
+    config = Path(Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")[-1].decode())
+    found = re.search(r"^process\.roles=(.*)$", config.read_text(), re.MULTILINE)
+    assert found, config
+    return found.group(1)
+
+
+def test_controllers_and_brokers_are_separate_jvms_and_clients_see_the_brokers(
+    cluster: KafkaLab,
+) -> None:
+    controllers, brokers = cluster.controller_pids(), cluster.broker_pids()
+    assert sorted(controllers) == list(CONTROLLERS)
+    assert sorted(brokers) == [1, 2, 3, 4, 5]
+    assert cluster.data_dir is not None
+    jvms = processes_with(str(cluster.data_dir))
+    assert sorted(jvms) == sorted([*controllers.values(), *brokers.values()])
+    assert {_roles(pid) for pid in controllers.values()} == {"controller"}
+    assert {_roles(pid) for pid in brokers.values()} == {"broker"}
+    assert _brokers_listed(cluster, [1]) == [1, 2, 3, 4, 5]  # no controller among them
+    assert cluster.active_controller() in CONTROLLERS
+    assert len(round_trip(cluster.bootstrap, "t", 10)) == 10
+    assert "5 brokers, 3 controllers" in cluster.status().description
+
+
+def test_a_broker_stopped_leaves_the_quorum_whole(cluster: KafkaLab) -> None:
+    leader = cluster.active_controller()
+    pid = cluster.broker_pids()[1]
+    cluster.down(1)
+    assert run_state(pid) == "gone"
+    assert cluster.alive()  # the controllers and the other brokers run on
+    assert cluster.active_controller() in CONTROLLERS
+    assert len(round_trip(cluster.brokers[2].address, "t", 5)) == 5
+    assert cluster.controller_pids()[leader] > 0
+    cluster.restore(1)
+    assert 1 in _brokers_listed(cluster, [2])
+    assert len(round_trip(cluster.bootstrap, "t", 5)) == 5
+
+
+def test_a_shrink_may_leave_most_bootstrap_entries_dead(
+    cluster: KafkaLab, kernel_faults: None
+) -> None:
+    """Runs last: brokers 3-5 never come back."""
+    removed = [cluster.brokers[b] for b in (3, 4, 5)]
+    cluster.shrink(2)
+    assert _brokers_listed(cluster, [1, 2]) == [1, 2]
+    for state in removed:
+        assert state.address in cluster.bootstrap.split(",")
+        assert connect_outcome(state.port, timeout_seconds=1.0) == "timeout"
+        assert cluster.status().brokers[state.id - 1]["condition"] == "removed+blackhole"
+    assert cluster.active_controller() in CONTROLLERS
+    assert sorted(cluster.controller_pids()) == list(CONTROLLERS)
+    assert cluster.alive()
+    assert len(round_trip(cluster.bootstrap, "t", 5)) == 5
+
+
+def test_combined_mode_still_keeps_a_majority_of_brokers() -> None:
+    """Checked before any work, so a lab never started shows it."""
+    lab = KafkaLab(brokers=5, topics={"t": 3})
+    lab.brokers = {i: BrokerState(id=i, host="127.0.0.1", port=9000 + i) for i in range(1, 6)}
+    with pytest.raises(UsageError, match="without a majority"):
+        lab.shrink(2)
+
+
+@pytest.mark.parametrize("count", [-1, 6])
+def test_a_bad_controller_count_is_a_usage_error(count: int) -> None:
+    with pytest.raises(UsageError, match="--controllers must be between 0"):
+        KafkaLab(brokers=3, topics={}, controllers=count)
