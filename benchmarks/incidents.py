@@ -14,9 +14,13 @@ error), the sidecar's first verdict other than healthy, the seconds from the fau
 (median and max over the runs; and from the client's last acknowledgement, for a client
 silent from then on), every other verdict seen, the operator's default action
 for each, and the evidence the first verdict named (first run). Needs root (iptables),
-Java 17, Maven and Go. Incidents: S0 S1 S1-frozen S2 S2-control S2-stop S2-stop-control
-S2-interval S2-interval-control S3 S4 S4-dump S4-control
-(`hangwatch_testing.clients.incidents.INCIDENTS`). Some rows run the sidecar with a
+Java 17, Maven and Go. Incidents: S0 S1 S1-frozen S1-most-dead S1-most-dead-control
+S1-fresh S1-fresh-control S2 S2-control S2-stop S2-stop-control S2-interval
+S2-interval-control S3 S4 S4-dump S4-control
+(`hangwatch_testing.clients.incidents.INCIDENTS`). The S1-most-dead* and S1-fresh* rows
+run on 5 brokers beside 3 controllers, shrunk to 2 (`Incident.brokers`,
+`controllers`); S1-fresh* start the client after the shrink, one start per replay
+(`Incident.client_after_fault`: no healthy baseline). Some rows run the sidecar with a
 setting of their own (`Incident.sidecar_args`): S2-interval* with a declared write
 interval (`--expected-write-interval-seconds 10`, a policy's
 `detection.expectedWriteIntervalSeconds`), S4-dump with the local JVM's thread dumps
@@ -44,8 +48,9 @@ from hangwatch_testing.clients.incidents import BY_ID, INCIDENTS, Incident, Repl
 
 
 def first_alarm(result: Replay) -> tuple[float, str, list[str]] | None:
-    """The first verdict change away from healthy: (seconds from the fault, verdict, reasons)."""
-    return next((c for c in result.changes if c[1] != "healthy"), None)
+    """The first verdict change away from healthy (and from `unknown`, a sidecar still
+    starting: S1-fresh*): (seconds from the fault, verdict, reasons)."""
+    return next((c for c in result.changes if c[1] not in ("healthy", "unknown")), None)
 
 
 def since_last_ack(result: Replay) -> float | None:

@@ -18,7 +18,7 @@ SRC=testing/clients/incidents
 COMMON=$SRC/java/common  # compiled with every Java program (their progress lines)
 GO_COMMON=$SRC/progress  # the Go programs' progress lines (a local module they replace in)
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/hangwatch/incident-clients"
-ALL=(sarama-v1.37.2 sarama-v1.38.0 kafka-go-v0.4.8 kafka_2.11-0.8.2.2 kafka-clients-0.11.0.3
+ALL=(sarama-v1.37.2 sarama-v1.38.0 kafka-go-v0.4.8 kafka-go-v0.4.9 kafka_2.11-0.8.2.2 kafka-clients-0.11.0.3
      kafka-clients-3.9.2)
 
 fail() { echo "build-clients: $1" >&2; exit 3; }
@@ -29,6 +29,7 @@ layout() {
     sarama-v1.37.2) echo "go $SRC/sarama go.mod" ;;
     sarama-v1.38.0) echo "go $SRC/sarama v1.38.0.mod" ;;
     kafka-go-v0.4.8) echo "go $SRC/kafka-go go.mod" ;;
+    kafka-go-v0.4.9) echo "go $SRC/kafka-go v0.4.9.mod" ;;  # S1's control (the fix)
     kafka_2.11-0.8.2.2) echo "java $SRC/java/kafka_2.11-0.8.2.2 pom.xml" ;;
     kafka-clients-0.11.0.3) echo "java $SRC/java/kafka-clients-0.11.0.3 pom.xml" ;;
     kafka-clients-3.9.2) echo "java $SRC/java/kafka-clients-3.9.2 pom.xml" ;;  # Spark's; HealthyProducer

@@ -4,8 +4,9 @@ Each `Incident` names a program of `testing/clients/incidents` (built by
 `scripts/build-clients.sh`), how it is started and the incident's fault on the lab's
 `kafka` engine, at the Kafka version the client can talk to (the lab's default, the
 current 4.x, unless the incident names another: the 0.8.2 and 0.11 clients run on 3.9,
-the last line that serves clients older than 2.1). `replay` starts a 3-broker Apache
-Kafka lab, the client, and a real
+the last line that serves clients older than 2.1). `replay` starts the incident's Apache
+Kafka lab (3 combined broker+controller nodes, or brokers beside controller-only nodes
+when the fault must remove most brokers), the client, and a real
 `hangwatch sidecar` process with an EMPTY telemetry directory whose socket view is
 narrowed to the client's process (`--socket-process <pid>`: the brokers' own connections
 on the same loopback stay out); it waits for the client's first acknowledgements and the
@@ -22,6 +23,7 @@ JVMs, rules and data directory).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import subprocess
@@ -47,6 +49,8 @@ S3_REFRESH_MS = 10_000
 """S3's `topic.metadata.refresh.interval.ms`: the write-up ran the default 10 minutes; 10 s
 makes several periodic refreshes happen within one watch (the refresh itself is the
 client's, unchanged)."""
+WINDOW_SECONDS = 5.0
+"""The width of `Replay.acks_per_window`'s windows."""
 BASELINE_SECONDS = 5.0
 """The healthy stretch before the fault whose acknowledgement rate is the baseline: the
 fault comes only once the client has been acknowledged for this long."""
@@ -97,6 +101,13 @@ class Incident:
     sidecar_args: tuple[str, ...] = ()
     """More flags of the sidecar for this incident (a declared write interval, the local
     JVM's thread dumps)."""
+    client_after_fault: bool = False
+    """The fault comes first, the client starts on the faulted cluster
+    (`replay_started_after`; `replay` makes one such start)."""
+    brokers: int = 3
+    controllers: int = 0
+    """The lab's controller-only nodes (0: every broker is also a controller, so a shrink
+    must keep a majority of the brokers)."""
 
 
 WRITE_INTERVAL_SECONDS = 10
@@ -120,10 +131,31 @@ def _all_blackholed(lab: Lab, _: Path) -> None:
 
 
 def _shrunk(dead: str) -> Callable[[Lab, Path], None]:
-    """The cluster shrunk 3 -> 2 the way operators do (partitions moved away, the broker
-    stopped for good), its address left `dead` (blackhole: SYNs dropped; frozen: TCP
-    accepted, never answered) in the client's bootstrap list."""
+    """The cluster shrunk to 2 brokers the way operators do (partitions moved away, the
+    removed brokers stopped for good), their addresses left `dead` (blackhole: SYNs
+    dropped; frozen: TCP accepted, never answered) in the client's bootstrap list."""
     return lambda lab, _: lab.shrink(2, dead=dead)
+
+
+def _s1_most_dead(version: str) -> Incident:
+    """S1 as its write-up had it, most bootstrap entries dead: 5 brokers beside 3
+    controller-only nodes, shrunk to 2, so 3 of the 5 addresses the client was given are
+    dead while the quorum stays whole. kafka-go `version`: v0.4.8 the write-up's, v0.4.9
+    (the fix of its cached metadata error) the control."""
+    control = version == "v0.4.9"
+    return Incident(
+        "S1-most-dead" + ("-control" if control else ""),
+        f"kafka-go-{version}",
+        f"kafka-go {version} Writer (full bootstrap list of 5)" + (" (the fix)" if control else ""),
+        "cluster shrunk 5 -> 2 brokers (3 controllers apart), the 3 removed brokers' "
+        "addresses blackholed",
+        _go(f"kafka-go-{version}", "-rate", "5", "-batch", "5"),
+        _shrunk("blackhole"),
+        watch_seconds=90,
+        control=control,
+        brokers=5,
+        controllers=3,
+    )
 
 
 def _election(lab: Lab, _: Path) -> None:
@@ -221,6 +253,16 @@ INCIDENTS: tuple[Incident, ...] = (
         _go("kafka-go-v0.4.8", "-rate", "5", "-batch", "5"),
         _shrunk("frozen"),
         watch_seconds=60,
+    ),
+    _s1_most_dead("v0.4.8"),
+    _s1_most_dead("v0.4.9"),
+    # the same shrink, then fresh clients (replay_started_after): the write-up's
+    # cached-error bug needs the client's first metadata request to fail
+    *(
+        dataclasses.replace(
+            _s1_most_dead(version), id=name, watch_seconds=30, client_after_fault=True
+        )
+        for name, version in (("S1-fresh", "v0.4.8"), ("S1-fresh-control", "v0.4.9"))
     ),
     *(
         _s2(version, fault, inject)
@@ -364,6 +406,10 @@ class Replay:
     election: dict[str, Any] = field(default_factory=dict)
     spark: dict[str, Any] | None = None
     """The sidecar's last /status `spark` (its thread-dump view: Spark's or the local JVM's)."""
+    acks_per_window: list[int] = field(default_factory=list)
+    """Acknowledgements in each WINDOW_SECONDS of the watch, from the fault on."""
+    error_kinds: dict[str, int] = field(default_factory=dict)
+    """The client's own errors after the fault: text (first 120 characters) -> count."""
 
     def first(self, verdict: str) -> float | None:
         return next((t for t, v, _ in self.changes if v == verdict), None)
@@ -412,10 +458,15 @@ measurement of the client, so the cluster is started afresh once, said on stderr
 
 
 @contextmanager
-def _started_lab(kafka_version: str | None) -> Iterator[Lab]:
+def _started_lab(incident: Incident) -> Iterator[Lab]:
+    shape: dict[str, Any] = {"controllers": incident.controllers} if incident.controllers else {}
     for attempt in range(1, LAB_STARTS + 1):
         lab = Lab(
-            brokers=3, topics={TOPIC: PARTITIONS}, engine="kafka", kafka_version=kafka_version
+            brokers=incident.brokers,
+            topics={TOPIC: PARTITIONS},
+            engine="kafka",
+            kafka_version=incident.kafka_version,
+            **shape,
         )
         try:
             lab.start()
@@ -439,28 +490,23 @@ def replay(
     watch_seconds: float | None = None,
     sidecar_args: tuple[str, ...] = (),
 ) -> Replay:
-    """One replay of `incident` on a fresh 3-broker Apache Kafka lab (see the module doc);
+    """One replay of `incident` on a fresh Apache Kafka lab (see the module doc);
     `watch_seconds`: instead of the incident's own watch; `sidecar_args`: more flags of
-    the sidecar (e.g. the local JVM's thread dumps)."""
+    the sidecar (e.g. the local JVM's thread dumps). An incident whose client starts
+    after the fault: one fresh start (`replay_started_after`)."""
+    if incident.client_after_fault:
+        watch = incident.watch_seconds if watch_seconds is None else watch_seconds
+        return replay_started_after(incident, 1, watch, timing, sidecar_args)[0]
     with (
-        _started_lab(incident.kafka_version) as lab,
+        _started_lab(incident) as lab,
         tempfile.TemporaryDirectory(prefix="hangwatch-incident-") as tmp,
     ):
         scratch = Path(tmp)
-        telemetry = scratch / "telemetry"
-        telemetry.mkdir()  # stays empty: the incidents' clients write no telemetry
         started = time.monotonic()
-        client = ClientProcess(incident.command(lab.bootstrap, scratch), scratch / "client.log")
-        sidecar = None
-        try:
-            sidecar = SidecarProcess(
-                lab.bootstrap,
-                telemetry,
-                timing or SidecarTiming(),
-                *("--socket-process", str(client.proc.pid)),
-                *incident.sidecar_args,
-                *sidecar_args,
-            )
+        with _client_and_sidecar(incident, lab, scratch, 0, timing, sidecar_args) as (
+            client,
+            sidecar,
+        ):
             result = Replay(incident.id, baseline=_wait_baseline(sidecar, client, started))
             fault_at = time.monotonic()
             if client.acks:
@@ -474,11 +520,76 @@ def replay(
             if results:
                 result.election = dict(results[-1])
             return result
-        finally:
-            if sidecar is not None:
-                sidecar.stop()
-            client.stop()
-            assert not any(telemetry.iterdir()), "an incident client wrote telemetry?"
+
+
+@contextmanager
+def _client_and_sidecar(
+    incident: Incident,
+    lab: Lab,
+    scratch: Path,
+    start: int,
+    timing: SidecarTiming | None,
+    sidecar_args: tuple[str, ...],
+) -> Iterator[tuple[ClientProcess, SidecarProcess]]:
+    """The incident's client (its `start`-th on this lab) and a sidecar watching its
+    process with an EMPTY telemetry directory (the incidents' clients write none);
+    both stopped on the way out."""
+    telemetry = scratch / "telemetry"
+    telemetry.mkdir(exist_ok=True)
+    log_path = scratch / f"client-{start}.log"
+    client = ClientProcess(incident.command(lab.bootstrap, scratch), log_path)
+    sidecar = None
+    try:
+        sidecar = SidecarProcess(
+            lab.bootstrap,
+            telemetry,
+            timing or SidecarTiming(),
+            *("--socket-process", str(client.proc.pid)),
+            *incident.sidecar_args,
+            *sidecar_args,
+        )
+        yield client, sidecar
+    finally:
+        if sidecar is not None:
+            sidecar.stop()
+        client.stop()
+        assert not any(telemetry.iterdir()), "an incident client wrote telemetry?"
+
+
+def replay_started_after(
+    incident: Incident,
+    starts: int,
+    watch_seconds: float,
+    timing: SidecarTiming | None = None,
+    sidecar_args: tuple[str, ...] = (),
+    until: Callable[[Replay], bool] | None = None,
+) -> list[Replay]:
+    """The incident's fault first, then `starts` fresh clients one after another on the
+    same faulted lab, each watched for `watch_seconds` from its start by its own sidecar
+    (the fault is already there: no healthy baseline). For clients whose bug needs the
+    fault before they learn the cluster (kafka-go v0.4.8 keeps the error of a failed
+    FIRST metadata request: S1 with the client started after the shrink). `until`: no
+    more starts once a start's record satisfies it."""
+    results = []
+    with (
+        _started_lab(incident) as lab,
+        tempfile.TemporaryDirectory(prefix="hangwatch-incident-") as tmp,
+    ):
+        scratch = Path(tmp)
+        incident.inject(lab, scratch)
+        for start in range(starts):
+            print(f"{incident.id}: fresh client {start + 1}/{starts}", file=sys.stderr)
+            started_at = time.monotonic()
+            with _client_and_sidecar(incident, lab, scratch, start, timing, sidecar_args) as (
+                client,
+                sidecar,
+            ):
+                result = Replay(f"{incident.id}#{start + 1}", baseline="")
+                _watch(result, sidecar, client, started_at, watch_seconds)
+            results.append(result)
+            if until is not None and until(result):
+                break
+    return results
 
 
 def _watch(
@@ -510,5 +621,14 @@ def _watch(
     if result.acks_after:
         result.last_ack_after = round(client.acks[-1] - fault_at, 2)
     result.errors_after = client.errors_since(fault_at)
+    windows = int((end - fault_at) // WINDOW_SECONDS) + 1
+    result.acks_per_window = [0] * windows
+    for at in list(client.acks):
+        if fault_at <= at <= end:
+            result.acks_per_window[int((at - fault_at) // WINDOW_SECONDS)] += 1
+    for at, text in list(client.errors):
+        if at >= fault_at:
+            key = text[:120]
+            result.error_kinds[key] = result.error_kinds.get(key, 0) + 1
     result.longest_pause = round(client.longest_pause(fault_at, end), 2)
     result.acks_per_second_after = round(result.acks_after / (end - fault_at), 1)
