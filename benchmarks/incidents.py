@@ -19,15 +19,22 @@ S1-fresh S1-fresh-control S2 S2-control S2-stop S2-stop-control S2-interval
 S2-interval-control S3 S4 S4-dump S4-control
 (`hangwatch_testing.clients.incidents.INCIDENTS`). The S1-most-dead* and S1-fresh* rows
 run on 5 brokers beside 3 controllers, shrunk to 2 (`Incident.brokers`,
-`controllers`); S1-fresh* start the client after the shrink, one start per replay
-(`Incident.client_after_fault`: no healthy baseline). Some rows run the sidecar with a
+`controllers`). S1-fresh* start the client after the shrink
+(`Incident.client_after_fault`: no healthy baseline): ONE lab for all of them (8 JVMs),
+shrunk once, then `--starts` rounds (default 8) of one fresh client of each chosen
+S1-fresh* incident, one after another, each watched 30 s from its start by the default
+sidecar and by a second one with a declared write interval (`WITNESS_ARGS`); their rows
+say in how many starts the client was stuck (no acknowledgement in the watch, its writes
+erring), the verdicts of those starts timed from the client's start, and the second
+sidecar's. Some rows run the sidecar with a
 setting of their own (`Incident.sidecar_args`): S2-interval* with a declared write
 interval (`--expected-write-interval-seconds 10`, a policy's
 `detection.expectedWriteIntervalSeconds`), S4-dump with the local JVM's thread dumps
 (`--jvm-thread-dumps`, one per second). The first line printed is the machine and its
 load.
 
-    python benchmarks/incidents.py [--runs 3] [--incidents S0,S1,S2,S2-control,S3,S4]
+    python benchmarks/incidents.py [--runs 3] [--starts 8]
+                                   [--incidents S0,S1,S2,S2-control,S3,S4]
 """
 
 from __future__ import annotations
@@ -44,7 +51,22 @@ from hangwatch.contracts import Verdict
 from hangwatch.errors import LabError
 from hangwatch_lab import kafkajars
 from hangwatch_operator.policies import DEFAULT_ACTIONS
-from hangwatch_testing.clients.incidents import BY_ID, INCIDENTS, Incident, Replay, replay
+from hangwatch_testing.clients.incidents import (
+    BY_ID,
+    INCIDENTS,
+    WRITE_INTERVAL_SECONDS,
+    Incident,
+    Replay,
+    replay,
+    replay_started_after,
+)
+
+FRESH_WATCH_SECONDS = 30.0
+"""How long each fresh client of S1-fresh* is watched from its start."""
+WITNESS_ARGS = ("--expected-write-interval-seconds", str(WRITE_INTERVAL_SECONDS))
+"""The second sidecar's setting on every S1-fresh* start: a policy's declared write
+interval (`detection.expectedWriteIntervalSeconds`): would `producer_silent` flag a
+client stuck on its cached error?"""
 
 
 def first_alarm(result: Replay) -> tuple[float, str, list[str]] | None:
@@ -115,6 +137,59 @@ def row(incident: Incident, results: list[Replay]) -> str:
     )
 
 
+def stuck(result: Replay) -> bool:
+    """A fresh client stuck from its start: nothing acknowledged in the watch, its writes
+    erring (S1's write-up: every write fails while the cluster serves)."""
+    return result.acks_after == 0 and result.errors_after > 0
+
+
+def _verdicts(changes: list[tuple[float, str, list[str]]]) -> str:
+    """Each verdict of a start with the seconds from the client's start it came at."""
+    return " -> ".join(f"{v} {t:.1f}" for t, v, _ in changes) or "none"
+
+
+def fresh_row(incident: Incident, results: list[Replay]) -> str:
+    """A row of S1-fresh*: how many of the fresh starts stuck, what the stuck ones did and
+    what both sidecars said of them (times from the client's start)."""
+    hung = [r for r in results if stuck(r)]
+    went_on = [r for r in results if not stuck(r)]
+    outcomes = f"stuck in {len(hung)} of {len(results)} starts"
+    for r in hung:
+        kinds = "; ".join(f"{n} x {text}" for text, n in r.error_kinds.items())
+        outcomes += (
+            f"; {r.incident}: 0 acks in {r.watched_seconds:.0f} s, {r.errors_after} errors "
+            f"from {r.first_error_after} s ({kinds[:160]})"
+        )
+    if went_on:
+        firsts = [r.first_ack_after for r in went_on if r.first_ack_after is not None]
+        span = f"{min(firsts):.1f}-{max(firsts):.1f}" if firsts else "-"
+        outcomes += (
+            f"; the other {len(went_on)}: first ack {span} s after the start, "
+            f"{sum(r.errors_after for r in went_on)} errors in all"
+        )
+    if incident.control:
+        outcomes = "control: " + outcomes
+    judged = hung or results
+    shown = " / ".join(f"{r.incident}: {_verdicts(r.changes)}" for r in judged)
+    witnessed = " / ".join(f"{r.incident}: {_verdicts(r.witness_changes)}" for r in judged)
+    verdicts = sorted({v for r in judged for _, v, _ in r.changes} - {"healthy", "unknown"})
+    alarms = [a[0] for a in (first_alarm(r) for r in judged) if a is not None]
+    timing = (
+        f"{statistics.median(alarms):.1f} ({max(alarms):.1f}) from the client's start"
+        if alarms
+        else "-"
+    )
+    first = next((a for a in (first_alarm(r) for r in judged) if a is not None), None)
+    evidence = "; ".join(first[2][:2])[:160] if first else "-"
+    actions = ", ".join(action(v) for v in verdicts) or "none"
+    return (
+        f"| {incident.id} | {incident.label} | {incident.fault}, then fresh clients "
+        f"(Kafka {incident.kafka_version or kafkajars.default_version()}) | {outcomes} | "
+        f"{shown}; with {' '.join(WITNESS_ARGS)}: {witnessed} | {timing} | {actions} | "
+        f"{evidence} |"
+    )
+
+
 def _replay(incident: Incident, attempts: int = 3) -> Replay:
     """One replay; a lab that fails to start or to apply the fault is started afresh (up to
     `attempts` times), said on stderr: that is no measurement of the client."""
@@ -136,13 +211,36 @@ def _load() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--starts", type=int, default=8, help="fresh clients per S1-fresh* incident"
+    )
     parser.add_argument("--incidents", default=",".join(i.id for i in INCIDENTS))
     args = parser.parse_args(argv)
+    unknown = [name for name in args.incidents.split(",") if name not in BY_ID]
+    if unknown or args.runs < 1 or args.starts < 1:
+        parser.error(
+            f"unknown incidents {', '.join(unknown)} (known: {', '.join(BY_ID)})"
+            if unknown
+            else "--runs and --starts must be at least 1"
+        )
     chosen = [BY_ID[name] for name in args.incidents.split(",")]
     print(f"{describe()}; load average {_load()}", flush=True)
-    table: list[str] = []
+    rows: dict[str, str] = {}
     started = time.monotonic()
-    for incident in chosen:
+    fresh = [i for i in chosen if i.client_after_fault]
+    if fresh:
+        records = replay_started_after(
+            fresh, args.starts, FRESH_WATCH_SECONDS, witness_args=WITNESS_ARGS
+        )
+        for result in records:
+            print(
+                f"[{time.monotonic() - started:6.0f} s] (load {_load()}): {result.describe()}",
+                flush=True,
+            )
+        for incident in fresh:
+            mine = [r for r in records if r.incident.split("#")[0] == incident.id]
+            rows[incident.id] = fresh_row(incident, mine)
+    for incident in (i for i in chosen if not i.client_after_fault):
         results = []
         for n in range(args.runs):
             result = _replay(incident)
@@ -153,14 +251,14 @@ def main(argv: list[str] | None = None) -> int:
             )
             if result.election:
                 print(f"          election: {result.election}", flush=True)
-        table.append(row(incident, results))
+        rows[incident.id] = row(incident, results)
     print(
         "\n| incident | client, version | fault (Apache Kafka, 3 KRaft nodes) | "
         "reproduced? (per run) | verdict | fault to verdict, s: median (max) | action | "
         "evidence named |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    print("\n".join(table), flush=True)
+    print("\n".join(rows[i.id] for i in chosen), flush=True)
     return 0
 
 

@@ -31,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -410,6 +410,9 @@ class Replay:
     """Acknowledgements in each WINDOW_SECONDS of the watch, from the fault on."""
     error_kinds: dict[str, int] = field(default_factory=dict)
     """The client's own errors after the fault: text (first 120 characters) -> count."""
+    witness_changes: list[tuple[float, str, list[str]]] = field(default_factory=list)
+    """Like `changes`, of the second sidecar with other flags (`replay_started_after`'s
+    `witness_args`), when there was one."""
 
     def first(self, verdict: str) -> float | None:
         return next((t for t, v, _ in self.changes if v == verdict), None)
@@ -432,6 +435,12 @@ class Replay:
             f"({self.first_error[:120]}), acks/errors after {self.acks_after}/"
             f"{self.errors_after}, longest pause {self.longest_pause} s, acks/s before/after "
             f"{self.acks_per_second_before}/{self.acks_per_second_after}"
+            + (f", errors {self.error_kinds}" if self.error_kinds else "")
+            + (
+                f", witness changes {[(t, v, r[:2]) for t, v, r in self.witness_changes]}"
+                if self.witness_changes
+                else ""
+            )
         )
 
 
@@ -496,7 +505,7 @@ def replay(
     after the fault: one fresh start (`replay_started_after`)."""
     if incident.client_after_fault:
         watch = incident.watch_seconds if watch_seconds is None else watch_seconds
-        return replay_started_after(incident, 1, watch, timing, sidecar_args)[0]
+        return replay_started_after([incident], 1, watch, timing, sidecar_args)[0]
     with (
         _started_lab(incident) as lab,
         tempfile.TemporaryDirectory(prefix="hangwatch-incident-") as tmp,
@@ -506,6 +515,7 @@ def replay(
         with _client_and_sidecar(incident, lab, scratch, 0, timing, sidecar_args) as (
             client,
             sidecar,
+            _,
         ):
             result = Replay(incident.id, baseline=_wait_baseline(sidecar, client, started))
             fault_at = time.monotonic()
@@ -530,65 +540,77 @@ def _client_and_sidecar(
     start: int,
     timing: SidecarTiming | None,
     sidecar_args: tuple[str, ...],
-) -> Iterator[tuple[ClientProcess, SidecarProcess]]:
+    witness_args: tuple[str, ...] | None = None,
+) -> Iterator[tuple[ClientProcess, SidecarProcess, SidecarProcess | None]]:
     """The incident's client (its `start`-th on this lab) and a sidecar watching its
-    process with an EMPTY telemetry directory (the incidents' clients write none);
-    both stopped on the way out."""
+    process with an EMPTY telemetry directory (the incidents' clients write none), and,
+    with `witness_args`, a second sidecar watching the same client with those flags
+    instead of `sidecar_args` (another setting judged on the very same start); all
+    stopped on the way out."""
     telemetry = scratch / "telemetry"
     telemetry.mkdir(exist_ok=True)
     log_path = scratch / f"client-{start}.log"
     client = ClientProcess(incident.command(lab.bootstrap, scratch), log_path)
-    sidecar = None
+    sidecars: list[SidecarProcess] = []
     try:
-        sidecar = SidecarProcess(
-            lab.bootstrap,
-            telemetry,
-            timing or SidecarTiming(),
-            *("--socket-process", str(client.proc.pid)),
-            *incident.sidecar_args,
-            *sidecar_args,
-        )
-        yield client, sidecar
+        for extra in (sidecar_args, *(() if witness_args is None else (witness_args,))):
+            sidecars.append(
+                SidecarProcess(
+                    lab.bootstrap,
+                    telemetry,
+                    timing or SidecarTiming(),
+                    *("--socket-process", str(client.proc.pid)),
+                    *incident.sidecar_args,
+                    *extra,
+                )
+            )
+        yield client, sidecars[0], (sidecars[1] if len(sidecars) > 1 else None)
     finally:
-        if sidecar is not None:
+        for sidecar in sidecars:
             sidecar.stop()
         client.stop()
         assert not any(telemetry.iterdir()), "an incident client wrote telemetry?"
 
 
 def replay_started_after(
-    incident: Incident,
+    incidents: Sequence[Incident],
     starts: int,
     watch_seconds: float,
     timing: SidecarTiming | None = None,
     sidecar_args: tuple[str, ...] = (),
-    until: Callable[[Replay], bool] | None = None,
+    witness_args: tuple[str, ...] | None = None,
 ) -> list[Replay]:
-    """The incident's fault first, then `starts` fresh clients one after another on the
-    same faulted lab, each watched for `watch_seconds` from its start by its own sidecar
-    (the fault is already there: no healthy baseline). For clients whose bug needs the
-    fault before they learn the cluster (kafka-go v0.4.8 keeps the error of a failed
-    FIRST metadata request: S1 with the client started after the shrink). `until`: no
-    more starts once a start's record satisfies it."""
+    """The incidents' fault first, then `starts` rounds of fresh clients on the same
+    faulted lab, one client of each incident per round, one after another, each watched
+    for `watch_seconds` from its start by its own sidecar (the fault is already there:
+    no healthy baseline) and, with `witness_args`, by a second sidecar with those flags
+    (`Replay.witness_changes`). For clients whose bug needs the fault before they learn
+    the cluster (kafka-go v0.4.8 keeps the error of a failed FIRST metadata request: S1
+    with the client started after the shrink), and their controls on the same cluster.
+    The incidents share one lab and one fault (the first's). The records in start order,
+    each named `<incident>#<round>`."""
+    first = incidents[0]
+    shape = (first.brokers, first.controllers, first.kafka_version, first.fault)
+    for other in incidents[1:]:
+        if (other.brokers, other.controllers, other.kafka_version, other.fault) != shape:
+            raise ValueError(f"{other.id} needs another lab or fault than {first.id}")
     results = []
     with (
-        _started_lab(incident) as lab,
+        _started_lab(first) as lab,
         tempfile.TemporaryDirectory(prefix="hangwatch-incident-") as tmp,
     ):
         scratch = Path(tmp)
-        incident.inject(lab, scratch)
-        for start in range(starts):
-            print(f"{incident.id}: fresh client {start + 1}/{starts}", file=sys.stderr)
+        first.inject(lab, scratch)
+        for n, incident in enumerate(i for _ in range(starts) for i in incidents):
+            round_ = n // len(incidents) + 1
+            print(f"{incident.id}: fresh client {round_}/{starts}", file=sys.stderr, flush=True)
             started_at = time.monotonic()
-            with _client_and_sidecar(incident, lab, scratch, start, timing, sidecar_args) as (
-                client,
-                sidecar,
-            ):
-                result = Replay(f"{incident.id}#{start + 1}", baseline="")
-                _watch(result, sidecar, client, started_at, watch_seconds)
+            with _client_and_sidecar(
+                incident, lab, scratch, n, timing, sidecar_args, witness_args
+            ) as (client, sidecar, witness):
+                result = Replay(f"{incident.id}#{round_}", baseline="")
+                _watch(result, sidecar, client, started_at, watch_seconds, witness)
             results.append(result)
-            if until is not None and until(result):
-                break
     return results
 
 
@@ -598,14 +620,21 @@ def _watch(
     client: ClientProcess,
     fault_at: float,
     seconds: float,
+    witness: SidecarProcess | None = None,
 ) -> None:
     last = result.baseline
+    witnessed = result.baseline
     while (elapsed := time.monotonic() - fault_at) < seconds:
         doc = sidecar.status()
         result.spark = doc.get("spark")
         if doc["verdict"] != last:
             last = str(doc["verdict"])
             result.changes.append((round(elapsed, 2), last, list(doc["reasons"])))
+        if witness is not None:
+            seen = witness.status()
+            if seen["verdict"] != witnessed:
+                witnessed = str(seen["verdict"])
+                result.witness_changes.append((round(elapsed, 2), witnessed, list(seen["reasons"])))
         error = client.first_error_after(fault_at)
         if error is not None and result.first_error_after is None:
             result.first_error_after, result.first_error = round(error[0] - fault_at, 2), error[1]
