@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     # one lab for both clients: the Kafka S4's 0.11 client needs (3.9; 3.9.2 serves the control too)
-    with _started_lab(BY_ID["S4"].kafka_version) as lab, tempfile.TemporaryDirectory() as tmp:
+    with _started_lab(BY_ID["S4"]) as lab, tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         trigger = scratch / "sync-send-in-callback"
         for incident, name in NAMES.items():
