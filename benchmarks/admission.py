@@ -40,6 +40,7 @@ from tests.kube.release import (  # noqa: E402
     HelmRelease,
     admin_api,
     running_operator,
+    wait_for_operator,
 )
 from tests.kube.spark import (  # noqa: E402
     container_names,
@@ -48,7 +49,7 @@ from tests.kube.spark import (  # noqa: E402
     executor_pod_for,
     submit_application,
 )
-from tests.kube.test_admission import POLICY_FILE, wait_for_operator  # noqa: E402
+from tests.kube.test_admission import POLICY_FILE  # noqa: E402
 
 NAMESPACE = "spark-jobs"
 
@@ -104,7 +105,7 @@ def main() -> int:
             release.install()
             cluster.kubectl("apply", "-f", str(POLICY_FILE))
             with running_operator(cluster, work) as (run, _):
-                wait_for_operator(cluster, run, release.webhook_port, "orders-writers")
+                wait_for_operator(cluster, run, release.webhook_port, "orders-writers", NAMESPACE)
                 print("phase 2: through the webhook", file=sys.stderr)
                 with_webhook = create_executors(cluster, "webhook", args.pods, injected=True)
             print("phase 3: operator down", file=sys.stderr)

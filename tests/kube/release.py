@@ -19,6 +19,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,6 +38,7 @@ from hangwatch_testing.ports import free_port
 from tests.kube.cluster import (
     ROOT,
     ControlPlane,
+    LocalCluster,
     lasting_port,
     spawn,
     stop,
@@ -235,3 +238,46 @@ def running_operator(
         yield OperatorRun(process, log, wait_seconds=WAIT_SECONDS), command
     finally:
         stop(process, grace_seconds=20)
+
+
+def wait_for_operator(
+    cluster: LocalCluster, run: OperatorRun, port: int, policy: str, namespace: str
+) -> None:
+    """Ready: the webhook accepts connections and the daemon of the policy `policy` in
+    `namespace` wrote its status (kopf starts handlers only once its indexes, policies
+    included, are populated)."""
+
+    def webhook_up() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    def status_written() -> bool:
+        done = cluster.kubectl("get", "phpolicy", policy, "-n", namespace, "-o", "json")
+        return bool(json.loads(done.stdout).get("status"))
+
+    run.wait_for("serving the webhook", webhook_up)
+    run.wait_for(f"status of policy {policy}", status_written)
+
+
+def hangwatch_check(
+    kubeconfig: Path, namespace: str = NAMESPACE, output: str = "json"
+) -> subprocess.CompletedProcess[str]:
+    """`hangwatch check --kubeconfig KUBECONFIG --namespace NAMESPACE -o OUTPUT` as a user
+    runs it (`python -m hangwatch`), none of this process's HANGWATCH_* or KUBECONFIG
+    settings passed on."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HANGWATCH_", "KUBECONFIG"))}
+    return subprocess.run(
+        [
+            sys.executable,
+            *("-m", "hangwatch", "check"),
+            *("--kubeconfig", str(kubeconfig), "--namespace", namespace, "-o", output),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        check=False,
+    )

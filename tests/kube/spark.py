@@ -13,10 +13,12 @@ from __future__ import annotations
 import copy
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
 
+from hangwatch_operator.injection import SIDECAR_CONTAINER
 from hangwatch_testing.spark_pods import driver_pod, executor_pod
 from tests.kube.cluster import LocalCluster
 from tests.kube.release import admin_api
@@ -107,3 +109,42 @@ def container_names(pod: dict[str, Any]) -> list[str]:
     sidecar is)."""
     spec = pod["spec"]
     return [c["name"] for c in [*spec.get("containers", ()), *spec.get("initContainers", ())]]
+
+
+@dataclass(frozen=True)
+class Created:
+    """What `dry_run_create` got back."""
+
+    admitted: bool
+    pod: dict[str, Any]
+    stderr: str
+
+
+def dry_run_create(cluster: LocalCluster, namespace: str, body: dict[str, Any]) -> Created:
+    """`kubectl create --dry-run=server` of the pod: admitted or not, the pod as the
+    admission chain left it, kubectl's stderr (warnings, the refusal)."""
+    done = cluster.kubectl(
+        "create",
+        "--dry-run=server",
+        "-n",
+        namespace,
+        "-o",
+        "json",
+        "-f",
+        "-",
+        stdin=json.dumps(body),
+        check=False,
+    )
+    pod = json.loads(done.stdout) if done.returncode == 0 else {}
+    return Created(done.returncode == 0, pod, done.stderr)
+
+
+def sidecar_of(pod: dict[str, Any]) -> dict[str, Any] | None:
+    """The hangwatch sidecar of the pod, a regular or an init container; None if absent."""
+    spec = pod.get("spec", {})
+    found = [
+        c
+        for c in [*spec.get("initContainers", ()), *spec.get("containers", ())]
+        if c["name"] == SIDECAR_CONTAINER
+    ]
+    return found[0] if found else None

@@ -24,8 +24,6 @@ Covered:
 
 from __future__ import annotations
 
-import json
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,6 +50,7 @@ from tests.kube.release import (
     HelmRelease,
     operator_kubeconfig,
     running_operator,
+    wait_for_operator,
 )
 from tests.kube.spark import (
     container_names,
@@ -67,25 +66,6 @@ NAMESPACE = "spark-jobs"
 POLICY_FILE = EXAMPLES / "policy-spark-executors.yaml"
 
 
-def wait_for_operator(cluster: LocalCluster, run: OperatorRun, port: int, policy: str) -> None:
-    """Ready: the webhook accepts connections and the policy's daemon wrote its status
-    (kopf starts handlers only once its indexes, policies included, are populated)."""
-
-    def webhook_up() -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return True
-        except OSError:
-            return False
-
-    def status_written() -> bool:
-        done = cluster.kubectl("get", "phpolicy", policy, "-n", NAMESPACE, "-o", "json")
-        return bool(json.loads(done.stdout).get("status"))
-
-    run.wait_for("serving the webhook", webhook_up)
-    run.wait_for(f"status of policy {policy}", status_written)
-
-
 @pytest.fixture(scope="module")
 def operator(
     cluster: LocalCluster, release: HelmRelease, tmp_path_factory: pytest.TempPathFactory
@@ -93,7 +73,7 @@ def operator(
     ensure_namespace(cluster, NAMESPACE)
     cluster.kubectl("apply", "-f", str(POLICY_FILE))
     with running_operator(cluster, tmp_path_factory.mktemp("admission")) as (run, _):
-        wait_for_operator(cluster, run, release.webhook_port, "orders-writers")
+        wait_for_operator(cluster, run, release.webhook_port, "orders-writers", NAMESPACE)
         yield run
 
 

@@ -29,7 +29,6 @@ import copy
 import json
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import jsonpatch
@@ -37,7 +36,7 @@ import pytest
 import yaml
 
 from hangwatch.pod_security import ENFORCE_LABEL, NOT_JUDGED_ENV, Level
-from hangwatch_operator.injection import INJECT_ANNOTATION, SIDECAR_CONTAINER, build_sidecar_patch
+from hangwatch_operator.injection import INJECT_ANNOTATION, build_sidecar_patch
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
 from hangwatch_testing.emulated_cluster import OperatorRun
@@ -45,7 +44,7 @@ from hangwatch_testing.spark_pods import SPARK_UID, executor_pod, make_restricte
 from hangwatch_testing.structural import EXAMPLES
 from tests.kube.cluster import LocalCluster
 from tests.kube.release import HelmRelease, running_operator
-from tests.kube.spark import as_submitted, ensure_namespace
+from tests.kube.spark import Created, as_submitted, dry_run_create, ensure_namespace, sidecar_of
 
 pytestmark = pytest.mark.xdist_group("kube")
 
@@ -81,40 +80,6 @@ def pod_body(shape: str, mode: InjectionMode, view: bool, *, opted_out: bool) ->
     if shape == "restricted-compliant":
         make_restricted(body)
     return body
-
-
-@dataclass(frozen=True)
-class Created:
-    admitted: bool
-    pod: dict[str, Any]
-    stderr: str
-
-
-def dry_run_create(cluster: LocalCluster, namespace: str, body: dict[str, Any]) -> Created:
-    done = cluster.kubectl(
-        "create",
-        "--dry-run=server",
-        "-n",
-        namespace,
-        "-o",
-        "json",
-        "-f",
-        "-",
-        stdin=json.dumps(body),
-        check=False,
-    )
-    pod = json.loads(done.stdout) if done.returncode == 0 else {}
-    return Created(done.returncode == 0, pod, done.stderr)
-
-
-def sidecar_of(pod: dict[str, Any]) -> dict[str, Any] | None:
-    spec = pod.get("spec", {})
-    found = [
-        c
-        for c in [*spec.get("initContainers", ()), *spec.get("containers", ())]
-        if c["name"] == SIDECAR_CONTAINER
-    ]
-    return found[0] if found else None
 
 
 @pytest.fixture(scope="module")

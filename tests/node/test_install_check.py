@@ -34,7 +34,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -50,7 +49,7 @@ from hangwatch_operator.install_checks import CRD_NAME, VERSION_LABEL, merge_val
 from hangwatch_testing.silent_broker import SilentBroker
 from tests.kube.cluster import ROOT
 from tests.kube.release import NAMESPACE as INSTALL
-from tests.kube.release import HelmRelease, admin_api, running_operator
+from tests.kube.release import HelmRelease, admin_api, hangwatch_check, running_operator
 from tests.node.cluster import NodeCluster
 from tests.node.workloads import (
     create_pod,
@@ -86,26 +85,7 @@ SETTLE_SECONDS = 120.0
 def _check(node: NodeCluster, output: str = "json") -> tuple[int, Any, str]:
     """`hangwatch check -o OUTPUT` as the admin: exit code, the JSON document (the text
     report with `output="text"`), stderr."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HANGWATCH_", "KUBECONFIG"))}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hangwatch",
-            "check",
-            "--kubeconfig",
-            str(node.admin_kubeconfig),
-            "--namespace",
-            INSTALL,
-            "-o",
-            output,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-        check=False,
-    )
+    done = hangwatch_check(node.admin_kubeconfig, INSTALL, output)
     assert "Traceback" not in done.stderr, done.stderr
     if output == "text":
         return done.returncode, done.stdout, done.stderr
