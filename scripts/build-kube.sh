@@ -4,6 +4,7 @@
 #
 #   $HANGWATCH_KUBE_HOME (default ~/.cache/hangwatch/kube)/
 #     kubernetes-vX.Y.Z/bin/  kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl
+#     kubernetes-vA.B.C/bin/  kube-apiserver kube-controller-manager kubectl (--floor)
 #     etcd-vX.Y.Z/bin/        etcd
 #     containerd-vX.Y.Z/bin/  containerd containerd-shim-runc-v2 ctr
 #     pause-X.Y.Z/            pause (gcc -static of Kubernetes' own pause.c), pause.oci.tar
@@ -15,7 +16,12 @@
 # their go.sum. runc and the CNI plugins are Debian's (`runc`, `containernetworking-plugins`).
 # A component is rebuilt only when its cached binaries are missing or report another version.
 #
-# Usage: scripts/build-kube.sh [--check|--paths|--force]
+# `--floor` does the same for the floor release of tests/kube instead: the oldest minor the
+# chart's kubeVersion admits, pinned in scripts/kube/kubernetes-floor/go.mod; only a control
+# plane (kube-apiserver, kube-controller-manager, kubectl, built with `-tags providerless`)
+# and the same etcd: no kubelet, containerd or pause image.
+#
+# Usage: scripts/build-kube.sh [--floor] [--check|--paths|--force]
 #   --check  exit 0 when every component is cached and runs, 1 otherwise (builds nothing)
 #   --paths  print NAME=path lines (versions and cached paths) for the tier's fixtures
 #   --force  rebuild everything
@@ -33,6 +39,8 @@ STARTED=$SECONDS
 say() { printf 'build-kube: %s\n' "$*" >&2; }
 fail() { say "step '$STEP' failed: $1 (log: $LOG)"; exit "${2:-1}"; }
 missing() { say "step '$STEP': $1"; exit 3; }
+floor=""
+if [ "${1:-}" = "--floor" ]; then floor=1; shift; fi
 elapsed() { printf '%dm%02ds' $(((SECONDS - STARTED) / 60)) $(((SECONDS - STARTED) % 60)); }
 step() { STEP="$1"; say "[$(elapsed)] $1: $2"; }
 
@@ -41,7 +49,14 @@ required() {  # required MODULE_DIR MODULE_PATH -> the version go.mod requires
   awk -v m="$2" '$1 == m || ($1 == "require" && $2 == m) { print ($1 == m ? $2 : $3); exit }' \
     "$MODULES/$1/go.mod"
 }
-KUBE_VERSION=$(required kubernetes k8s.io/kubernetes)
+if [ -n "$floor" ]; then
+  KUBE_MODULE=kubernetes-floor KUBE_TAGS=providerless
+  KUBE_BINARIES=(kube-apiserver kube-controller-manager kubectl)
+else
+  KUBE_MODULE=kubernetes KUBE_TAGS=""
+  KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
+fi
+KUBE_VERSION=$(required "$KUBE_MODULE" k8s.io/kubernetes)
 ETCD_VERSION=$(required etcd go.etcd.io/etcd/server/v3)
 CONTAINERD_VERSION=$(required containerd github.com/containerd/containerd/v2)
 # the pause image's version is the one the release's own build/pause/Makefile names
@@ -49,7 +64,6 @@ GO_NEEDED=$(awk '$1 == "go" { print $2 }' "$MODULES"/*/go.mod | sort -V | tail -
 KUBE_BIN="$HOME_DIR/kubernetes-$KUBE_VERSION/bin"
 ETCD_BIN="$HOME_DIR/etcd-$ETCD_VERSION/bin"
 CONTAINERD_BIN="$HOME_DIR/containerd-$CONTAINERD_VERSION/bin"
-KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
 CONTAINERD_BINARIES=(containerd containerd-shim-runc-v2 ctr)
 PAUSE_IMAGE_REPO="localhost/hangwatch/pause"
 
@@ -57,8 +71,10 @@ kube_ok() {
   local b
   for b in "${KUBE_BINARIES[@]}"; do [ -x "$KUBE_BIN/$b" ] || return 1; done
   # (outputs captured first: grep -q closing a pipe early fails it under pipefail)
-  [ "$("$KUBE_BIN/kube-apiserver" --version 2>/dev/null)" = "Kubernetes $KUBE_VERSION" ] || return 1
-  [ "$("$KUBE_BIN/kubelet" --version 2>/dev/null)" = "Kubernetes $KUBE_VERSION" ]
+  # the API server, and the node's kubelet or else the controller manager
+  for b in kube-apiserver "$([ -n "$floor" ] && echo kube-controller-manager || echo kubelet)"; do
+    [ "$("$KUBE_BIN/$b" --version 2>/dev/null)" = "Kubernetes $KUBE_VERSION" ] || return 1
+  done
 }
 etcd_ok() { [[ "$("$ETCD_BIN/etcd" --version 2>/dev/null)" == *"etcd Version: ${ETCD_VERSION#v}"* ]]; }
 containerd_ok() {
@@ -71,9 +87,16 @@ pause_ok() { [ -n "${PAUSE_VERSION:-}" ] && [ -s "$(pause_dir "$PAUSE_VERSION")/
 # the pause version is known once the kubernetes module is downloaded; cached in a file
 PAUSE_VERSION=$(cat "$HOME_DIR/pause-version-$KUBE_VERSION" 2>/dev/null || true)
 debian_ok() { command -v runc >/dev/null && [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ]; }
-all_ok() { kube_ok && etcd_ok && containerd_ok && pause_ok && debian_ok; }
+all_ok() {
+  if [ -n "$floor" ]; then kube_ok && etcd_ok; else kube_ok && etcd_ok && containerd_ok && pause_ok && debian_ok; fi
+}
 
 paths() {
+  if [ -n "$floor" ]; then
+    printf 'KUBE_VERSION=%s\nETCD_VERSION=%s\nKUBE_BIN=%s\nETCD_BIN=%s\n' \
+      "$KUBE_VERSION" "$ETCD_VERSION" "$KUBE_BIN" "$ETCD_BIN"
+    return
+  fi
   cat <<EOF
 KUBE_VERSION=$KUBE_VERSION
 ETCD_VERSION=$ETCD_VERSION
@@ -92,28 +115,40 @@ force=""
 case "${1:-}" in
   --check)
     all_ok && exit 0
-    say "not built: run scripts/build-kube.sh (make kube) to build Kubernetes $KUBE_VERSION, etcd $ETCD_VERSION, containerd $CONTAINERD_VERSION into $HOME_DIR"
+    if [ -n "$floor" ]; then
+      say "not built: run scripts/build-kube.sh --floor (make kube-floor) to build the floor release, Kubernetes $KUBE_VERSION's control plane, and etcd $ETCD_VERSION into $HOME_DIR"
+    else
+      say "not built: run scripts/build-kube.sh (make kube) to build Kubernetes $KUBE_VERSION, etcd $ETCD_VERSION, containerd $CONTAINERD_VERSION into $HOME_DIR"
+    fi
     exit 1 ;;
   --paths) paths; exit 0 ;;
   --force) force=1 ;;
   "") ;;
-  *) say "usage: $0 [--check|--paths|--force]"; exit 3 ;;
+  *) say "usage: $0 [--floor] [--check|--paths|--force]"; exit 3 ;;
 esac
 
 mkdir -p "$HOME_DIR" || { say "cannot create $HOME_DIR"; exit 3; }
 exec 9>"$HOME_DIR/.lock"
 if ! flock -n 9; then say "another build holds $HOME_DIR/.lock; waiting for it"; flock 9; fi
+if [ -z "$force" ] && all_ok && [ -n "$floor" ]; then
+  say "the floor release, Kubernetes $KUBE_VERSION's control plane, and etcd $ETCD_VERSION already built in $HOME_DIR"
+  exit 0
+fi
 if [ -z "$force" ] && all_ok; then
   say "Kubernetes $KUBE_VERSION, etcd $ETCD_VERSION, containerd $CONTAINERD_VERSION, pause $PAUSE_VERSION already built in $HOME_DIR"
   exit 0
 fi
 : >"$LOG"
 
-step prerequisites "runc, CNI plugins, gcc with a static libc, curl, unzip"
-debian_ok || missing "runc or the CNI plugins are missing: apt-get install runc containernetworking-plugins (scripts/setup.sh does)"
-command -v gcc >/dev/null || missing "gcc not found: apt-get install gcc libc6-dev (scripts/setup.sh does)"
-[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -n "$(gcc -print-file-name=libc.a | grep /)" ] \
-  || missing "no static libc for the pause binary: apt-get install libc6-dev"
+if [ -z "$floor" ]; then  # the node's: the floor release is a control plane only
+  step prerequisites "runc, CNI plugins, gcc with a static libc, curl, unzip"
+  debian_ok || missing "runc or the CNI plugins are missing: apt-get install runc containernetworking-plugins (scripts/setup.sh does)"
+  command -v gcc >/dev/null || missing "gcc not found: apt-get install gcc libc6-dev (scripts/setup.sh does)"
+  [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -n "$(gcc -print-file-name=libc.a | grep /)" ] \
+    || missing "no static libc for the pause binary: apt-get install libc6-dev"
+else
+  step prerequisites "curl, unzip"
+fi
 command -v curl >/dev/null || missing "curl not found: apt-get install curl"
 command -v unzip >/dev/null || missing "unzip not found: apt-get install unzip"
 
@@ -142,18 +177,18 @@ fi
 say "using $GO ($(go_version "$GO"))"
 export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -modcacherw"
 
-go_build() {  # go_build MODULE OUT_DIR LDFLAGS PACKAGE... (in the wrapper module)
+go_build() {  # go_build MODULE OUT_DIR LDFLAGS PACKAGE... (in the wrapper module; tags: $TAGS)
   local module=$1 out=$2 ldflags=$3
   shift 3
   mkdir -p "$out.tmp"
-  (cd "$MODULES/$module" && "$GO" build -trimpath -ldflags "$ldflags" -o "$out.tmp/" "$@") >>"$LOG" 2>&1 \
+  (cd "$MODULES/$module" && "$GO" build -tags "${TAGS:-}" -trimpath -ldflags "$ldflags" -o "$out.tmp/" "$@") >>"$LOG" 2>&1 \
     || fail "go build in scripts/kube/$module failed: $(grep -v '^go: downloading' "$LOG" | tail -1)"
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
 # --- Kubernetes ---
 if [ -n "$force" ] || ! kube_ok; then
-  step kubernetes "building ${KUBE_BINARIES[*]} $KUBE_VERSION (the long step: 20-40 min cold on 2 cores)"
+  step kubernetes "building ${KUBE_BINARIES[*]} $KUBE_VERSION (the long step: $([ -n "$floor" ] && echo "10-15 min" || echo "20-40 min") cold on 2 cores)"
   minor=$(echo "$KUBE_VERSION" | cut -d. -f2)
   ld="-s -w"
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -161,7 +196,7 @@ if [ -n "$force" ] || ! kube_ok; then
   done
   pkgs=()
   for b in "${KUBE_BINARIES[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
-  go_build kubernetes "$KUBE_BIN" "$ld" "${pkgs[@]}"
+  TAGS=$KUBE_TAGS go_build "$KUBE_MODULE" "$KUBE_BIN" "$ld" "${pkgs[@]}"
   kube_ok || fail "the built binaries do not report Kubernetes $KUBE_VERSION"
 fi
 
@@ -171,6 +206,12 @@ if [ -n "$force" ] || ! etcd_ok; then
   go_build etcd "$ETCD_BIN" "-s -w" go.etcd.io/etcd/server/v3
   mv "$ETCD_BIN/server" "$ETCD_BIN/etcd"  # go names a /v3 main package after "server"
   etcd_ok || fail "the built etcd does not report $ETCD_VERSION"
+fi
+
+if [ -n "$floor" ]; then
+  all_ok || fail "a component is still missing after the build"
+  say "[$(elapsed)] done: the floor release, Kubernetes $KUBE_VERSION's control plane, and etcd $ETCD_VERSION in $HOME_DIR"
+  exit 0
 fi
 
 # --- containerd (no cgo: the btrfs snapshotter is left out, overlayfs is what we use) ---

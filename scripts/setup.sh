@@ -13,7 +13,8 @@
 # Kafka connector (hangwatch_pipeline/spark-kafka.pom.xml, ~/.cache/hangwatch/spark-kafka),
 # for each supported Spark line; the Spark 3.5 line's tests get a virtualenv of their own.
 # Safe to run again. `--kube` (what `make test` passes) also builds the Kubernetes
-# cluster of the kube and node tiers when it is not cached, and installs helm-docs (the
+# cluster of the kube and node tiers (and the kube tier's floor release, unless
+# HANGWATCH_KUBE_FLOOR=0) when it is not cached, and installs helm-docs (the
 # docs' chart values reference); `make demo` needs neither.
 set -euo pipefail
 build_kube=""
@@ -101,6 +102,10 @@ bash scripts/build-clients.sh >/dev/null
 # pods): Kubernetes, etcd and containerd from the Go module proxy (20-40 minutes cold on
 # 2 cores, docs/testing-tiers.md), a no-op when cached.
 [ -z "$build_kube" ] || bash scripts/build-kube.sh
+# The floor release of tests/kube (the oldest minor the chart's kubeVersion admits): its
+# control plane only, 10-15 minutes cold, a no-op when cached; HANGWATCH_KUBE_FLOOR=0
+# (`make test KUBE_FLOOR=0`) leaves it out, and its tests with it.
+[ -z "$build_kube" ] || [ "${HANGWATCH_KUBE_FLOOR:-1}" = 0 ] || bash scripts/build-kube.sh --floor
 # helm-docs, which generates the chart's values reference (docs/reference/chart-values.md;
 # tests/docs checks it is current): `go install` from the Go module proxy into
 # ~/.cache/hangwatch/tools, a no-op when there. It needs Go >= 1.22, which the Kubernetes

@@ -4,10 +4,13 @@ Not a test module: the tests/kube tier's session fixture and the admission bench
 use `LocalCluster`. Every binary (etcd, kube-apiserver, kube-controller-manager,
 kubectl) comes from `scripts/build-kube.sh`, the same build of the release pinned in
 scripts/kube/kubernetes/go.mod that the node tier (tests/node) runs, cached by version
-in ~/.cache/hangwatch/kube. Nothing listens on a fixed port: etcd and the API server get
-free ports, and the Service ClusterIP range is a random /24 inside 127.0.0.0/8, so the
-API server reaches a webhook Service's ClusterIP on loopback, where the test runs the
-operator (no kubelet, no kube-proxy: pods are stored, never run; tests/node runs them).
+in ~/.cache/hangwatch/kube; with `floor=True`, from `scripts/build-kube.sh --floor`: the
+floor release (scripts/kube/kubernetes-floor/go.mod, the oldest minor the chart's
+`kubeVersion` admits) with the same etcd, started the same way (tests/kube/test_floor.py).
+Nothing listens on a fixed port: etcd and the API server get free ports, and the
+Service ClusterIP range is a random /24 inside 127.0.0.0/8, so the API server reaches a
+webhook Service's ClusterIP on loopback, where the test runs the operator (no kubelet,
+no kube-proxy: pods are stored, never run; tests/node runs them).
 Started and stopped as one unit; the child processes die with the test process
 (PR_SET_PDEATHSIG) even if it is killed.
 
@@ -85,20 +88,29 @@ class ClusterUnavailableError(Exception):
     """The local control plane cannot start; the message is one line saying what to do."""
 
 
-def built_components() -> dict[str, str]:
-    """`scripts/build-kube.sh --paths` (NAME=value lines) once every component is cached,
-    or one line naming the missing build and what to run."""
+def built_components(*, floor: bool = False) -> dict[str, str]:
+    """`scripts/build-kube.sh [--floor] --paths` (NAME=value lines) once every component
+    is cached, or one line naming the missing build and what to run."""
+    release = ["--floor"] if floor else []
     check = subprocess.run(
-        ["bash", str(BUILD_SCRIPT), "--check"], capture_output=True, text=True, check=False
+        ["bash", str(BUILD_SCRIPT), *release, "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if check.returncode != 0:
         reason = check.stderr.strip().splitlines()[-1:] or ["not built"]
+        target = "kube-floor" if floor else "kube"
         raise ClusterUnavailableError(
-            "the tier's Kubernetes is not built: run `make kube` (scripts/build-kube.sh, "
-            f"once, from the Go module proxy; scripts/setup.sh --kube does): {reason[0]}"
+            f"the tier's Kubernetes is not built: run `make {target}` (scripts/build-kube.sh"
+            f"{' --floor' if floor else ''}, once, from the Go module proxy; "
+            f"scripts/setup.sh --kube does): {reason[0]}"
         )
     out = subprocess.run(
-        ["bash", str(BUILD_SCRIPT), "--paths"], capture_output=True, text=True, check=True
+        ["bash", str(BUILD_SCRIPT), *release, "--paths"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
@@ -112,9 +124,10 @@ class Binaries:
     etcd: Path
 
     @classmethod
-    def find(cls) -> Binaries:
-        """The cached binaries, or one line naming the missing step and what to run."""
-        paths = built_components()
+    def find(cls, *, floor: bool = False) -> Binaries:
+        """The cached binaries (of the floor release with `floor`), or one line naming the
+        missing step and what to run."""
+        paths = built_components(floor=floor)
         bin_dir = Path(paths["KUBE_BIN"])
         return cls(
             paths["KUBE_VERSION"],
@@ -433,9 +446,10 @@ class LocalCluster(ClusterFiles):
 
 
 @contextmanager
-def local_cluster(workdir: Path | None = None) -> Iterator[LocalCluster]:
-    """A started cluster, stopped (and its directory removed) afterwards."""
-    binaries = Binaries.find()
+def local_cluster(workdir: Path | None = None, *, floor: bool = False) -> Iterator[LocalCluster]:
+    """A started cluster (of the floor release with `floor`), stopped (and its directory
+    removed) afterwards."""
+    binaries = Binaries.find(floor=floor)
     own = workdir is None
     directory = workdir or Path(tempfile.mkdtemp(prefix="hangwatch-kube-"))
     cluster = LocalCluster(directory, binaries)

@@ -2,7 +2,8 @@
 
 Covers: with an empty cache, `Binaries.find` (what the tier's session fixture calls;
 the node tier's `Components.find` goes through the same function) raises one line
-saying to run `make kube`; the build script's `--check` exits 1 in one line; a build on
+saying to run `make kube` (`make kube-floor` for the floor release); the build script's
+`--check` (and `--floor --check`) exits 1 in one line; a build on
 a machine without runc or the CNI plugins stops at the `prerequisites` step in one line
 naming the packages (exit 3); an unknown option is a usage error (exit 3). No build runs.
 """
@@ -32,19 +33,22 @@ def _script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
     )
 
 
+@pytest.mark.parametrize(("floor", "target"), [(False, "`make kube`"), (True, "`make kube-floor`")])
 def test_an_empty_cache_fails_the_tier_in_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, floor: bool, target: str
 ) -> None:
     monkeypatch.setenv("HANGWATCH_KUBE_HOME", str(tmp_path))
     with pytest.raises(ClusterUnavailableError) as raised:
-        Binaries.find()
+        Binaries.find(floor=floor)
     message = str(raised.value)
     assert "\n" not in message
-    assert "make kube" in message and "not built" in message
+    assert target in message and "not built" in message
 
 
-def test_check_says_not_built_in_one_line(tmp_path: Path) -> None:
-    done = _script("--check", env={**os.environ, "HANGWATCH_KUBE_HOME": str(tmp_path)})
+@pytest.mark.parametrize("release", [(), ("--floor",)])
+def test_check_says_not_built_in_one_line(tmp_path: Path, release: tuple[str, ...]) -> None:
+    env = {**os.environ, "HANGWATCH_KUBE_HOME": str(tmp_path)}
+    done = _script(*release, "--check", env=env)
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "not built" in done.stderr
 
