@@ -5,7 +5,9 @@ scripts/build-kube.sh builds) once per session (a missing build fails every test
 one line saying what to run); `release` installs the chart into it with real Helm once
 per session, with the values of the README's own `helm install` command. Every test
 module of the tier marks itself `xdist_group("kube")`, so under pytest-xdist
-(`--dist loadgroup`) one worker owns the control plane.
+(`--dist loadgroup`) one worker owns the control plane. `floor` starts the same control
+plane of the floor release (`scripts/build-kube.sh --floor`) for the one module that
+uses it, tests/kube/test_floor.py, a group of its own (its module's) beside `kube`.
 """
 
 from __future__ import annotations
@@ -19,13 +21,24 @@ from tests.kube.readme import helm_install
 from tests.kube.release import CHART, NAMESPACE, RELEASE, HelmRelease
 
 
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[LocalCluster]:
+def _started(*, floor: bool) -> Iterator[LocalCluster]:
     try:
-        with local_cluster() as running:
+        with local_cluster(floor=floor) as running:
             yield running
     except ClusterUnavailableError as exc:
-        pytest.fail(f"real-API-server tier: {exc}", pytrace=False)
+        tier = "the floor release" if floor else "real-API-server tier"
+        pytest.fail(f"{tier}: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[LocalCluster]:
+    yield from _started(floor=False)
+
+
+@pytest.fixture(scope="module")
+def floor() -> Iterator[LocalCluster]:
+    """The same control plane of the floor release (tests/kube/test_floor.py)."""
+    yield from _started(floor=True)
 
 
 @pytest.fixture(scope="session")

@@ -68,6 +68,8 @@ class HelmRelease:
     """Helm 4's default."""
     pod_disruption_budget: bool = True
     """The chart's default."""
+    name: str = RELEASE
+    """The release's name (another name for a second release beside the tier's)."""
 
     @property
     def base_values(self) -> dict[str, Any]:
@@ -99,7 +101,7 @@ class HelmRelease:
                 _native.HANDLE(0),
                 _native.HANDLE(0),
                 str(self.chart),
-                RELEASE,
+                self.name,
                 json.dumps(values),
                 json.dumps(options),
             )
@@ -122,13 +124,13 @@ class HelmRelease:
         with helm.Config(
             kubeconfig_path=str(self.cluster.admin_kubeconfig), namespace=NAMESPACE
         ) as cfg:
-            cfg.rollback(RELEASE, version=revision, timeout=120)
+            cfg.rollback(self.name, version=revision, timeout=120)
 
     def history(self) -> list[dict[str, Any]]:
         with helm.Config(
             kubeconfig_path=str(self.cluster.admin_kubeconfig), namespace=NAMESPACE
         ) as cfg:
-            return cfg.history(RELEASE)
+            return cfg.history(self.name)
 
 
 def admin_api(cluster: ControlPlane) -> client.ApiClient:

@@ -2,13 +2,13 @@
 
 A control plane of the floor release (scripts/kube/kubernetes-floor/go.mod, built by
 `scripts/build-kube.sh --floor`: kube-apiserver, kube-controller-manager, kubectl; no
-kubelet), started as the tier's own (`local_cluster(floor=True)`), the chart installed
-by real Helm with the README's values. What the chart and operator need of the server,
-and what differs by version, is covered:
+kubelet), started as the tier's own (the `floor` fixture: `local_cluster(floor=True)`),
+the chart installed by real Helm with the README's values. What the chart and operator
+need of the server, and what differs by version, is covered:
 
 - the floor is the chart's claim: the server reports the floor release, whose minor is
-  the lower bound of Chart.yaml's `kubeVersion`, and Helm's kubeVersion check passes
-  (the install would fail otherwise);
+  the lower bound of Chart.yaml's `kubeVersion`, and Helm's kubeVersion check passes;
+  the control: the chart claiming one minor more is refused by Helm there;
 - the CRD (apiextensions v1) is Established with its CEL rules kept (CRD validation
   rules: beta and on by default since 1.25, GA in 1.29); both example policies are
   accepted, and every document of examples/invalid is refused with the error its
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ from hangwatch_operator.settings import InjectionMode, OperatorSettings
 from hangwatch_testing.emulated_cluster import OperatorRun
 from hangwatch_testing.spark_pods import executor_pod
 from hangwatch_testing.structural import EXAMPLES, expected_error
-from tests.kube.cluster import ClusterUnavailableError, LocalCluster, local_cluster
+from tests.kube.cluster import LocalCluster
 from tests.kube.readme import helm_install
 from tests.kube.release import (
     CHART,
@@ -75,15 +76,6 @@ JOBS = "spark-jobs"
 BASELINE = "floor-baseline"
 POLICY_FILE = EXAMPLES / "policy-spark-executors.yaml"
 INVALID = sorted((EXAMPLES / "invalid").glob("*.yaml"))
-
-
-@pytest.fixture(scope="module")
-def floor() -> Iterator[LocalCluster]:
-    try:
-        with local_cluster(floor=True) as running:
-            yield running
-    except ClusterUnavailableError as exc:
-        pytest.fail(f"floor release: {exc}", pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +126,22 @@ def test_the_floor_release_is_the_oldest_the_chart_admits(
     )
     (deployed,) = floor_release.history()[-1:]
     assert deployed["status"] == "deployed", deployed
+
+
+def test_control_a_chart_claiming_the_next_minor_is_refused_by_helm(
+    floor: LocalCluster, tmp_path: Path
+) -> None:
+    """Helm's kubeVersion check is live on this server: the chart with its floor one minor
+    higher is refused before anything is installed."""
+    chart = tmp_path / "hangwatch"
+    shutil.copytree(CHART, chart)
+    meta = yaml.safe_load((chart / "Chart.yaml").read_text())
+    major, minor = _kube_version_floor()
+    meta["kubeVersion"] = f">={major}.{minor + 1}.0-0"
+    (chart / "Chart.yaml").write_text(yaml.safe_dump(meta))
+    with pytest.raises(Exception, match="kubeVersion") as refused:
+        HelmRelease(floor, chart, name="hangwatch-control").install(helm_install().values)
+    assert f"{major}.{minor + 1}" in str(refused.value), refused.value
 
 
 def test_crd_is_established_with_its_cel_rules(
