@@ -33,6 +33,7 @@ from hangwatch_operator.injection import (
     InjectionConflictError,
     build_sidecar_patch,
     features_left_out,
+    forced_native_note,
     policy_features,
     resolve_injection_mode,
 )
@@ -194,6 +195,8 @@ def admit(
     if not ops:
         return Admission(Result.SKIPPED, policy=policy.name, mode=mode)
     notes = tuple(pod_security.warning(f, level, review.namespace) for f in left_out)
+    if note := forced_native_note(policy.sidecar.injection_mode, settings, server_minor):
+        notes = (f"hangwatch: {note}", *notes)
     return Admission(
         Result.INJECTED,
         ops,

@@ -86,19 +86,54 @@ class InjectionConflictError(ValueError):
     """The pod already uses a name or port the sidecar needs; it is left as it is."""
 
 
+NATIVE_SIDECAR_FIRST_MINOR = 28
+"""The first Kubernetes 1.x minor that knows an init container's `restartPolicy` (alpha,
+behind the SidecarContainers feature gate; on by default from 1.29). An older API server
+refuses every pod carrying a native sidecar (`spec.initContainers[0].livenessProbe:
+Forbidden: may not be set for init containers`, seen on v1.25.4)."""
+
+
+def chosen_injection_mode(policy_mode: InjectionMode, settings: OperatorSettings) -> InjectionMode:
+    """The policy's choice, else the operator's (AUTO if neither chose)."""
+    return policy_mode if policy_mode is not InjectionMode.AUTO else settings.injection_mode
+
+
 def resolve_injection_mode(
     policy_mode: InjectionMode, settings: OperatorSettings, server_minor: int | None
 ) -> InjectionMode:
     """NATIVE or LEGACY: the policy's choice, else the operator's, else by server version.
 
-    An unknown server version resolves to LEGACY, which works on every version.
+    An unknown server version resolves to LEGACY, which works on every version. A forced
+    NATIVE on a server known to predate native sidecars (`NATIVE_SIDECAR_FIRST_MINOR`)
+    resolves to LEGACY too: honouring it would make every executor pod inadmissible
+    (`forced_native_note` says so in the admission response).
     """
-    for chosen in (policy_mode, settings.injection_mode):
-        if chosen is not InjectionMode.AUTO:
-            return chosen
+    chosen = chosen_injection_mode(policy_mode, settings)
+    if chosen is InjectionMode.NATIVE and _predates_native(server_minor):
+        return InjectionMode.LEGACY
+    if chosen is not InjectionMode.AUTO:
+        return chosen
     if server_minor is not None and server_minor >= settings.native_sidecar_min_minor:
         return InjectionMode.NATIVE
     return InjectionMode.LEGACY
+
+
+def _predates_native(server_minor: int | None) -> bool:
+    return server_minor is not None and server_minor < NATIVE_SIDECAR_FIRST_MINOR
+
+
+def forced_native_note(
+    policy_mode: InjectionMode, settings: OperatorSettings, server_minor: int | None
+) -> str | None:
+    """Why a forced NATIVE was injected as LEGACY, or None."""
+    if chosen_injection_mode(policy_mode, settings) is InjectionMode.NATIVE and _predates_native(
+        server_minor
+    ):
+        return (
+            f"native sidecars need Kubernetes 1.{NATIVE_SIDECAR_FIRST_MINOR} or later (this API "
+            f"server is 1.{server_minor}): the legacy sidecar was injected instead"
+        )
+    return None
 
 
 def server_minor_version(major: str, minor: str) -> int | None:

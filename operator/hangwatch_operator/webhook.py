@@ -89,7 +89,7 @@ from hangwatch_operator.reporting import (
     left_out_message,
     policy_reference,
 )
-from hangwatch_operator.settings import InjectionMode, OperatorSettings, SettingsError
+from hangwatch_operator.settings import OperatorSettings, SettingsError
 from hangwatch_operator.webhook_configuration import WEBHOOK_ID
 
 SETTINGS_KEY = "hangwatch_settings"
@@ -329,9 +329,9 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         watch = PolicyWatch(await KubeApi.connect(), watch_plan(ours.watch_namespaces))
         memo[POLICY_WATCH_KEY] = watch
         watch.start()
-    minor = None
-    if ours.injection_mode is InjectionMode.AUTO:
-        minor = await asyncio.to_thread(_fetch_server_minor)
+    # read whatever the operator's mode: a policy may force native, which a server older
+    # than 1.28 would refuse for every pod (`injection.resolve_injection_mode`)
+    minor = await asyncio.to_thread(_fetch_server_minor)
     server_version = "unknown" if minor is None else f"1.{minor}"
     log.info("Injection mode %s (API server %s).", ours.injection_mode, server_version)
     if not watch.ready.is_set():

@@ -74,6 +74,7 @@ from tests.kube.spark import (
 
 JOBS = "spark-jobs"
 BASELINE = "floor-baseline"
+FORCED_NATIVE = "floor-native"
 POLICY_FILE = EXAMPLES / "policy-spark-executors.yaml"
 INVALID = sorted((EXAMPLES / "invalid").glob("*.yaml"))
 
@@ -93,6 +94,14 @@ def _baseline_policy() -> dict[str, Any]:
     return body
 
 
+def _forced_native_policy() -> dict[str, Any]:
+    """The example policy forcing native sidecars, which v1.25 cannot run."""
+    body: dict[str, Any] = yaml.safe_load(POLICY_FILE.read_text())
+    body["metadata"] = {"name": "floor-native", "namespace": FORCED_NATIVE}
+    body["spec"].setdefault("sidecar", {})["injectionMode"] = "native"
+    return body
+
+
 @pytest.fixture(scope="module")
 def floor_operator(
     floor: LocalCluster, floor_release: HelmRelease, tmp_path_factory: pytest.TempPathFactory
@@ -103,6 +112,8 @@ def floor_operator(
     enforce = f"{ENFORCE_LABEL}={Level.BASELINE.value}"
     floor.kubectl("label", "namespace", BASELINE, enforce, "--overwrite")
     floor.kubectl("apply", "-f", "-", stdin=json.dumps(_baseline_policy()))
+    ensure_namespace(floor, FORCED_NATIVE)
+    floor.kubectl("apply", "-f", "-", stdin=json.dumps(_forced_native_policy()))
     with running_operator(floor, tmp_path_factory.mktemp("floor")) as (run, _):
         wait_for_operator(floor, run, floor_release.webhook_port, "orders-writers", JOBS)
         yield run
@@ -257,3 +268,27 @@ def test_hangwatch_check_reads_the_install(
     # no kubelet: the operator's Deployment never gets a ready pod, and the check says so
     assert lines["operator"]["status"] == "fail" and "0/2 ready" in lines["operator"]["detail"]
     assert done.returncode != 0
+
+
+def test_a_forced_native_sidecar_is_injected_as_legacy_and_the_pod_admitted(
+    floor: LocalCluster, floor_release: HelmRelease, floor_operator: OperatorRun
+) -> None:
+    body = as_submitted(executor_pod())
+    body["metadata"]["name"] = "exec-floor-native"
+    injected = dry_run_create(floor, FORCED_NATIVE, body)
+    assert injected.admitted, injected.stderr
+    sidecar = sidecar_of(injected.pod)
+    assert sidecar is not None and sidecar in injected.pod["spec"]["containers"]
+    assert injected.pod["metadata"]["annotations"][MODE_ANNOTATION] == "legacy"
+    assert "the legacy sidecar was injected instead" in injected.stderr, injected.stderr
+    # the control: the native sidecar the policy asked for is refused by this server
+    policy = parse_policy(_forced_native_policy())
+    settings = OperatorSettings(sidecar_port=floor_release.sidecar_port)
+    pod = as_submitted(executor_pod())
+    pod["metadata"]["name"] = "exec-floor-native-control"
+    ops = build_sidecar_patch(copy.deepcopy(pod), policy, settings, InjectionMode.NATIVE)
+    control = dry_run_create(floor, FORCED_NATIVE, jsonpatch.apply_patch(pod, ops))
+    assert not control.admitted, control.stderr
+    # submitted whole, the init container's restartPolicy is a field v1.25 does not know
+    # (through the webhook, its livenessProbe "may not be set for init containers")
+    assert "spec.initContainers[0]" in control.stderr, control.stderr

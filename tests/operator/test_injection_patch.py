@@ -41,6 +41,7 @@ from hangwatch_operator.injection import (
     InjectionConflictError,
     apply_add_ops,
     build_sidecar_patch,
+    forced_native_note,
     resolve_injection_mode,
     server_minor_version,
 )
@@ -421,7 +422,12 @@ def test_auto_mode_is_refused_by_the_builder() -> None:
 @pytest.mark.parametrize(
     ("policy_mode", "operator_mode", "minor", "expected"),
     [
-        (InjectionMode.NATIVE, InjectionMode.LEGACY, 26, NATIVE),
+        (InjectionMode.NATIVE, InjectionMode.LEGACY, 28, NATIVE),
+        (InjectionMode.NATIVE, InjectionMode.AUTO, None, NATIVE),
+        # forced native on a server that predates it: every pod would be refused
+        (InjectionMode.NATIVE, InjectionMode.LEGACY, 27, LEGACY),
+        (InjectionMode.AUTO, InjectionMode.NATIVE, 25, LEGACY),
+        (InjectionMode.LEGACY, InjectionMode.NATIVE, 25, LEGACY),
         (InjectionMode.LEGACY, InjectionMode.AUTO, 31, LEGACY),
         (InjectionMode.AUTO, InjectionMode.NATIVE, 28, NATIVE),
         (InjectionMode.AUTO, InjectionMode.AUTO, 29, NATIVE),
@@ -434,6 +440,28 @@ def test_injection_mode_resolution(
 ) -> None:
     settings = OperatorSettings(injection_mode=operator_mode)
     assert resolve_injection_mode(policy_mode, settings, minor) is expected
+
+
+@pytest.mark.parametrize(
+    ("policy_mode", "operator_mode", "minor", "noted"),
+    [
+        (InjectionMode.NATIVE, InjectionMode.AUTO, 25, True),
+        (InjectionMode.AUTO, InjectionMode.NATIVE, 27, True),
+        (InjectionMode.NATIVE, InjectionMode.AUTO, 28, False),
+        (InjectionMode.NATIVE, InjectionMode.AUTO, None, False),
+        (InjectionMode.LEGACY, InjectionMode.NATIVE, 25, False),
+        (InjectionMode.AUTO, InjectionMode.AUTO, 25, False),
+    ],
+)
+def test_a_forced_native_injected_as_legacy_is_said(
+    policy_mode: InjectionMode, operator_mode: InjectionMode, minor: int | None, noted: bool
+) -> None:
+    settings = OperatorSettings(injection_mode=operator_mode)
+    note = forced_native_note(policy_mode, settings, minor)
+    assert (note is not None) is noted
+    if note is not None:
+        assert f"1.{minor}" in note and "legacy sidecar was injected" in note
+        assert resolve_injection_mode(policy_mode, settings, minor) is LEGACY
 
 
 def test_server_versions_as_managed_clusters_report_them() -> None:
