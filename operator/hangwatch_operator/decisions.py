@@ -31,12 +31,15 @@ that holds is the reason it is suppressed:
 6. `rate_limit` — `maxActionsPerApplicationPerHour` other pods of the pod's
    application were restarted/decommissioned in the last hour (dry runs count, so a
    dry run shows where the limit would bite);
+   an operation recorded as acted and then as failed (the limits ledger enters it
+   before it is carried out: `ActionRecord.attempt`) counts as failed, here and in 8;
 7. `max_cordoned` (cordonNode only) — the policy already holds
    `safety.maxCordonedNodes` nodes cordoned, or hangwatch holds the operator's
    `max_cordoned_nodes` across every policy (this round's plan included);
 8. `max_concurrent` — `maxConcurrent` actions are already in progress (restarts and
    decommissions until their pod is gone, cordons until the node is uncordoned) or
-   planned in this round;
+   planned in this round; with sharding, other replicas' restarts and decommissions
+   in progress count too (`busy_elsewhere`, from the limits ledger);
 9. `dry_run` — the policy (or the operator's `--dry-run`) says report only.
 
 Pods are considered longest-unhealthy first, so the limits spare the newest cases.
@@ -123,6 +126,10 @@ class _Tally:
 
     in_flight: int
     operator_max_cordoned: int
+    failed: frozenset[tuple[str, Operation, int]] = frozenset()
+    """`ActionRecord.attempt` of every failed record: an `acted` twin of one did nothing."""
+    elsewhere: int = 0
+    """Of `in_flight`, those on pods other replicas judge."""
     planned: int = 0
     cordons: int = 0
     per_application: Counter[str] = field(default_factory=Counter)
@@ -171,16 +178,25 @@ def decide(
     *,
     operator_max_cordoned: int = OperatorSettings.max_cordoned_nodes,
     gates: Gates | None = None,
+    busy_elsewhere: int = 0,
 ) -> list[Decision]:
     """Every decision of this round: node operations first, then pods, then uncordons.
 
     `operator_max_cordoned` is the operator's cap on cordoned nodes across every policy
     (`OperatorSettings.max_cordoned_nodes`); `history` knows them all (`cordoned` and
     `cordoned_elsewhere`). `gates`: `assess_gates` of the same arguments, when the
-    caller has it already."""
+    caller has it already. `busy_elsewhere`: the policy's pods other replicas judge on
+    which a disruptive operation is in progress (sharding: `limits_ledger.in_progress`),
+    counted against `maxConcurrent` with this replica's own."""
     if gates is None:
         gates = assess_gates(findings, policy, history, now)
-    tally = _Tally(_in_flight(findings, history), operator_max_cordoned)
+    failed = frozenset(r.attempt for r in history.records if r.outcome is Outcome.FAILED)
+    tally = _Tally(
+        _in_flight(findings, history, failed) + busy_elsewhere,
+        operator_max_cordoned,
+        failed,
+        busy_elsewhere,
+    )
     decisions: list[Decision] = []
     if Operation.CORDON_NODE in policy.actions.by_verdict.get(Verdict.NODE_NETWORK_FAULT, ()):
         for node, reason in sorted(findings.faulty_nodes.items()):
@@ -301,6 +317,7 @@ def _limit(
             and r.operation in DISRUPTIVE
             and r.outcome in _COUNTED
             and r.pod != draft.target
+            and r.attempt not in tally.failed
         }
         done = tally.per_application[app] + len(earlier)
         cap = safety.max_actions_per_application_per_hour
@@ -315,8 +332,9 @@ def _limit(
             return Suppression.MAX_CORDONED, capped
     busy = tally.in_flight + tally.planned
     if busy >= safety.max_concurrent:
+        where = f", {tally.elsewhere} on other replicas' pods" if tally.elsewhere else ""
         return Suppression.MAX_CONCURRENT, (
-            f"{busy} action(s) already in progress (maxConcurrent {safety.max_concurrent})"
+            f"{busy} action(s) already in progress{where} (maxConcurrent {safety.max_concurrent})"
         )
     return None
 
@@ -361,14 +379,20 @@ def _cordon_cap(policy: Policy, history: History, tally: _Tally) -> str | None:
     return None
 
 
-def _in_flight(findings: Findings, history: History) -> int:
+def _in_flight(
+    findings: Findings, history: History, failed: frozenset[tuple[str, Operation, int]]
+) -> int:
     """Disruptive actions taken whose pod still exists (terminating, or not yet deleted),
-    and nodes this policy holds cordoned (a cordon is in progress until it is lifted)."""
+    and nodes this policy holds cordoned (a cordon is in progress until it is lifted).
+    `failed`: attempts that failed (an `acted` record of one is the ledger's twin)."""
     present = findings.present
     targets = {
         r.pod
         for r in history.records
-        if r.operation in DISRUPTIVE and r.outcome is Outcome.ACTED and r.pod in present
+        if r.operation in DISRUPTIVE
+        and r.outcome is Outcome.ACTED
+        and r.pod in present
+        and r.attempt not in failed
     }
     return len(targets) + len(history.cordoned)
 

@@ -10,7 +10,8 @@ operator's /metrics; `hangwatch_cordons` indexes nodes hangwatch cordoned;
 this replica stops leading (kopf peering pauses every handler of a standby replica),
 from the first complete list of the pods on. With sharding (`OperatorSettings.shards`
 above 0) start-up also starts `replica_leases.ReplicaLeases`, kopf peering is off, and
-each round gets only the pods of the shards this replica holds.
+each round gets only the pods of the shards this replica holds (and the keys of the
+others, whose operations in progress count against `maxConcurrent`).
 Loaded together with `webhook` by `hangwatch operator` (`operator_cli`), or with
 `kopf run -m hangwatch_operator.webhook -m hangwatch_operator.handlers`.
 """
@@ -153,11 +154,13 @@ async def remediate_policy(
         while not stopped:
             began = time.monotonic()
             pods = started.pods.store.pods(watch.namespace, name)
+            elsewhere: frozenset[str] = frozenset()
             if leases is not None:
                 owned = leases.owned()
+                elsewhere = frozenset(p.key for p in pods if not leases.judges(p.uid, owned))
                 pods = [pod for pod in pods if leases.judges(pod.uid, owned)]
             cordons = [node for store in hangwatch_cordons.values() for node in store]
-            interval = await watch.round(body, pods, cordons, logger)
+            interval = await watch.round(body, pods, cordons, logger, elsewhere)
             await stopped.wait(max(0.0, interval - (time.monotonic() - began)))
     finally:
         operator_metrics.forget_policy(watch.key)

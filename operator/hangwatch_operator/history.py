@@ -12,6 +12,7 @@ that the node index may not show yet. Pure: no I/O, no clock.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -48,6 +49,13 @@ class ActionRecord:
     @property
     def target(self) -> str:
         return self.pod if self.pod is not None else f"node/{self.node}"
+
+    @property
+    def attempt(self) -> tuple[str, Operation, int]:
+        """The decision this record ended: its target, operation and second. A restart
+        entered in the limits ledger as `acted` before it was carried out and then
+        remembered as `failed` is one attempt (the ledger keeps whole seconds)."""
+        return self.target, self.operation, math.floor(self.time)
 
     @property
     def starts_cooldown(self) -> bool:

@@ -12,17 +12,33 @@ replicas deciding at once one write fails (HTTP 409) and that replica decides ag
 from the ledger the other one wrote, so no operation is carried out that the limits,
 counted across replicas, would have suppressed. `remediation` does the I/O.
 
+`maxConcurrent` counts, besides the replica's own operations in progress, the other
+replicas' (`in_progress`): a restart or decommission entered as acted on a pod another
+replica judges and still in the cluster, unless the same attempt was entered again as
+failed (`failed_after`: a replica that enters an operation and then fails to carry it
+out says so, `ActionRecord.attempt`).
+
+Dry runs are entered too, so that a dry run obeys the limits across replicas as the
+real run would (its report is what the real run would have done): the rate limit counts
+the pods dry runs would have restarted, and `maxConcurrent` counts another replica's
+dry run as in progress while that replica still would carry it out. A dry run starts
+no cooldown (the pod is not gone: the same decision comes again next round), so the
+replica enters it again each round: `appended` keeps one dry-run entry per policy,
+target and operation, the first record (so `merged` adds it once) with the time it was
+last entered (`Entry.seen`), and `in_progress` counts it while that is younger than
+`DRY_RUN_FRESH_ROUNDS` of the policy's rounds.
+
 An entry is a `status.recentActions` entry (`reporting.record_entry`, read back with
-`history.record_from_entry`) without its message, plus the policy and the replica
-that wrote it. Entries are kept for the rate limit's hour, at most `LEDGER_MAX`.
-Dry runs are not entered (they act on nothing; each replica counts its own).
+`history.record_from_entry`) without its message, plus the policy, the replica that
+wrote it and, for a dry run entered again, `seen`. Entries are kept for the rate
+limit's hour, at most `LEDGER_MAX`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,15 +49,18 @@ from hangwatch_operator.history import (
     History,
     record_from_entry,
 )
-from hangwatch_operator.operations import Operation, Outcome
+from hangwatch_operator.operations import DISRUPTIVE, Operation, Outcome
 from hangwatch_operator.reporting import record_entry
-from hangwatch_operator.watched import CordonedNode
+from hangwatch_operator.watched import CordonedNode, format_time, parse_time
 
 LIMITS_LEASE = "hangwatch-limits"
 ACTIONS_ANNOTATION = "hangwatch.dev/actions"
 LEDGER_MAX = 400
 """Entries kept (newest): at about 250 bytes each, well inside the 256 KiB the API
 server allows for an object's annotations."""
+DRY_RUN_FRESH_ROUNDS = 2
+"""Another replica's dry run counts as in progress while it entered it again within this
+many of the policy's rounds (one round missed, e.g. a slow poll, does not drop it)."""
 
 
 @dataclass(frozen=True)
@@ -51,14 +70,22 @@ class Entry:
     policy_key: str
     replica: str
     record: ActionRecord
+    seen: float | None = None
+    """A dry run's: when it was last entered (None: at `record.time`)."""
+
+    @property
+    def last_seen(self) -> float:
+        return self.record.time if self.seen is None else self.seen
 
 
 def entered(record: ActionRecord) -> bool:
     """Whether a record counts across replicas: an operation on a pod or node that was
-    carried out or tried (alerts, suppressed decisions and dry runs are not)."""
+    carried out, tried, or would have been (dry run); alerts and suppressed decisions
+    are not."""
     return record.operation is not Operation.ALERT and record.outcome in {
         Outcome.ACTED,
         Outcome.FAILED,
+        Outcome.DRY_RUN,
     }
 
 
@@ -80,7 +107,7 @@ def decode(text: object) -> tuple[Entry, ...]:
             continue
         record = record_from_entry(item, key.split("/", 1)[0])
         if record is not None and entered(record):
-            entries.append(Entry(key, replica, record))
+            entries.append(Entry(key, replica, record, parse_time(item.get("seen"))))
         if len(entries) >= LEDGER_MAX:
             break
     return tuple(sorted(entries, key=lambda e: -e.record.time))
@@ -94,16 +121,73 @@ def encode(entries: Iterable[Entry], now: float) -> str:
             break
         item = record_entry(dataclasses.replace(entry.record, message=""))
         item.pop("message", None)
-        kept.append({**item, "policy": entry.policy_key, "replica": entry.replica})
+        item |= {"policy": entry.policy_key, "replica": entry.replica}
+        if entry.seen is not None:
+            item["seen"] = format_time(entry.seen)
+        kept.append(item)
     return json.dumps(kept, separators=(",", ":"))
 
 
 def appended(
     entries: Sequence[Entry], policy_key: str, replica: str, records: Iterable[ActionRecord]
 ) -> tuple[Entry, ...]:
-    """The ledger with `replica`'s new `records` for `policy_key` (the entered ones)."""
-    new = [Entry(policy_key, replica, r) for r in records if entered(r)]
-    return (*new, *entries)
+    """The ledger with `replica`'s new `records` for `policy_key` (the entered ones); a
+    dry run already entered (same policy, target and operation) is entered again: its
+    first record kept, seen now."""
+    kept = list(entries)
+    new = []
+    for record in records:
+        if not entered(record):
+            continue
+        if record.outcome is Outcome.DRY_RUN:
+            found = next(
+                (i for i, e in enumerate(kept) if _same_dry_run(e, policy_key, record)), None
+            )
+            if found is not None:
+                kept[found] = Entry(policy_key, replica, kept[found].record, record.time)
+                continue
+        new.append(Entry(policy_key, replica, record))
+    return (*new, *kept)
+
+
+def _same_dry_run(entry: Entry, policy_key: str, record: ActionRecord) -> bool:
+    return (
+        entry.policy_key == policy_key
+        and entry.record.outcome is Outcome.DRY_RUN
+        and entry.record.target == record.target
+        and entry.record.operation is record.operation
+    )
+
+
+def failed_after(records: Iterable[ActionRecord]) -> list[ActionRecord]:
+    """Of a round's carried-out decisions as they ended, the ones to enter again as
+    failed (they were entered as acted before being carried out)."""
+    return [r for r in records if entered(r) and r.outcome is Outcome.FAILED]
+
+
+def in_progress(
+    entries: Sequence[Entry],
+    policy_key: str,
+    elsewhere: Collection[str],
+    now: float,
+    fresh_seconds: float,
+) -> frozenset[str]:
+    """The pods of `policy_key` another replica judges (`elsewhere`: their keys, pods still
+    in the cluster) on which a disruptive operation is in progress: entered as acted and
+    not as failed since (until the pod is gone), or a dry run entered again within
+    `fresh_seconds` (while that replica still would carry it out)."""
+    ours = [e for e in entries if e.policy_key == policy_key]
+    failed = {e.record.attempt for e in ours if e.record.outcome is Outcome.FAILED}
+    busy = set()
+    for entry in ours:
+        record = entry.record
+        if record.operation not in DISRUPTIVE or record.pod is None or record.pod not in elsewhere:
+            continue
+        acted = record.outcome is Outcome.ACTED and record.attempt not in failed
+        fresh = 0 <= now - entry.last_seen < fresh_seconds
+        if acted or (record.outcome is Outcome.DRY_RUN and fresh):
+            busy.add(record.pod)
+    return frozenset(busy)
 
 
 def merged(history: History, entries: Sequence[Entry], policy_key: str) -> History:
@@ -126,7 +210,11 @@ def pending_cordons(entries: Sequence[Entry], now: float) -> list[CordonedNode]:
     cordons: dict[str, CordonedNode] = {}
     for entry in reversed(entries):  # oldest first: a later uncordon undoes a cordon
         record = entry.record
-        if record.node is None or now - record.time >= PENDING_CORDON_SECONDS:
+        if (
+            record.node is None
+            or record.outcome is Outcome.DRY_RUN
+            or now - record.time >= PENDING_CORDON_SECONDS
+        ):
             continue
         if record.operation is Operation.CORDON_NODE and record.outcome is Outcome.ACTED:
             cordons[record.node] = CordonedNode(record.node, entry.policy_key, record.time)

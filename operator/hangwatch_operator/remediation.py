@@ -16,9 +16,12 @@ at once never exceed the operator's cap between them.
 With sharding (`Runtime.leases`, see `replica_leases`) the daemon hands a round only
 the pods of the shards this replica holds, and the round counts the other replicas in
 its limits: their tallies in the unhealthy share, and their operations from the
-`limits_ledger`, to which it adds its own with compare-and-swap before carrying them
-out (decided again on a conflict, at most `LEDGER_ATTEMPTS` times; a ledger the API
-server does not read or write: nothing carried out that round). Only the holder of
+`limits_ledger` (in the rate limit and cooldowns, and, on the pods they judge that are
+still in the cluster, in `maxConcurrent`), to which it adds its own, dry runs
+included, with compare-and-swap before carrying them out (decided again on a
+conflict, at most `LEDGER_ATTEMPTS` times; a ledger the API server does not read or
+write: nothing carried out that round). An operation entered and then failed is
+entered again as failed, so that no replica counts it in progress. Only the holder of
 shard 0 writes the policy's status.
 """
 
@@ -100,8 +103,10 @@ class PolicyWatch:
         pods: Sequence[WatchedPod],
         cordons: Sequence[CordonedNode],
         logger: Logger,
+        elsewhere: frozenset[str] = frozenset(),
     ) -> float:
-        """One poll-plan-act-report round; returns seconds until the next one."""
+        """One poll-plan-act-report round; returns seconds until the next one.
+        `elsewhere`: keys of the policy's pods other replicas judge (sharding)."""
         generation = (body.get("metadata") or {}).get("generation")
         try:
             policy = parse_policy(body)
@@ -113,11 +118,13 @@ class PolicyWatch:
         reports = await self._poll(policy, watched)
         now = time.time()
         ledger = self.runtime.cordons
-        plan, entered = await self._plan(reports, policy, cordons, now)
+        plan, entered = await self._plan(reports, policy, cordons, now, elsewhere)
         for decision in plan.to_carry_out:  # reserved before the first await
             if decision.operation is Operation.CORDON_NODE and decision.node:
                 ledger.reserve(decision.node, self.key, now)
         done = await self._carry_out(plan, logger) if entered else self._not_entered(plan)
+        if entered and plan.to_carry_out:
+            await self._enter_failures(done, now)
         settled = settle_round(plan, done)
         await self._post(settled.events, now)
         self.history = settled.history
@@ -143,6 +150,7 @@ class PolicyWatch:
         policy: Policy,
         cordons: Sequence[CordonedNode],
         now: float,
+        pods_elsewhere: frozenset[str],
     ) -> tuple[Plan, bool]:
         """The round's plan, with the other replicas counted (sharding), and whether its
         operations are in the limits ledger (always, without sharding)."""
@@ -151,6 +159,7 @@ class PolicyWatch:
             known = self.runtime.cordons.known(cordons, now)
             return self._plan_with(reports, policy, self.history, known, now, (0, 0)), True
         elsewhere = leases.tally_elsewhere(self.key)
+        fresh = limits_ledger.DRY_RUN_FRESH_ROUNDS * policy.probes.probe_interval_seconds
         plan = None
         for _ in range(LEDGER_ATTEMPTS):
             try:
@@ -163,11 +172,16 @@ class PolicyWatch:
             history = limits_ledger.merged(self.history, entries, self.key)
             pending = limits_ledger.pending_cordons(entries, now)
             known = self.runtime.cordons.known([*cordons, *pending], now)
-            plan = self._plan_with(reports, policy, history, known, now, elsewhere)
+            busy = limits_ledger.in_progress(entries, self.key, pods_elsewhere, now, fresh)
+            plan = self._plan_with(reports, policy, history, known, now, elsewhere, len(busy))
             findings = plan.findings
             unhealthy = sum(1 for f in findings.watched if f.unhealthy)
             leases.tally[self.key] = (len(findings.watched), unhealthy)
-            records = [action_record(d, "", now) for d in plan.to_carry_out]
+            records = [
+                record
+                for record in (action_record(d, "", now) for d in plan.decisions)
+                if limits_ledger.entered(record)
+            ]
             if not records:
                 return plan, True
             new = limits_ledger.appended(entries, self.key, leases.identity, records)
@@ -188,6 +202,7 @@ class PolicyWatch:
         cordons: Sequence[CordonedNode],
         now: float,
         elsewhere: tuple[int, int],
+        busy_elsewhere: int = 0,
     ) -> Plan:
         return plan_round(
             reports,
@@ -198,7 +213,26 @@ class PolicyWatch:
             cordons=cordons,
             settings=self.runtime.settings,
             elsewhere=elsewhere,
+            busy_elsewhere=busy_elsewhere,
         )
+
+    async def _enter_failures(self, done: Sequence[Decision], now: float) -> None:
+        """Enter again as failed the operations entered as acted that then failed, so that
+        no replica counts them in progress (on a conflict, read and try again; when that
+        fails, they count until their pods are gone, as a restart carried out would)."""
+        leases = self.runtime.leases
+        failed = limits_ledger.failed_after(action_record(d, "", now) for d in done)
+        if leases is None or not failed:
+            return
+        for _ in range(LEDGER_ATTEMPTS):
+            try:
+                entries, version = await leases.read_ledger()
+                new = limits_ledger.appended(entries, self.key, leases.identity, failed)
+                if await leases.write_ledger(new, version):
+                    return
+            except KubeApiError as exc:
+                logging.getLogger(__name__).warning("Limits ledger not written: %s", exc)
+                return
 
     @staticmethod
     def _not_entered(plan: Plan) -> list[Decision]:

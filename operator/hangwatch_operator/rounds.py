@@ -120,12 +120,14 @@ def plan_round(
     cordons: Sequence[CordonedNode] = (),
     settings: OperatorSettings | None = None,
     elsewhere: tuple[int, int] = (0, 0),
+    busy_elsewhere: int = 0,
 ) -> Plan:
     """The first half of a round (see the module docstring).
 
     `reports` has one entry per pod the policy watches (terminating ones unpolled);
     `cordons` every node hangwatch holds cordoned, whichever policy did it;
-    `elsewhere` the (watched, unhealthy) pods of the policy other replicas judge.
+    `elsewhere` the (watched, unhealthy) pods of the policy other replicas judge;
+    `busy_elsewhere` those of their pods with a disruptive operation in progress.
     """
     settings = settings or OperatorSettings()
     policy = effective_policy(policy, settings)
@@ -141,6 +143,7 @@ def plan_round(
         now,
         operator_max_cordoned=settings.max_cordoned_nodes,
         gates=gates,
+        busy_elsewhere=busy_elsewhere,
     )
     repeat = settings.renotify_seconds
     silences = [SidecarSilence(f) for f in findings.watched if f.unobservable]

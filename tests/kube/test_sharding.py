@@ -11,9 +11,13 @@ loopback pod IP. Covered:
 - every shard's Lease is held by exactly one live replica, and every pod is judged by
   exactly one replica: each replica's `hangwatch_operator_watched_pods` per policy is
   the number of the policy's pods in the shards it holds, and they add up to all pods;
-- the limits hold across replicas: with `maxActionsPerApplicationPerHour: 2`, six hung
-  pods of one application spread over the replicas' shards get exactly two deletions
-  in all (the others suppressed by the rate limit, on whichever replica judges them);
+- the limits hold across replicas: with `maxActionsPerApplicationPerHour: 2` (and
+  `maxConcurrent: 10`), six hung pods of one application spread over the replicas'
+  shards get exactly two deletions in all (the others suppressed by the rate limit, on
+  whichever replica judges them); with the default `maxConcurrent: 1`, two hung pods
+  judged by two replicas get one deletion: the pod deleted stays in the cluster,
+  terminating (no kubelet here), and the other replica's restart is suppressed as
+  `max_concurrent` (another replica's restart in progress) until it is gone;
 - a replica killed with SIGKILL: its shards are held by the two others (the time is
   printed; checked last, against the Lease's duration plus three renewal steps: the
   bound is one step from the victim's last renewal, which precedes the kill by up to a
@@ -165,7 +169,10 @@ def sharded(
             lambda: len(h := state.holders()) == SHARDS and len(set(h.values())) == 3,
         )
         for namespace, spec in (
-            (RATE_CAPPED, {"safety": {"maxActionsPerApplicationPerHour": 2}}),
+            (
+                RATE_CAPPED,
+                {"safety": {"maxActionsPerApplicationPerHour": 2, "maxConcurrent": 10}},
+            ),
             (FREE, {}),
         ):
             nodes = [NODES[i % len(NODES)] for i in range(PODS_PER_POLICY)]
@@ -222,6 +229,35 @@ def test_the_rate_limit_holds_across_replicas(sharded: Sharded) -> None:
     assert set(restarts) == set(deleted) and set(restarts.values()) == {1}, restarts
 
 
+def test_max_concurrent_holds_across_replicas(sharded: Sharded) -> None:
+    holders = sharded.holders()
+    fleet = sharded.fleets[FREE]
+    first_of: dict[str, RunningPod] = {}
+    for pod in fleet.pods:
+        first_of.setdefault(holders[shard_of(pod.uid, SHARDS)], pod)
+    hung = list(first_of.values())[:2]  # judged by two replicas
+    set_verdicts(hung, Verdict.PRODUCER_HUNG)
+    run = sharded.any_run()
+    run.wait_for("one hung pod deleted", lambda: len(sharded.deleted(FREE)) >= 1)
+    (gone,) = sharded.deleted(FREE)
+    (waiting,) = [p for p in hung if p.name != gone]
+    run.wait_for(
+        "the other suppressed: a restart in progress on another replica's pod",
+        lambda: any(
+            e["involvedObject"]["name"] == waiting.name
+            and "on other replicas' pods (maxConcurrent 1)" in e["message"]
+            for e in sharded.events(FREE, "HangwatchSuppressed")
+        ),
+    )
+    time.sleep(3 * RENEW_SECONDS)  # a few more rounds on every replica
+    assert sharded.deleted(FREE) == [gone]
+    # Leave no restart in progress nor a hung pod for the next test.
+    set_verdicts([waiting], Verdict.HEALTHY)
+    sharded.cluster.kubectl(
+        "delete", "pod", "-n", FREE, gone, "--grace-period=0", "--force", "--wait=true"
+    )
+
+
 def test_a_killed_replicas_shards_are_taken_over(sharded: Sharded) -> None:
     victim_name = "hangwatch-operator-s1"
     victim = sharded.replicas[victim_name]
@@ -248,11 +284,15 @@ def test_a_killed_replicas_shards_are_taken_over(sharded: Sharded) -> None:
         )
     # A pod of the killed replica's shards that hangs now is restarted by its new holder.
     fleet = sharded.fleets[FREE]
-    (orphan, *_) = [p for p in fleet.pods if shard_of(p.uid, SHARDS) in theirs]
+    earlier = sharded.deleted(FREE)  # by test_max_concurrent_holds_across_replicas
+    restarted = [e["involvedObject"]["name"] for e in sharded.events(FREE, "HangwatchRestart")]
+    (orphan, *_) = [
+        p for p in fleet.pods if shard_of(p.uid, SHARDS) in theirs and p.name not in earlier
+    ]
     set_verdicts([orphan], Verdict.PRODUCER_HUNG)
     run.wait_for("the orphaned hung pod deleted", lambda: orphan.name in sharded.deleted(FREE))
     time.sleep(3 * RENEW_SECONDS)
-    assert sharded.deleted(FREE) == [orphan.name]
+    assert sharded.deleted(FREE) == [*earlier, orphan.name]
     restarts = [e["involvedObject"]["name"] for e in sharded.events(FREE, "HangwatchRestart")]
-    assert restarts == [orphan.name]
+    assert sorted(restarts) == sorted([*restarted, orphan.name])
     assert took <= LEASE_SECONDS + RENEW_SECONDS + 2 * RENEW_SECONDS, took

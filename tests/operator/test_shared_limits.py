@@ -11,8 +11,19 @@ entered counts once; `pending_cordons` undone by a later uncordon);
 alone, and the rate limit of an application counting the restart another replica
 entered in the ledger.
 
+`maxConcurrent` across replicas (`limits_ledger.in_progress`, `decide`'s
+`busy_elsewhere`): another replica's restart counts while its pod is in the cluster,
+not once it is gone nor once it is entered again as failed; a replica's own failed
+restart, whose `acted` twin the ledger holds, holds neither its `maxConcurrent` nor
+its rate limit. Dry runs in the ledger: entered again each round as one entry (first
+record, `seen` moved on), counted in the rate limit and, while fresh, in
+`maxConcurrent` of the other replicas, so a dry run is suppressed where the real run
+would be.
+
 Hypothesis: any annotation text (tallies, ledger: anyone allowed to update Leases can
-write them) decodes without raising, to counts and records `decide` can use.
+write them) decodes without raising, to counts and records `decide` can use; for any
+ledger of other replicas' operations, the operations a round plans never exceed
+`maxConcurrent` less the ones in progress elsewhere.
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ from hypothesis import strategies as st
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator import limits_ledger
-from hangwatch_operator.decisions import assess_gates, decide
+from hangwatch_operator.decisions import Decision, assess_gates, decide
 from hangwatch_operator.history import History, remember
 from hangwatch_operator.limits_ledger import Entry
 from hangwatch_operator.operations import Operation, Outcome, Suppression
@@ -104,28 +115,34 @@ def test_any_ledger_text_decodes_to_entered_records(raw: object) -> None:
                 "verdict": st.sampled_from([str(HUNG), "x"]),
                 "decision": st.sampled_from(["acted", "failed", "dry_run", "suppressed"]),
                 "pod": st.text(max_size=5),
+                "seen": st.one_of(st.text(max_size=25), st.integers(), st.none()),
             }
         ),
         max_size=10,
     )
 )
 def test_ledger_entries_of_any_shape_decode_or_are_left_out(items: list[object]) -> None:
-    for entry in limits_ledger.decode(json.dumps(items)):
+    entries = limits_ledger.decode(json.dumps(items))
+    for entry in entries:
         assert entry.record.operation is not Operation.ALERT
-        assert entry.record.outcome in {Outcome.ACTED, Outcome.FAILED}
+        assert entry.record.outcome in {Outcome.ACTED, Outcome.FAILED, Outcome.DRY_RUN}
+    elsewhere = frozenset(e.record.pod for e in entries if e.record.pod)
+    assert limits_ledger.in_progress(entries, KEY, elsewhere, NOW, 20.0) <= elsewhere
 
 
-def test_the_ledger_keeps_an_hour_of_carried_out_operations() -> None:
+def test_the_ledger_keeps_an_hour_of_carried_out_operations_and_dry_runs() -> None:
     fresh = restart_record("e1", 60)
     old = restart_record("e2", 3601)
     dry = restart_record("e3", 10, outcome=Outcome.DRY_RUN)
-    entries = limits_ledger.appended((), KEY, "replica-a", [fresh, old, dry])
-    assert [e.record for e in entries] == [fresh, old]  # a dry run is not entered
+    suppressed = restart_record("e4", 10, outcome=Outcome.SUPPRESSED)
+    entries = limits_ledger.appended((), KEY, "replica-a", [fresh, old, dry, suppressed])
+    assert [e.record for e in entries] == [fresh, old, dry]
     back = limits_ledger.decode(limits_ledger.encode(entries, NOW))
     assert [(e.policy_key, e.replica, e.record.pod) for e in back] == [
-        (KEY, "replica-a", "jobs/e1")
+        (KEY, "replica-a", "jobs/e3"),
+        (KEY, "replica-a", "jobs/e1"),
     ]
-    assert back[0].record.time == fresh.time
+    assert back[1].record.time == fresh.time
 
 
 def test_merged_adds_the_ledgers_entries_of_the_policy_once() -> None:
@@ -193,3 +210,123 @@ def test_a_restart_another_replica_entered_counts_in_the_rate_limit() -> None:
     assert [(d.outcome, d.suppression) for d in shared] == [
         (Outcome.SUPPRESSED, Suppression.RATE_LIMIT)
     ]
+
+
+MAX2 = {"safety": {"maxConcurrent": 2, "maxActionsPerApplicationPerHour": 100}}
+
+
+def restarts(decisions: list[Decision]) -> list[tuple[str, Outcome, Suppression | None]]:
+    return [(d.target, d.outcome, d.suppression) for d in decisions if d.operation == "restart"]
+
+
+def through_the_lease(entries: tuple[Entry, ...]) -> tuple[Entry, ...]:
+    """The entries as another replica reads them (whole seconds, no messages)."""
+    return limits_ledger.decode(limits_ledger.encode(entries, NOW))
+
+
+def test_another_replicas_restart_counts_in_max_concurrent_until_its_pod_is_gone() -> None:
+    found = findings((pod("e1"), HUNG), *fleet(9, start=100))
+    theirs = through_the_lease((Entry(KEY, "b", restart_record("e50", 4)),))
+    # e50 is judged by replica b and still in the cluster (terminating): in progress.
+    busy = limits_ledger.in_progress(theirs, KEY, {"jobs/e50", "jobs/e51"}, NOW, 20)
+    assert busy == {"jobs/e50"}
+    history = limits_ledger.merged(History(), theirs, KEY)
+    held = decide(found, policy(), history, NOW, busy_elsewhere=len(busy))
+    assert restarts(held) == [("jobs/e1", Outcome.SUPPRESSED, Suppression.MAX_CONCURRENT)]
+    assert "1 on other replicas' pods" in held[0].limit
+    # Gone from the cluster: no longer in progress, e1 is restarted.
+    assert limits_ledger.in_progress(theirs, KEY, {"jobs/e51"}, NOW, 20) == frozenset()
+    assert restarts(decide(found, policy(), history, NOW)) == [("jobs/e1", Outcome.ACTED, None)]
+    # Another policy's operations are not this policy's.
+    assert limits_ledger.in_progress(theirs, "jobs/other", {"jobs/e50"}, NOW, 20) == frozenset()
+
+
+def test_a_restart_entered_then_failed_is_not_in_progress_anywhere() -> None:
+    acted = restart_record("e50", 4.4)  # entered before it was carried out
+    failed = dataclasses.replace(acted, outcome=Outcome.FAILED, message="403 Forbidden")
+    ledger = limits_ledger.appended((), KEY, "b", [acted])
+    ledger = through_the_lease(limits_ledger.appended(ledger, KEY, "b", [failed]))
+    assert limits_ledger.in_progress(ledger, KEY, {"jobs/e50"}, NOW, 20) == frozenset()
+    # On the replica that failed: its memory says failed (with the fraction of a
+    # second), the ledger's twin says acted; neither maxConcurrent nor the rate limit
+    # counts it.
+    spec = {"safety": {"maxActionsPerApplicationPerHour": 1}}
+    history = limits_ledger.merged(History(records=(failed,)), ledger[1:], KEY)
+    assert [r.outcome for r in history.records] == [Outcome.FAILED, Outcome.ACTED]
+    found = findings((pod("e1"), HUNG), (pod("e50"), HUNG), *fleet(8, start=100))
+    decided = restarts(decide(found, policy(**spec), history, NOW))
+    assert ("jobs/e1", Outcome.ACTED, None) in decided
+
+
+def test_a_dry_run_is_entered_once_and_seen_again_each_round() -> None:
+    first = restart_record("e3", 20, outcome=Outcome.DRY_RUN)
+    again = restart_record("e3", 10, outcome=Outcome.DRY_RUN)
+    once = limits_ledger.appended((), KEY, "a", [first])
+    twice = through_the_lease(limits_ledger.appended(once, KEY, "a", [again]))
+    assert [(e.record.time, e.last_seen) for e in twice] == [(first.time, again.time)]
+    history = limits_ledger.merged(History(), twice, KEY)
+    assert limits_ledger.merged(history, twice, KEY) == history  # merged once
+    busy = limits_ledger.in_progress(twice, KEY, {"jobs/e3"}, NOW, 20)
+    assert busy == {"jobs/e3"}  # seen 10 s ago: that replica still would restart it
+    assert limits_ledger.in_progress(twice, KEY, {"jobs/e3"}, NOW + 15, 20) == frozenset()
+    assert limits_ledger.in_progress(twice, KEY, {"jobs/e3"}, NOW - 11, 20) == frozenset()
+
+
+def test_a_dry_run_obeys_the_limits_another_replicas_dry_run_spent() -> None:
+    dry = {"safety": {"dryRun": True, "maxActionsPerApplicationPerHour": 1}}
+    found = findings((pod("e1"), HUNG), *fleet(9, start=100))
+    alone = restarts(decide(found, policy(**dry), History(), NOW))
+    assert alone == [("jobs/e1", Outcome.DRY_RUN, Suppression.DRY_RUN)]
+    theirs = through_the_lease(
+        (Entry(KEY, "b", restart_record("e50", 5, outcome=Outcome.DRY_RUN)),)
+    )
+    history = limits_ledger.merged(History(), theirs, KEY)
+    # The rate limit: b would have restarted e50 of the same application.
+    assert restarts(decide(found, policy(**dry), history, NOW)) == [
+        ("jobs/e1", Outcome.SUPPRESSED, Suppression.RATE_LIMIT)
+    ]
+    # maxConcurrent: b still would be restarting e50.
+    roomy = {"safety": {"dryRun": True, "maxActionsPerApplicationPerHour": 100}}
+    busy = limits_ledger.in_progress(theirs, KEY, {"jobs/e50"}, NOW, 20)
+    assert restarts(decide(found, policy(**roomy), history, NOW, busy_elsewhere=len(busy))) == [
+        ("jobs/e1", Outcome.SUPPRESSED, Suppression.MAX_CONCURRENT)
+    ]
+
+
+OTHER_PODS = [f"jobs/o{i}" for i in range(6)]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(OTHER_PODS),
+            st.sampled_from([Outcome.ACTED, Outcome.FAILED, Outcome.DRY_RUN]),
+            st.floats(0, 4000),
+            st.sampled_from([KEY, "jobs/other"]),
+        ),
+        max_size=12,
+    ),
+    st.sets(st.sampled_from(OTHER_PODS)),
+    st.integers(1, 4),
+    st.integers(0, 6),
+)
+def test_a_round_never_plans_past_max_concurrent_less_the_others_in_progress(
+    written: list[tuple[str, Outcome, float, str]],
+    present: set[str],
+    cap: int,
+    hung: int,
+) -> None:
+    entries: tuple[Entry, ...] = ()
+    for name, outcome, ago, key in written:
+        record = restart_record(name.split("/")[1], ago, outcome=outcome)
+        entries = limits_ledger.appended(entries, key, "b", [record])
+    entries = through_the_lease(entries)
+    busy = limits_ledger.in_progress(entries, KEY, present, NOW, 20)
+    assert busy <= present
+    spec = {"safety": {"maxConcurrent": cap, "maxUnhealthyShare": 1.0}}
+    spec["safety"]["maxActionsPerApplicationPerHour"] = 100
+    found = findings(*fleet(hung, HUNG, start=1), *fleet(10, start=100))
+    history = limits_ledger.merged(History(), entries, KEY)
+    decided = decide(found, policy(**spec), history, NOW, busy_elsewhere=len(busy))
+    planned = [d for d in decided if d.operation == "restart" and d.outcome is Outcome.ACTED]
+    assert len(planned) == min(hung, max(0, cap - len(busy)))
