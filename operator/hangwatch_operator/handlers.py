@@ -165,4 +165,4 @@ async def remediate_policy(
     finally:
         operator_metrics.forget_policy(watch.key)
         if leases is not None:
-            leases.tally.pop(watch.key, None)
+            leases.forget(watch.key)

@@ -221,3 +221,17 @@ def pending_cordons(entries: Sequence[Entry], now: float) -> list[CordonedNode]:
         elif record.operation is Operation.UNCORDON_NODE:
             cordons.pop(record.node, None)
     return list(cordons.values())
+
+
+def entered_elsewhere(
+    entries: Sequence[Entry], policy_key: str, identity: str
+) -> list[ActionRecord]:
+    """The operations of `policy_key` other replicas entered (newest first), for the
+    policy's status; their message names the replica (its Event has the details)."""
+    return [
+        dataclasses.replace(
+            e.record, message=f"entered by operator replica {e.replica}; its Event has the details"
+        )
+        for e in entries
+        if e.policy_key == policy_key and e.replica != identity
+    ]

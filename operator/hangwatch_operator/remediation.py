@@ -22,7 +22,9 @@ included, with compare-and-swap before carrying them out (decided again on a
 conflict, at most `LEDGER_ATTEMPTS` times; a ledger the API server does not read or
 write: nothing carried out that round). An operation entered and then failed is
 entered again as failed, so that no replica counts it in progress. Only the holder of
-shard 0 writes the policy's status.
+shard 0 writes the policy's status, for the whole fleet: its own findings plus the
+other replicas' published tallies and verdict counts, and their operations from the
+ledger (`reporting.Fleet`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from hangwatch_operator.policies import (
 )
 from hangwatch_operator.replica_leases import ReplicaLeases
 from hangwatch_operator.reporting import (
+    Fleet,
     action_record,
     build_status,
     decision_message,
@@ -96,6 +99,8 @@ class PolicyWatch:
         self.status: Mapping[str, Any] | None = status
         self.ignored: frozenset[str] = frozenset()
         """Labelled pods not watched, as of the last round (each logged once)."""
+        self.ledger: tuple[limits_ledger.Entry, ...] = ()
+        """The limits ledger as this round's plan read it (sharding)."""
 
     async def round(
         self,
@@ -138,11 +143,26 @@ class PolicyWatch:
             generation=generation,
             now=now,
             ignored=len(self.ignored),
+            fleet=self._fleet(),
         )
         leases = self.runtime.leases
         if leases is None or 0 in leases.owned():
             await self._write_status(status)
         return float(policy.probes.probe_interval_seconds)
+
+    def _fleet(self) -> Fleet | None:
+        """The other replicas' share of the policy, for its status (sharding)."""
+        leases = self.runtime.leases
+        if leases is None:
+            return None
+        judged, unhealthy = leases.tally_elsewhere(self.key)
+        return Fleet(
+            replicas=len(leases.elsewhere),
+            watched=judged,
+            unhealthy=unhealthy,
+            counts=leases.counts_of_others(self.key),
+            records=limits_ledger.entered_elsewhere(self.ledger, self.key, leases.identity),
+        )
 
     async def _plan(
         self,
@@ -169,6 +189,7 @@ class PolicyWatch:
                 known = self.runtime.cordons.known(cordons, now)
                 plan = self._plan_with(reports, policy, self.history, known, now, elsewhere)
                 return plan, not plan.to_carry_out
+            self.ledger = entries
             history = limits_ledger.merged(self.history, entries, self.key)
             pending = limits_ledger.pending_cordons(entries, now)
             known = self.runtime.cordons.known([*cordons, *pending], now)
@@ -177,6 +198,7 @@ class PolicyWatch:
             findings = plan.findings
             unhealthy = sum(1 for f in findings.watched if f.unhealthy)
             leases.tally[self.key] = (len(findings.watched), unhealthy)
+            leases.counts[self.key] = findings.counts()
             records = [
                 record
                 for record in (action_record(d, "", now) for d in plan.decisions)

@@ -11,7 +11,8 @@ without the shard). `owned()` is what `sharding.owned` says of the Leases as thi
 replica last wrote them, by its own clock: a replica that cannot renew stops judging
 `CLOCK_MARGIN_SECONDS` before anyone else may take its shards.
 
-It also reads and writes the `hangwatch-limits` Lease, the ledger of disruptive
+Its own Lease carries its tally and verdict counts per policy (`sharding`), read by the
+others. It also reads and writes the `hangwatch-limits` Lease, the ledger of disruptive
 operations across replicas (`limits_ledger`), for `remediation`. On stop it releases
 the shards it holds, so a rolling update hands them over at once.
 
@@ -61,6 +62,10 @@ class ReplicaLeases:
         """This replica's (judged, unhealthy) per policy, published at its next renewal."""
         self.elsewhere: dict[str, dict[str, Tally]] = {}
         """The other live replicas' published tallies."""
+        self.counts: dict[str, sharding.Counts] = {}
+        """This replica's pods per verdict per policy, published at its next renewal."""
+        self.counts_elsewhere: dict[str, dict[str, sharding.Counts]] = {}
+        """The other live replicas' published verdict counts."""
         self.ready = asyncio.Event()
         """Set after the first step: until then this replica holds nothing."""
         self._versions: dict[str, str] = {}
@@ -74,6 +79,14 @@ class ReplicaLeases:
 
     def tally_elsewhere(self, policy_key: str) -> Tally:
         return sharding.summed(self.elsewhere.values(), policy_key)
+
+    def counts_of_others(self, policy_key: str) -> sharding.Counts:
+        return sharding.summed_counts(self.counts_elsewhere.values(), policy_key)
+
+    def forget(self, policy_key: str) -> None:
+        """Publish nothing more for a policy this replica no longer runs."""
+        self.tally.pop(policy_key, None)
+        self.counts.pop(policy_key, None)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="hangwatch-replica-leases")
@@ -102,6 +115,7 @@ class ReplicaLeases:
         """Read every Lease, renew our own, then renew, release or acquire shards."""
         members: dict[str, Lease] = {}
         tallies: dict[str, dict[str, Tally]] = {}
+        counts: dict[str, dict[str, sharding.Counts]] = {}
         read: dict[int, Lease] = {}
         by_name = {sharding.lease_name(s): s for s in range(self.shards)}
         for body in await self.api.list_leases(self.namespace, sharding.LEASE_LABEL):
@@ -114,6 +128,9 @@ class ReplicaLeases:
                 tallies[lease.holder] = sharding.decode_tally(
                     annotations.get(sharding.TALLY_ANNOTATION)
                 )
+                counts[lease.holder] = sharding.decode_counts(
+                    annotations.get(sharding.COUNTS_ANNOTATION)
+                )
             elif name in by_name and lease is not None:
                 read[by_name[name]] = lease
         now = self.clock()
@@ -121,10 +138,16 @@ class ReplicaLeases:
             sharding.member_lease_name(self.identity),
             LeaseKind.REPLICA,
             self.identity,
-            {sharding.TALLY_ANNOTATION: sharding.encode_tally(self.tally)},
+            {
+                sharding.TALLY_ANNOTATION: sharding.encode_tally(self.tally),
+                sharding.COUNTS_ANNOTATION: sharding.encode_counts(self.counts),
+            },
         )
         live = sharding.live_replicas(members, now) | {self.identity}
         self.elsewhere = {r: t for r, t in tallies.items() if r in live and r != self.identity}
+        self.counts_elsewhere = {
+            r: c for r, c in counts.items() if r in live and r != self.identity
+        }
         self.leases = read
         for shard, step in sorted(
             sharding.plan_leases(self.identity, live, read, self.shards, now).items()

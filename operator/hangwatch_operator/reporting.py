@@ -11,11 +11,11 @@ unchanged). Pure: the caller passes `now` and writes the results.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hangwatch.pod_security import LOST
-from hangwatch_operator.correlation import Findings, PodFinding
+from hangwatch_operator.correlation import SIDECAR_UNREACHABLE, Findings, PodFinding
 from hangwatch_operator.decisions import Decision, Gates
 from hangwatch_operator.history import ActionRecord
 from hangwatch_operator.operations import Operation, Outcome, Suppression
@@ -41,6 +41,20 @@ _GATE_REASON = {
     Suppression.LEADER_ELECTION: "LeaderElection",
     Suppression.STORM: "Storm",
 }
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """What the other replicas judge of a policy (sharding), for the status the holder
+    of shard 0 writes: their published counts and the operations they entered."""
+
+    replicas: int = 0
+    watched: int = 0
+    unhealthy: int = 0
+    counts: Mapping[str, int] = field(default_factory=dict)
+    """Pods per verdict (and `sidecar_unreachable`), summed over the other replicas."""
+    records: Sequence[ActionRecord] = ()
+    """Operations they entered in the limits ledger, newest first."""
 
 
 @dataclass(frozen=True)
@@ -208,23 +222,45 @@ def build_status(
     generation: int | None,
     now: float,
     ignored: int = 0,
+    fleet: Fleet | None = None,
 ) -> dict[str, Any]:
     """The policy's whole status after a round; `records` are this round's, newest first;
-    `ignored` counts the labelled pods the policy does not watch (not injected for it)."""
+    `ignored` counts the labelled pods the policy does not watch (not injected for it);
+    `fleet`: the other replicas' share (sharding), added to the counts, the Ready and
+    SidecarsReachable conditions and, for operations not shown yet, `recentActions`."""
     previous = previous or {}
+    fleet = fleet or Fleet()
+    earlier = previous.get("recentActions") or []
+    shown = {_entry_key(e) for e in earlier if isinstance(e, Mapping)}
+    oldest = min((str(e.get("time", "")) for e in earlier if isinstance(e, Mapping)), default="")
+    full = len(earlier) >= RECENT_ACTIONS_MAX
+    theirs = [
+        r
+        for r in fleet.records
+        if _entry_key(entry := record_entry(r)) not in shown
+        and not (full and entry["time"] < oldest)  # shown once, and dropped since
+    ]
+    records = sorted([*records, *theirs], key=lambda r: -r.time)
     entries = [record_entry(r) for r in records]
-    recent = [*entries, *(previous.get("recentActions") or [])][:RECENT_ACTIONS_MAX]
+    recent = [*entries, *earlier]
+    if theirs:
+        recent.sort(
+            key=lambda e: str(e.get("time", "")) if isinstance(e, Mapping) else "", reverse=True
+        )
+    recent = recent[:RECENT_ACTIONS_MAX]
     acted = [
         e for e, r in zip(entries, records, strict=True) if r.outcome is not Outcome.SUPPRESSED
     ]
     counts = findings.counts()
+    for verdict in counts:
+        counts[verdict] += fleet.counts.get(verdict, 0)
     status: dict[str, Any] = {
-        "watched": len(findings.watched),
-        "unhealthy": sum(1 for f in findings.watched if f.unhealthy),
+        "watched": len(findings.watched) + fleet.watched,
+        "unhealthy": sum(1 for f in findings.watched if f.unhealthy) + fleet.unhealthy,
         "verdictCounts": counts,
         "conditions": merge_conditions(
             previous.get("conditions"),
-            _conditions(findings, gates, policy, ignored),
+            _conditions(findings, gates, policy, ignored, fleet),
             now,
             generation,
         ),
@@ -272,14 +308,24 @@ def merge_conditions(
     return [*merged, *kept][:16]
 
 
+def _entry_key(entry: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A `recentActions` entry's identity, messages aside."""
+    return tuple(entry.get(k) for k in ("time", "action", "pod", "node", "decision"))
+
+
 def _conditions(
-    findings: Findings, gates: Gates, policy: Policy, ignored: int
+    findings: Findings, gates: Gates, policy: Policy, ignored: int, fleet: Fleet
 ) -> list[dict[str, Any]]:
     watched = len(findings.watched)
-    polling = f"polling {watched} watched pod(s)"
+    polling = f"polling {watched + fleet.watched} watched pod(s)"
+    if fleet.replicas:
+        polling += (
+            f" ({watched} by this replica, {fleet.watched} by {fleet.replicas} other replica(s))"
+        )
     if ignored:
         polling += f"; ignoring {ignored} labelled pod(s) not injected for this policy"
     silent = [f.pod.name for f in findings.watched if f.unobservable]
+    silent_elsewhere = fleet.counts.get(SIDECAR_UNREACHABLE, 0)
     gate = gates.first()
     if gate is not None:
         suppressed = _condition("ActionsSuppressed", True, _GATE_REASON[gate[0]], gate[1])
@@ -295,9 +341,9 @@ def _conditions(
         suppressed,
         _condition(
             "SidecarsReachable",
-            not silent,
-            "SidecarUnreachable" if silent else "AllAnswer",
-            f"no answer from {', '.join(silent[:10])}" if silent else "every sidecar answers",
+            not silent and not silent_elsewhere,
+            "SidecarUnreachable" if silent or silent_elsewhere else "AllAnswer",
+            _silence(silent, silent_elsewhere),
         ),
         _condition(
             "NodeNetworkFault",
@@ -306,6 +352,13 @@ def _conditions(
             faults or "no node is at fault",
         ),
     ]
+
+
+def _silence(silent: Sequence[str], elsewhere: int) -> str:
+    parts = [f"no answer from {', '.join(silent[:10])}"] if silent else []
+    if elsewhere:
+        parts.append(f"{elsewhere} pod(s) judged by other replicas do not answer")
+    return "; ".join(parts) or "every sidecar answers"
 
 
 def _condition(kind: str, status: bool, reason: str, message: str) -> dict[str, Any]:

@@ -27,7 +27,9 @@ test_sharding.py), so that the I/O around them stays thin:
   (`member_lease_name`) every step; one not renewed for its duration is gone
   (`live_replicas`). The same Lease carries the replica's tally per policy (pods it
   judged, unhealthy ones: `encode_tally`), which the others add to theirs, so the
-  unhealthy share is the cluster's, not one replica's.
+  unhealthy share is the cluster's, not one replica's; and its pods per verdict
+  (`COUNTS_ANNOTATION`, `encode_counts`), which the writer of each policy's status adds
+  to its own, so the status describes the whole fleet.
 - Leases are read from and written as API bodies with `read_lease` and `lease_body`.
 
 Pure: times come in as arguments; nothing reads the cluster or the clock.
@@ -51,7 +53,11 @@ LEASE_LABEL = "hangwatch.dev/lease"
 """Label of every Lease hangwatch's replicas use; its value is one of `LeaseKind`."""
 TALLY_ANNOTATION = "hangwatch.dev/tally"
 """On a replica's own Lease: `{"<namespace>/<policy>": [judged, unhealthy]}`."""
+COUNTS_ANNOTATION = "hangwatch.dev/verdict-counts"
+"""On a replica's own Lease: `{"<namespace>/<policy>": {"<verdict>": pods, ...}}`, the
+policy's `status.verdictCounts` over the pods that replica judged."""
 TALLY_MAX_POLICIES = 1000
+COUNTS_MAX_KEYS = 32
 CLOCK_MARGIN_SECONDS = 2.0
 """A holder stops trusting its Lease this long before it expires, so clocks that
 differ by less between replicas never let two replicas judge one shard at once."""
@@ -215,16 +221,8 @@ def encode_tally(tallies: Mapping[str, Tally]) -> str:
 
 def decode_tally(text: object) -> dict[str, Tally]:
     """A replica's published tally; anything malformed is left out (never raises)."""
-    if not isinstance(text, str):
-        return {}
-    try:
-        raw = json.loads(text)
-    except ValueError:
-        return {}
-    if not isinstance(raw, dict):
-        return {}
     tallies: dict[str, Tally] = {}
-    for key, value in list(raw.items())[:TALLY_MAX_POLICIES]:
+    for key, value in _per_policy(text):
         if (
             isinstance(value, list)
             and len(value) == 2
@@ -235,6 +233,18 @@ def decode_tally(text: object) -> dict[str, Tally]:
     return tallies
 
 
+def _per_policy(text: object) -> list[tuple[str, Any]]:
+    """The (policy, value) pairs of an annotation holding a JSON object, at most
+    `TALLY_MAX_POLICIES`; none when it is not one."""
+    if not isinstance(text, str):
+        return []
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return []
+    return list(raw.items())[:TALLY_MAX_POLICIES] if isinstance(raw, dict) else []
+
+
 def summed(tallies: Iterable[Mapping[str, Tally]], policy_key: str) -> Tally:
     """Pods judged and unhealthy for `policy_key` over `tallies`."""
     judged = unhealthy = 0
@@ -243,3 +253,31 @@ def summed(tallies: Iterable[Mapping[str, Tally]], policy_key: str) -> Tally:
         judged += found[0]
         unhealthy += found[1]
     return judged, unhealthy
+
+
+Counts = dict[str, int]
+"""Pods per verdict (and `sidecar_unreachable`) of one policy by one replica."""
+
+
+def encode_counts(counts: Mapping[str, Mapping[str, int]]) -> str:
+    return json.dumps(
+        {key: dict(value) for key, value in sorted(counts.items())}, separators=(",", ":")
+    )
+
+
+def decode_counts(text: object) -> dict[str, Counts]:
+    """A replica's published verdict counts; anything malformed is left out (never raises)."""
+    out: dict[str, Counts] = {}
+    for key, value in _per_policy(text):
+        if isinstance(value, dict) and len(value) <= COUNTS_MAX_KEYS:
+            out[key] = {k: v for k, v in value.items() if type(v) is int and v >= 0}
+    return out
+
+
+def summed_counts(counts: Iterable[Mapping[str, Counts]], policy_key: str) -> Counts:
+    """Pods per verdict for `policy_key` over `counts`."""
+    total: Counts = {}
+    for published in counts:
+        for verdict, pods in published.get(policy_key, {}).items():
+            total[verdict] = total.get(verdict, 0) + pods
+    return total

@@ -11,6 +11,8 @@ loopback pod IP. Covered:
 - every shard's Lease is held by exactly one live replica, and every pod is judged by
   exactly one replica: each replica's `hangwatch_operator_watched_pods` per policy is
   the number of the policy's pods in the shards it holds, and they add up to all pods;
+  the policy's status (written by the holder of shard 0) counts all of them, with the
+  other replicas' published counts;
 - the limits hold across replicas: with `maxActionsPerApplicationPerHour: 2` (and
   `maxConcurrent: 10`), six hung pods of one application spread over the replicas'
   shards get exactly two deletions in all (the others suppressed by the rate limit, on
@@ -117,6 +119,19 @@ class Sharded:
         got = {n: r.watched(f"{namespace}/writers") for n, r in self.live().items()}
         return all(got[n] == want.get(n, 0) for n in got)
 
+    def status(self, namespace: str) -> dict[str, Any]:
+        done = self.cluster.kubectl("get", "phpolicy", "writers", "-n", namespace, "-o", "json")
+        status: dict[str, Any] = json.loads(done.stdout).get("status") or {}
+        return status
+
+    def counts_every_pod(self, namespace: str) -> bool:
+        """Whether the policy's status counts every pod of the fleet, healthy."""
+        status = self.status(namespace)
+        counts = status.get("verdictCounts") or {}
+        return bool(
+            status.get("watched") == PODS_PER_POLICY and counts.get("healthy") == PODS_PER_POLICY
+        )
+
     def events(self, namespace: str, reason: str) -> list[dict[str, Any]]:
         done = self.cluster.kubectl(
             "get", "events", "-n", namespace, f"--field-selector=reason={reason}", "-o", "json"
@@ -191,6 +206,12 @@ def test_every_pod_is_judged_by_exactly_one_replica(sharded: Sharded) -> None:
         counts = {n: r.watched(f"{namespace}/writers") for n, r in sharded.replicas.items()}
         assert sum(counts.values()) == PODS_PER_POLICY, counts
         assert all(c > 0 for c in counts.values()), counts  # three replicas share the work
+        sharded.any_run().wait_for(
+            f"the status of {namespace}'s policy counting the whole fleet",
+            functools.partial(sharded.counts_every_pod, namespace),
+        )
+        (ready,) = [c for c in sharded.status(namespace)["conditions"] if c["type"] == "Ready"]
+        assert "by 2 other replica(s)" in ready["message"], ready
 
 
 def test_the_rate_limit_holds_across_replicas(sharded: Sharded) -> None:

@@ -12,6 +12,10 @@ the policy status validates against the CRD's status schema, counts every verdic
 silent sidecars, keeps at most 20 recent actions newest first, never shows a
 suppression as lastAction, keeps a condition's lastTransitionTime while unchanged and
 says which policy-wide limit holds; an invalid policy gets Ready=False InvalidSpec.
+With sharding, the status of the whole fleet (`reporting.Fleet`): the other replicas'
+published counts added to the writer's own, their silent sidecars in
+SidecarsReachable, and their operations from the limits ledger in `recentActions`
+once each, by time, never again once shown and dropped.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from hangwatch_operator.decisions import Decision, assess_gates, decide
 from hangwatch_operator.history import ActionRecord, History, newsworthy, remember, seed_history
 from hangwatch_operator.operations import Operation, Outcome, Suppression
 from hangwatch_operator.reporting import (
+    Fleet,
     action_record,
     build_status,
     decision_message,
@@ -239,3 +244,54 @@ def test_invalid_policy_status() -> None:
     jsonschema.validate(status, STATUS_SCHEMA)
     (ready,) = status["conditions"]
     assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
+
+
+def test_the_status_describes_the_whole_fleet_of_sharded_replicas() -> None:
+    found = findings((pod("e1"), HUNG), (pod("e3"), None), *fleet(2, start=100))
+    gates = assess_gates(found, policy(), History(), NOW)
+    ours = [action_record(restart("e1"), "restart done", NOW)]
+    theirs = [
+        dataclasses.replace(
+            action_record(restart("e50"), "entered by operator replica b", NOW - 30), time=NOW - 30
+        )
+    ]
+    others = Fleet(
+        replicas=2,
+        watched=96,
+        unhealthy=1,
+        counts={"healthy": 90, "producer_hung": 1, "sidecar_unreachable": 5, "bogus": 7},
+        records=theirs,
+    )
+    build = functools.partial(
+        build_status, findings=found, gates=gates, policy=policy(), generation=1
+    )
+    status = build(previous=None, records=ours, now=NOW, fleet=others)
+    jsonschema.validate(status, STATUS_SCHEMA)
+    assert (status["watched"], status["unhealthy"]) == (100, 2)
+    counts = status["verdictCounts"]
+    assert (counts["healthy"], counts["producer_hung"], counts["sidecar_unreachable"]) == (
+        92,
+        2,
+        6,
+    )
+    assert "bogus" not in counts  # only the verdicts there are
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert (
+        "polling 100 watched pod(s) (4 by this replica, 96 by 2 other replica(s))"
+        in (conditions["Ready"]["message"])
+    )
+    assert conditions["SidecarsReachable"]["status"] == "False"
+    assert (
+        "5 pod(s) judged by other replicas do not answer"
+        in (conditions["SidecarsReachable"]["message"])
+    )
+    assert [e["pod"] for e in status["recentActions"]] == ["e1", "e50"]  # by time
+    # The next round: the other replica's operation is shown already, not again.
+    later = build(previous=status, records=[], now=NOW + 10, fleet=others)
+    assert [e["pod"] for e in later["recentActions"]] == ["e1", "e50"]
+    # Once 20 newer entries pushed it out, it does not come back.
+    newer = [action_record(restart(f"n{i}"), "m", NOW + 20 + i) for i in range(20)]
+    full = build(previous=later, records=newer, now=NOW + 40, fleet=others)
+    again = build(previous=full, records=[], now=NOW + 50, fleet=others)
+    assert "e50" not in [e["pod"] for e in again["recentActions"]]
+    assert again["recentActions"] == full["recentActions"]

@@ -20,10 +20,13 @@ record, `seen` moved on), counted in the rate limit and, while fresh, in
 `maxConcurrent` of the other replicas, so a dry run is suppressed where the real run
 would be.
 
-Hypothesis: any annotation text (tallies, ledger: anyone allowed to update Leases can
-write them) decodes without raising, to counts and records `decide` can use; for any
-ledger of other replicas' operations, the operations a round plans never exceed
-`maxConcurrent` less the ones in progress elsewhere.
+Verdict counts published per replica (`encode_counts`, `decode_counts`,
+`summed_counts`), which the status writer adds up.
+
+Hypothesis: any annotation text (tallies, verdict counts, ledger: anyone allowed to
+update Leases can write them) decodes without raising, to counts and records `decide`
+can use; for any ledger of other replicas' operations, the operations a round plans
+never exceed `maxConcurrent` less the ones in progress elsewhere.
 """
 
 from __future__ import annotations
@@ -43,12 +46,15 @@ from hangwatch_operator.operations import Operation, Outcome, Suppression
 from hangwatch_operator.sharding import (
     Lease,
     LeaseKind,
+    decode_counts,
     decode_tally,
+    encode_counts,
     encode_tally,
     lease_body,
     live_replicas,
     read_lease,
     summed,
+    summed_counts,
 )
 from tests.operator.builders import NOW, findings, fleet, pod, policy
 from tests.operator.test_decisions import restart_record
@@ -90,11 +96,30 @@ def test_any_tally_text_decodes_to_valid_counts(text: str | None) -> None:
         assert 0 <= unhealthy <= judged
 
 
+def test_verdict_counts_round_trip_and_add_up() -> None:
+    mine = {KEY: {"healthy": 40, "producer_hung": 1}, "other/p": {"healthy": 5}}
+    assert decode_counts(encode_counts(mine)) == mine
+    theirs = {KEY: {"healthy": 10, "sidecar_unreachable": 2}}
+    assert summed_counts([mine, theirs, {}], KEY) == {
+        "healthy": 50,
+        "producer_hung": 1,
+        "sidecar_unreachable": 2,
+    }
+    bad = json.dumps({KEY: {"healthy": -1, "x": 1.5, "y": True, "ok": 3}, "p": [1, 2]})
+    assert decode_counts(bad) == {KEY: {"ok": 3}}
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
     max_leaves=20,
 )
+
+
+@given(json_values)
+def test_any_verdict_counts_text_decodes_to_counts(raw: object) -> None:
+    for counts in decode_counts(json.dumps(raw)).values():
+        assert all(type(v) is int and v >= 0 for v in counts.values())
 
 
 @given(json_values)
