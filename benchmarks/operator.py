@@ -32,10 +32,22 @@ Everything runs on loopback, measured in one run on this machine:
    under 100 KiB per pod), the mean time to poll every sidecar (target: within the 10 s
    interval) and the CPU the operator and this benchmark's process (the emulator and
    the sidecar servers) used meanwhile, as shares of one core: on a loaded machine a
-   round waits for CPU, not for the operator's work.
+   round waits for CPU, not for the operator's work. Then verdict to action at that
+   scale: `--scale-flips` of the pods have a sidecar of their own, flipped one after
+   the other to `producer_hung` (at different phases of the 10 s poll) until the pod
+   is gone (target: p99 under the interval plus 1 s).
+4. Replicas: the same `--pods` pods in a fresh emulator (with the Leases'
+   compare-and-swap, `ShardedCluster`), then `--replicas` operators sharing them
+   through 32 shard Leases (the chart's default, Leases of 15 s renewed every 5 s): the
+   time until the replicas' `hangwatch_operator_watched_pods` add up to every pod, each
+   one judging some, then, over three poll rounds of every replica, each replica's RSS
+   (per pod of the fleet, which each lists, and per pod it judges), its mean time to
+   poll its sidecars, its CPU; the full poll is the slowest replica's mean. The single
+   replica of step 3 is stopped first: the two steps run one after the other in one run.
 
     python benchmarks/operator.py [--seconds 10] [--settle 70] [--paths direct,kopf]
-                                  [--flips 20] [--pods 2000] [--stages webhook,flips,scale]
+                                  [--flips 20] [--pods 2000] [--scale-flips 10]
+                                  [--replicas 3] [--stages webhook,flips,scale,replicas]
 
 `--paths direct` alone measures `/inject-sidecar` only (e.g. on an older checkout,
 where that path is kopf's). Progress goes to stderr; results to stdout.
@@ -46,10 +58,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import json
 import math
 import os
 import platform
+import re
 import signal
 import ssl
 import statistics
@@ -63,6 +77,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import kmock
 from machine import cpu_model
 
 from hangwatch.contracts import Verdict
@@ -75,6 +90,7 @@ from hangwatch_testing.remediation_cluster import (
     FAST,
     PODS,
     POLICIES,
+    VERBS,
     FakeSidecar,
     RemediationCluster,
     running_hangwatch_operator,
@@ -88,6 +104,11 @@ from hangwatch_testing.waiting import wait_for
 WEBHOOK_P99_TARGET_MS = 10.0
 FLIP_INTERVAL_SECONDS = 2
 PODS_PER_SIDECAR = 100
+SCALE_INTERVAL_SECONDS = 10
+"""The policy's default probe interval, used at scale."""
+SHARDS = 32
+"""The chart's default `operator.sharding.shards` (and its Lease timing: 15 s, 5 s)."""
+LEASES = "coordination.k8s.io/v1/leases"
 WAIT_SECONDS = 120.0
 JSON_HEADERS = {"Content-Type": "application/json"}
 
@@ -131,7 +152,7 @@ LADDER = (100, 200, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000, 2500, 3000)
 """Rates tried in order (per second) until one fails; 200 and 500 always run."""
 ALWAYS = (200, 500)
 PATHS = ("direct", "kopf")
-STAGES = ("webhook", "flips", "scale")
+STAGES = ("webhook", "flips", "scale", "replicas")
 
 
 def webhook_path(name: str) -> str:
@@ -350,40 +371,175 @@ def bench_flips(
             operator,
         )
         time.sleep(FLIP_INTERVAL_SECONDS * (flip % 4) / 4)  # flip at different poll phases
-        flipped = time.perf_counter()
-        sidecar.set(Verdict.PRODUCER_HUNG, reasons=("benchmark flip",))
-        wait_until(
-            "the hung pod deleted",
-            lambda name=name: cluster.get(PODS, "flips", name) is None,  # type: ignore[misc]
-            operator,
-        )
-        latencies.append(time.perf_counter() - flipped)
+        latencies.append(flip_to_deletion(cluster, operator, "flips", name, sidecar))
         progress(f"verdict to action: {flip + 1}/{flips}, last {latencies[-1]:.2f} s")
     done(f"verdict to action: {flips} flips")
     return latencies
 
 
+def flip_to_deletion(
+    cluster: RemediationCluster,
+    operator: OperatorRun,
+    namespace: str,
+    name: str,
+    sidecar: FakeSidecar,
+) -> float:
+    """Seconds from the pod's sidecar saying `producer_hung` until the pod is gone."""
+    flipped = time.perf_counter()
+    sidecar.set(Verdict.PRODUCER_HUNG, reasons=("benchmark flip",))
+    wait_until(
+        "the hung pod deleted",
+        lambda: cluster.get(PODS, namespace, name) is None,
+        operator,
+    )
+    return time.perf_counter() - flipped
+
+
 # --- 3. memory at scale --------------------------------------------------------------
 
 
-def bench_memory(stack: ExitStack, workdir: Path, pods: int) -> dict[str, float]:
-    """A fresh emulator holding `pods` pods before the operator starts (kmock answers
-    each request in time linear in its object count, so creating 2,000 pods through its
-    HTTP API one by one would take minutes), then a fresh operator watching them."""
-    cluster = stack.enter_context(RemediationCluster())
-    policy = stored_policy("fleet", "writers")
+class LeaseConflict(kmock.KubernetesError):
+    """HTTP 409: the Lease was written since it was read, or exists already."""
+
+    status: int = 409
+    reason: str = "Conflict"
+    message: str = "the object has been modified; please apply your changes to the latest version"
+
+
+class ShardedCluster(RemediationCluster):
+    """The emulator with coordination.k8s.io Leases, for replicas sharing the pods.
+
+    kmock stores what is created but has no PUT and no resourceVersion, so the Leases'
+    compare-and-swap (`replica_leases`) is added here as the API server does it: a
+    create or replace gets a new resourceVersion, and a replace whose resourceVersion
+    is not the stored one is a 409 (a create of an existing Lease is one in kmock)."""
+
+    def _declare(self, emulator: kmock.KubernetesEmulator) -> None:
+        super()._declare(emulator)
+        emulator.resources[LEASES] = kmock.ResourceInfo(kind="Lease", namespaced=True, verbs=VERBS)
+        versions = itertools.count(1)
+        path = r"^/apis/coordination\.k8s\.io/v1/namespaces/[^/]+/leases"
+
+        def created(request: kmock.Request) -> Any:
+            namespace = request.url.path.split("/")[5]
+            stored = emulator.objects[LEASES, namespace, request.data["metadata"]["name"]]
+            stored.patch(
+                {"metadata": {"namespace": namespace, "resourceVersion": str(next(versions))}}
+            )
+            return stored.raw
+
+        def replaced(request: kmock.Request) -> Any:
+            parts = request.url.path.split("/")
+            key = (LEASES, parts[5], parts[7])
+            try:
+                stored = emulator.objects[key]
+            except KeyError:
+                raise kmock.KubernetesObjectNotFoundError() from None
+            if stored.deleted:
+                raise kmock.KubernetesObjectNotFoundError()
+            version = stored.raw["metadata"].get("resourceVersion")
+            if request.data["metadata"].get("resourceVersion") != version:
+                raise LeaseConflict()
+            metadata = {**request.data["metadata"], "namespace": parts[5]}
+            emulator.objects[key] = {
+                **request.data,
+                "metadata": metadata | {"resourceVersion": str(next(versions))},
+            }
+            return emulator.objects[key].raw
+
+        emulator["post", re.compile(path + r"/?$")] << created
+        emulator["put", re.compile(path + r"/[^/]+/?$")] << replaced
+
+
+def store_fleet(
+    stack: ExitStack, cluster: RemediationCluster, pods: int, flips: int = 0
+) -> list[tuple[str, FakeSidecar]]:
+    """`pods` pods stored before any operator starts (kmock answers each request in time
+    linear in its object count, so creating them through its HTTP API one by one would
+    take minutes), 100 per real sidecar server; the last `flips` of them with a sidecar
+    of their own, returned (name, sidecar) for the verdict-to-action flips."""
+    policy = stored_policy("fleet", "writers", safety={"maxActionsPerApplicationPerHour": 1000})
     sidecars = []
-    for _ in range(max(1, pods // PODS_PER_SIDECAR)):
+    for _ in range(max(1, (pods - flips) // PODS_PER_SIDECAR)):
         sidecar = FakeSidecar().start()
         stack.callback(sidecar.close)
         sidecars.append(sidecar)
+    own = []
     for index in range(pods):
-        port = sidecars[index % len(sidecars)].port
-        body = watched_executor(policy, index + 1, port, node=f"node-{index % 50}")
+        if index >= pods - flips:
+            sidecar = FakeSidecar().start()
+            stack.callback(sidecar.close)
+        else:
+            sidecar = sidecars[index % len(sidecars)]
+        body = watched_executor(policy, index + 1, sidecar.port, node=f"node-{index % 50}")
         cluster.put(PODS, "fleet", body["metadata"]["name"], body)
+        if index >= pods - flips:
+            own.append((body["metadata"]["name"], sidecar))
         if index % 500 == 0:
-            progress(f"memory: {index}/{pods} pods stored")
+            progress(f"scale: {index}/{pods} pods stored")
     cluster.put(POLICIES, "fleet", "writers", policy)
+    return own
+
+
+@dataclass
+class Steady:
+    """One operator process over three poll rounds at scale."""
+
+    rss: list[float]
+    mean_poll_all: float
+    operator_cpu: float
+    judged: float
+
+    @property
+    def steady(self) -> float:
+        return statistics.median(self.rss)
+
+
+def measure_rounds(operators: list[tuple[OperatorRun, int]], what: str) -> list[Steady]:
+    """Each operator's RSS (sampled every second), mean time to poll all its sidecars and
+    CPU over the three poll rounds after the next round of the slowest one starts."""
+    rounds_key = ("hangwatch_operator_poll_rounds_total", (("policy", "fleet/writers"),))
+    count = ("hangwatch_operator_status_poll_duration_seconds_count", ())
+    total = ("hangwatch_operator_status_poll_duration_seconds_sum", ())
+    watched = ("hangwatch_operator_watched_pods", (("policy", "fleet/writers"),))
+    firsts = [scrape(port).get(rounds_key, 0.0) for _, port in operators]
+    for (_, port), first in zip(operators, firsts, strict=True):
+        while scrape(port).get(rounds_key, 0.0) < first + 1:  # from a round's start
+            time.sleep(0.1)
+    before = [scrape(port) for _, port in operators]
+    cpu_before = [cpu_seconds(run.process.pid) for run, _ in operators]
+    began = time.monotonic()
+    samples: list[list[float]] = [[] for _ in operators]
+    while any(
+        scrape(port).get(rounds_key, 0.0) < first + 4
+        for (_, port), first in zip(operators, firsts, strict=True)
+    ):
+        for (run, _), rss in zip(operators, samples, strict=True):
+            rss.append(rss_mib(run.process.pid))
+        progress(f"{what}: RSS {', '.join(f'{r[-1]:.0f}' for r in samples)} MiB")
+        time.sleep(1)
+    wall = time.monotonic() - began
+    done(f"{what}: {len(samples[0])} samples over 3 poll rounds")
+    results = []
+    for index, (run, port) in enumerate(operators):
+        after = scrape(port)
+        polls = after[count] - before[index][count]
+        results.append(
+            Steady(
+                rss=samples[index],
+                mean_poll_all=(after[total] - before[index][total]) / polls,
+                operator_cpu=(cpu_seconds(run.process.pid) - cpu_before[index]) / wall,
+                judged=after.get(watched, 0.0),
+            )
+        )
+    return results
+
+
+def bench_memory(stack: ExitStack, workdir: Path, pods: int, flips: int) -> dict[str, Any]:
+    """A fresh emulator holding `pods` pods, then a fresh operator watching them: time to
+    watch them all, three rounds at scale, then `flips` verdict-to-action flips."""
+    cluster = stack.enter_context(RemediationCluster())
+    own = store_fleet(stack, cluster, pods, flips)
     metrics_port = free_port()
     started = time.monotonic()
     operator, _ = stack.enter_context(operator_on(cluster, workdir, free_port(), metrics_port))
@@ -394,34 +550,73 @@ def bench_memory(stack: ExitStack, workdir: Path, pods: int) -> dict[str, float]
     )
     watched_after = time.monotonic() - started
     done(f"scale: {pods} pods watched {watched_after:.1f} s after the operator started")
-    rounds_key = ("hangwatch_operator_poll_rounds_total", (("policy", "fleet/writers"),))
-    first = scrape(metrics_port).get(rounds_key, 0.0)
-    while scrape(metrics_port).get(rounds_key, 0.0) < first + 1:  # from a round's start
-        time.sleep(0.1)
-    before = scrape(metrics_port)
-    cpu_before, own_before = cpu_seconds(operator.process.pid), time.process_time()
+    own_before = time.process_time()
     began = time.monotonic()
-    samples = []
-    while scrape(metrics_port).get(rounds_key, 0.0) < first + 4:
-        samples.append(rss_mib(operator.process.pid))
-        progress(f"scale: {pods} pods watched, RSS {samples[-1]:.0f} MiB")
-        time.sleep(1)
-    wall = time.monotonic() - began
-    operator_cpu = (cpu_seconds(operator.process.pid) - cpu_before) / wall
-    own_cpu = (time.process_time() - own_before) / wall
-    metrics = scrape(metrics_port)
-    count = ("hangwatch_operator_status_poll_duration_seconds_count", ())
-    total = ("hangwatch_operator_status_poll_duration_seconds_sum", ())
-    done(f"scale: {pods} pods, {len(samples)} samples over 3 poll rounds")
+    (steady,) = measure_rounds([(operator, metrics_port)], f"scale: {pods} pods")
+    own_cpu = (time.process_time() - own_before) / (time.monotonic() - began)
+    latencies = []
+    interval = SCALE_INTERVAL_SECONDS
+    for flip, (name, sidecar) in enumerate(own):
+        time.sleep(interval * (flip % 4) / 4)  # flip at different poll phases
+        latencies.append(flip_to_deletion(cluster, operator, "fleet", name, sidecar))
+        progress(f"scale: verdict to action {flip + 1}/{flips}, last {latencies[-1]:.2f} s")
+    done(f"scale: verdict to action at {pods} pods, {flips} flips")
     return {
         "watched_after": watched_after,
-        "steady": statistics.median(samples),
-        "max": max(samples),
-        "mean_poll_all": (metrics[total] - before[total]) / (metrics[count] - before[count]),
-        "operator_cpu": operator_cpu,
+        "steady": steady.steady,
+        "max": max(steady.rss),
+        "mean_poll_all": steady.mean_poll_all,
+        "operator_cpu": steady.operator_cpu,
         "own_cpu": own_cpu,
         "load": os.getloadavg()[0],
+        "flips": latencies,
+        "flip_load": os.getloadavg()[0],
     }
+
+
+def bench_replicas(stack: ExitStack, workdir: Path, pods: int, replicas: int) -> dict[str, Any]:
+    """A fresh emulator holding `pods` pods, then `replicas` operators sharing them
+    through `SHARDS` shard Leases (the chart's default and Lease timing): the time until
+    every pod is judged by one replica, then each replica over three rounds."""
+    cluster = stack.enter_context(ShardedCluster())
+    store_fleet(stack, cluster, pods)
+    watched = ("hangwatch_operator_watched_pods", (("policy", "fleet/writers"),))
+    operators = []
+    started = time.monotonic()
+    for index in range(replicas):
+        place = workdir / f"replica-{index}"
+        place.mkdir()
+        metrics_port = free_port()
+        _, settings = webhook_settings(place, free_port())
+        settings |= {
+            "metrics_listen_address": "127.0.0.1",
+            "metrics_port": metrics_port,
+            "shards": SHARDS,
+            "replica_identity": f"replica-{index}",
+        }
+        run = stack.enter_context(running_hangwatch_operator(cluster, place, settings))
+        operators.append((run, metrics_port))
+
+    def partitioned() -> bool:
+        try:
+            judged = [scrape(port).get(watched, 0.0) for _, port in operators]
+        except OSError:
+            return False
+        progress(f"replicas: judged {', '.join(f'{j:.0f}' for j in judged)}")
+        return sum(judged) == pods and all(judged)
+
+    wait_for(
+        partitioned,
+        WAIT_SECONDS,
+        "every pod judged by one of the replicas",
+        interval=0.2,
+        give_up=lambda: any(run.process.poll() is not None for run, _ in operators),
+        context=lambda: operators[0][0].log()[-3000:],
+    )
+    watched_after = time.monotonic() - started
+    done(f"replicas: {pods} pods judged {watched_after:.1f} s after {replicas} replicas started")
+    steady = measure_rounds(operators, f"replicas: {pods} pods")
+    return {"watched_after": watched_after, "replicas": steady, "load": os.getloadavg()[0]}
 
 
 @contextmanager
@@ -447,7 +642,11 @@ def main() -> int:
     )
     parser.add_argument("--flips", type=int, default=20)
     parser.add_argument("--pods", type=int, default=2000)
-    parser.add_argument("--stages", default=",".join(STAGES), help="of webhook, flips, scale")
+    parser.add_argument("--scale-flips", type=int, default=10, help="flips at --pods pods")
+    parser.add_argument("--replicas", type=int, default=3, help="for the replicas stage")
+    parser.add_argument(
+        "--stages", default=",".join(STAGES), help="of webhook, flips, scale, replicas"
+    )
     args = parser.parse_args()
     paths = [name for name in args.paths.split(",") if name]
     if not paths or set(paths) - set(PATHS):
@@ -462,7 +661,7 @@ def main() -> int:
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         cluster = stack.enter_context(RemediationCluster())
         cluster.create(POLICIES, "spark-jobs", stored_policy("spark-jobs", "writers"))
-        workdirs = [Path(tmp) / name for name in ("webhook", "first", "second")]
+        workdirs = [Path(tmp) / name for name in ("webhook", "first", "second", "third")]
         for workdir in workdirs:
             workdir.mkdir()
         print("measuring (progress on stderr)", file=sys.stderr)
@@ -477,13 +676,18 @@ def main() -> int:
         if "flips" in stages:
             flips = bench_flips(cluster, operator, stack, args.flips)
         if "scale" in stages:
-            memory = bench_memory(stack, workdirs[2], args.pods)
+            with ExitStack() as scale:  # the single replica stops before the three start
+                memory = bench_memory(scale, workdirs[2], args.pods, args.scale_flips)
+        if "replicas" in stages:
+            fleet = bench_replicas(stack, workdirs[3], args.pods, args.replicas)
     if "webhook" in stages:
         report_webhook(hook, args.seconds)
     if "flips" in stages:
         report_flips(flips)
     if "scale" in stages:
         report_scale(memory, idle, args.pods)
+    if "replicas" in stages:
+        report_replicas(fleet, idle, args.pods)
     print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
@@ -498,7 +702,7 @@ def report_flips(flips: list[float]) -> None:
     print(f"  target p99 < interval + 1 s = {budget:.0f} s: {'met' if p99 < budget else 'MISSED'}")
 
 
-def report_scale(memory: dict[str, float], idle: float, pods: int) -> None:
+def report_scale(memory: dict[str, Any], idle: float, pods: int) -> None:
     per_pod = (memory["steady"] - idle) * 1024 / pods
     print(
         f"{pods} pods: every pod watched {memory['watched_after']:.1f} s after the operator "
@@ -512,6 +716,16 @@ def report_scale(memory: dict[str, float], idle: float, pods: int) -> None:
         f"benchmark's process (emulator, sidecar servers) {memory['own_cpu']:.0%}, "
         f"load average {memory['load']:.1f}"
     )
+    flips = memory["flips"]
+    if flips:
+        budget = SCALE_INTERVAL_SECONDS + 1.0
+        p99 = percentile(flips, 0.99)
+        print(
+            f"  verdict to action at {pods} pods (probe interval {SCALE_INTERVAL_SECONDS} s, "
+            f"{len(flips)} flips): p50 {statistics.median(flips):.2f} s, p99 {p99:.2f} s, "
+            f"max {max(flips):.2f} s, load average {memory['flip_load']:.1f}; target p99 < "
+            f"interval + 1 s = {budget:.0f} s: {'met' if p99 < budget else 'MISSED'}"
+        )
     if pods >= 10_000:
         targets = [
             ("watched within 60 s", memory["watched_after"] < 60),
@@ -519,6 +733,25 @@ def report_scale(memory: dict[str, float], idle: float, pods: int) -> None:
             ("under 100 KiB per pod", per_pod < 100),
         ]
         print("  targets: " + ", ".join(f"{n} {'met' if ok else 'MISSED'}" for n, ok in targets))
+
+
+def report_replicas(fleet: dict[str, Any], idle: float, pods: int) -> None:
+    replicas: list[Steady] = fleet["replicas"]
+    print(
+        f"{pods} pods over {len(replicas)} replicas ({SHARDS} shards): every pod judged "
+        f"{fleet['watched_after']:.1f} s after the replicas started; full poll (the slowest "
+        f"replica's mean) {max(r.mean_poll_all for r in replicas) * 1000:.0f} ms; "
+        f"load average {fleet['load']:.1f}"
+    )
+    for index, replica in enumerate(replicas):
+        print(
+            f"  replica-{index}: judges {replica.judged:.0f} pods, RSS {replica.steady:.0f} MiB "
+            f"(max {max(replica.rss):.0f}): {(replica.steady - idle) * 1024 / pods:.1f} KiB per "
+            f"pod of the fleet (each replica lists them all), "
+            f"{(replica.steady - idle) * 1024 / max(1.0, replica.judged):.1f} KiB per pod it "
+            f"judges; mean poll of its sidecars {replica.mean_poll_all * 1000:.0f} ms; CPU "
+            f"{replica.operator_cpu:.0%} of a core"
+        )
 
 
 def _metrics_up(port: int) -> bool:
