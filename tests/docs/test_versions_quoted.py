@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hangwatch_operator import injection
+
 ROOT = Path(__file__).resolve().parents[2]
 V = r"v?(\d+\.\d+(?:\.\d+)*)"
 """A version as prose quotes it (a leading v allowed), captured without the v."""
@@ -89,7 +91,10 @@ def _kubernetes() -> set[str]:
 
 
 def _kubernetes_floors() -> set[str]:
-    return {_kube_floor(), _native_sidecars()}
+    """The chart's floor, `auto`'s native-sidecar floor and the first minor that knows
+    native sidecars at all (a forced native below it is injected as legacy)."""
+    first_native = f"1.{injection.NATIVE_SIDECAR_FIRST_MINOR}"
+    return {_kube_floor(), _native_sidecars(), first_native}
 
 
 def _python_floors() -> set[str]:
