@@ -3,7 +3,10 @@
 The reference pipeline is submitted with examples/spark-on-kubernetes/spark-submit.sh
 itself (the tier adds only what this cluster needs: its API server, the Spark image
 built here, two small executors, the namespace of this module, its Kafka cluster as
-the job's arguments) to the node tier's cluster. Spark's own submission client creates
+the job's arguments) to the node tier's cluster, once per supported Spark line (4.x and
+3.5, hangwatch_pipeline.spark_kafka.LINES: each line's own spark-submit, from its own
+pyspark, and its own image, scripts/build-spark-image.sh --line); the fault tests below
+run on the default line. Spark's own submission client creates
 the driver pod; the driver (in a pod, client mode, as Spark's image runs it) creates
 its executor pods through the API server; the chart's webhook injects the native
 sidecar into each; the executors write to a real Apache Kafka cluster (the lab's
@@ -46,7 +49,9 @@ import yaml
 from hangwatch_demo.interceptor import CLASS_NAME as WEDGE_INTERCEPTOR
 from hangwatch_lab.kafka import KafkaLab
 from hangwatch_operator.injection import POLICY_LABEL, SIDECAR_CONTAINER
+from hangwatch_pipeline.spark_kafka import DEFAULT_LINE, LINES, SparkLine
 from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.spark_line_env import python_of
 from tests.image.containers import ROOT, bookworm_python_rootfs, require_tools, run
 from tests.kube.cluster import write_kubeconfig
 from tests.kube.release import HelmRelease, running_operator
@@ -68,16 +73,40 @@ SUBMITTER = "spark-orders"
 
 
 @pytest.fixture(scope="module")
-def spark_image(node: NodeCluster) -> str:
-    """scripts/build-spark-image.sh's image (cached by content), imported into the node."""
-    require_tools()
-    built = run(
-        ["bash", str(ROOT / "scripts" / "build-spark-image.sh"), str(bookworm_python_rootfs())],
-        timeout=3600,
-    )
-    paths = dict(line.split("=", 1) for line in built.stdout.splitlines() if "=" in line)
-    node.import_image(Path(paths["SPARK_ARCHIVE"]))
-    return paths["SPARK_IMAGE"]
+def line_images(node: NodeCluster) -> Callable[[SparkLine], str]:
+    """The Spark image of a line: scripts/build-spark-image.sh's (cached by content),
+    imported into the node once per module."""
+    images: dict[str, str] = {}
+
+    def image(line: SparkLine) -> str:
+        if line.name not in images:
+            require_tools()
+            script = ROOT / "scripts" / "build-spark-image.sh"
+            rootfs = bookworm_python_rootfs()
+            built = run(["bash", str(script), str(rootfs), "--line", line.name], timeout=3600)
+            paths = dict(ln.split("=", 1) for ln in built.stdout.splitlines() if "=" in ln)
+            started = time.monotonic()
+            node.import_image(Path(paths["SPARK_ARCHIVE"]))
+            took = time.monotonic() - started
+            print(f"node tier: Spark {line.name} image imported in {took:.0f} s", flush=True)
+            images[line.name] = paths["SPARK_IMAGE"]
+        return images[line.name]
+
+    return image
+
+
+@pytest.fixture(scope="module")
+def spark_image(line_images: Callable[[SparkLine], str]) -> str:
+    """The default line's image: the one every job of the fault tests runs in."""
+    return line_images(DEFAULT_LINE)
+
+
+def spark_submit_bin(line: SparkLine) -> Path:
+    """The directory of `line`'s own spark-submit: the bin of the environment whose
+    pyspark is the line's (this interpreter's for the default line, its own virtualenv,
+    hangwatch_testing.spark_line_env, for another)."""
+    python = Path(sys.executable) if line == DEFAULT_LINE else python_of(line)
+    return python.parent
 
 
 @pytest.fixture(scope="module")
@@ -246,6 +275,7 @@ class Submission:
         workdir: Path,
         job: tuple[str, ...] = ("--events", str(EVENTS), "--partitions", "8"),
         conf: dict[str, str] | None = None,
+        line: SparkLine = DEFAULT_LINE,
     ) -> None:
         options = {
             "spark.kubernetes.namespace": SPARK_NAMESPACE,
@@ -274,7 +304,8 @@ class Submission:
             *("--run-id", run_id, "--json"),
         ]
         env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k != "SPARK_HOME"},
+            "PATH": f"{spark_submit_bin(line)}{os.pathsep}{os.environ.get('PATH', '')}",
             "K8S_API": node.server,
             "KUBECONFIG": str(submitter_kubeconfig(node, workdir)),
             "SPARK_LOCAL_DIRS": str(workdir),
@@ -374,16 +405,21 @@ def completed_run(
     return summary
 
 
+@pytest.mark.parametrize("line", LINES, ids=[line.name for line in LINES])
 def test_spark_submit_runs_the_pipeline_with_sidecars_and_verify_finds_every_event(
     node: NodeCluster,
-    spark_image: str,
+    line_images: Callable[[SparkLine], str],
     kafka: KafkaLab,
     operator: OperatorRun,
     tmp_path: Path,
+    line: SparkLine,
 ) -> None:
+    """Each supported Spark line: its own spark-submit (its pyspark's) submits the job in
+    its own image (its pyspark, its Kafka connector)."""
+    image = line_images(line)
     run_id = f"k8s-{uuid.uuid4().hex[:8]}"
     recorder = PodRecorder(node)
-    submission = Submission(node, spark_image, kafka, run_id, tmp_path)
+    submission = Submission(node, image, kafka, run_id, tmp_path, line=line)
     try:
         submitted = submission.wait()
     finally:
@@ -391,6 +427,10 @@ def test_spark_submit_runs_the_pipeline_with_sidecars_and_verify_finds_every_eve
         time.sleep(1)
         recorder.close()
     completed_run(node, recorder, submitted, kafka, run_id, EVENTS)
+    # Spark labels each pod with its own version: the driver's by the submission client
+    # (the line's spark-submit), the executors' by the driver (the image's Spark)
+    versions = {p["metadata"]["labels"].get("spark-version") for p in recorder.pods.values()}
+    assert versions == {line.version}, versions
 
 
 # ---- faults on a running job ----
