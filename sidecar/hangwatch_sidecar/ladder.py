@@ -14,8 +14,10 @@ kind climbs the same rungs; the first that has something to say decides:
    callback or `flush` clears (a poll loop idling in `poll` is normal). The JVM's
    thread dump (Spark's driver): the I/O thread in a user callback
    (judged by `spark.judge`), a task thread waiting in `flush` or for buffer memory for
-   the stall threshold while silent, is stuck; a JVM producer whose threads are all in
-   their own loop clears;
+   the stall threshold while silent, is stuck when the producer's I/O thread is gone;
+   while that thread is in its own loop the wait is what a broker's quota throttle looks
+   like too (`spark.judge.io_thread_in_its_loop`): `producer_silent`, alert only; a JVM
+   producer whose threads are all in their own loop clears;
 3. the wrapper's telemetry: messages pending with no delivery, or a heartbeat stopped
    while the process lives, is stuck (decided before the ladder); nothing pending with
    a fresh heartbeat clears;
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from hangwatch.contracts import Verdict
 from hangwatch_sidecar.evidence import ProducerObservation
 from hangwatch_sidecar.pystacks.judge import StackFinding
+from hangwatch_sidecar.spark.judge import THROTTLE_EXPLAINS, io_thread_in_its_loop
 from hangwatch_sidecar.spark.types import Activity, SparkView
 
 STUCK_JVM_WAITS = frozenset({Activity.FLUSHING, Activity.AWAITING_BUFFER})
@@ -62,22 +65,27 @@ def _telemetry_idle(producers: Sequence[ProducerObservation], heartbeat: float) 
     return None
 
 
-def _jvm(spark: SparkView | None, stall: float) -> tuple[list[str], list[str], str | None]:
-    """(stuck reasons, their threads, a clearing reason) from the JVM's producer threads."""
+def _jvm(
+    spark: SparkView | None, stall: float
+) -> tuple[list[str], list[str], str | None, list[str]]:
+    """(stuck reasons, their threads, a clearing reason, reasons of a wait that a quota's
+    throttle explains as well as a fault) from the JVM's producer threads."""
     if spark is None or not spark.producer_visible:
-        return [], [], None
+        return [], [], None, []
     # (The I/O thread inside a user callback is judged by `spark.judge` on its own.)
-    stuck = [
+    held = [
         t for t in spark.threads if t.thread.activity in STUCK_JVM_WAITS and t.held_seconds >= stall
     ]
-    if stuck:
-        reasons = [
-            f"{spark.label}: thread '{t.thread.name}' {t.thread.activity} for "
-            f"{t.held_seconds:.0f} s in {t.thread.frame} while every connection of the pod is "
-            "silent"
-            for t in stuck
-        ]
-        return reasons, [t.thread.name for t in stuck], None
+    reasons = [
+        f"{spark.label}: thread '{t.thread.name}' {t.thread.activity} for "
+        f"{t.held_seconds:.0f} s in {t.thread.frame} while every connection of the pod is "
+        "silent"
+        for t in held
+    ]
+    if held and io_thread_in_its_loop(spark):
+        return [], [], None, [*reasons, THROTTLE_EXPLAINS]
+    if held:
+        return reasons, [t.thread.name for t in held], None, []
     if all(t.thread.activity is Activity.SENDING for t in spark.threads):
         return (
             [],
@@ -86,8 +94,9 @@ def _jvm(spark: SparkView | None, stall: float) -> tuple[list[str], list[str], s
                 f"{spark.label}: the JVM producer's threads are in their own loop and no task "
                 "thread waits inside it: the task is busy elsewhere"
             ),
+            [],
         )
-    return [], [], None
+    return [], [], None, []
 
 
 def weigh_silence(
@@ -107,7 +116,7 @@ def weigh_silence(
             (*(f.reason for f in hung), f"socket view: {silence}"),
             tuple(t for f in hung for t in f.threads),
         )
-    jvm_stuck, jvm_threads, jvm_clear = _jvm(spark, stall_seconds)
+    jvm_stuck, jvm_threads, jvm_clear, jvm_waits = _jvm(spark, stall_seconds)
     if jvm_stuck:
         return SilenceWeighed(
             Verdict.PRODUCER_HUNG, (*jvm_stuck, f"socket view: {silence}"), tuple(jvm_threads)
@@ -119,6 +128,8 @@ def weigh_silence(
         clearing.append(jvm_clear)
     if clearing:
         return SilenceWeighed(None, tuple(clearing))
+    if jvm_waits:
+        return SilenceWeighed(Verdict.PRODUCER_SILENT, (f"socket view: {silence}", *jvm_waits))
     return SilenceWeighed(
         Verdict.PRODUCER_SILENT,
         (

@@ -122,10 +122,15 @@ def test_wrapper_telemetry_with_nothing_pending_clears_silence_and_pending_is_hu
 def test_the_jvm_thread_dump_climbs_the_same_ladder() -> None:
     flushing = ThreadObservation(sb.thread(Activity.FLUSHING), 31.0)
     sending = ThreadObservation(sb.network(Activity.SENDING), 50.0)
-    hung = judge(spark=sb.view(threads=(flushing, sending)))
+    hung = judge(spark=sb.view(threads=(flushing,)))  # the I/O thread is gone
     assert hung.verdict is V.PRODUCER_HUNG
     assert "flushing for 31 s" in hung.reasons[0]
     assert hung.evidence["threads_judged"] == [flushing.thread.name]
+    # the I/O thread in its own loop: a quota's throttle looks the same, alert only
+    throttled = judge(spark=sb.view(threads=(flushing, sending)))
+    assert throttled.verdict is V.PRODUCER_SILENT
+    assert any("flushing for 31 s" in r for r in throttled.reasons)
+    assert any("quota" in r for r in throttled.reasons), throttled.reasons
     short = ThreadObservation(sb.thread(Activity.FLUSHING), 10.0)
     assert judge(spark=sb.view(threads=(short, sending))).verdict is V.PRODUCER_SILENT
     cleared = judge(spark=sb.view(threads=(sending,)))

@@ -37,9 +37,10 @@ two attempts both failed with a batch expiry, "Expiring 15 record(s)", and the s
 said only `healthy`, never a restart verdict); the forbidden topic's fresh producer waited
 for its first metadata longer than the 5 s stall threshold in one of two runs at load
 average 25-30 and was `metadata_stale` until the attempt failed; a `producer_byte_rate`
-quota is `producer_hung` (a task thread in `flush` while every connection of the executor
-is silent, waiting out a throttle of up to 10 s: the Java client's throttle times stay in
-the JVM, where no sidecar view reads them). The unknown topic was `metadata_stale` 4.6 s
+quota is `producer_silent` (a task thread in `flush` while every connection of the
+executor is silent and the producer's I/O thread loops, waiting out a throttle of up to
+10 s: the Java client's throttle times stay in the JVM, where no sidecar view reads them;
+it was `producer_hung` before `spark.judge.io_thread_in_its_loop`). The unknown topic was `metadata_stale` 4.6 s
 into each attempt until the Spark view's metadata wait consulted the cluster's metadata;
 it is `writes_rejected` naming UNKNOWN_TOPIC_OR_PART now.
 """

@@ -155,6 +155,21 @@ def test_flush_or_buffer_wait_of_a_straggler_is_producer_hung(activity: Activity
     assert found[1].verdict is None and "straggler" in found[1].reason
 
 
+@pytest.mark.parametrize("activity", [Activity.FLUSHING, Activity.AWAITING_BUFFER])
+def test_a_straggler_waiting_while_the_io_thread_loops_only_corroborates(
+    activity: Activity,
+) -> None:
+    """A quota's throttle: the I/O thread in its own loop, the task waiting on it."""
+    straggler = RunningTask(task(7), 95.0, peers(median=2.0), straggler=True)
+    io = _held(network(Activity.SENDING, "RUNNABLE"), 95.0)
+    threads = (_held(thread(activity), 31.0), io)
+    found = _judge(view(tasks=(straggler,), threads=threads))
+    assert [f.verdict for f in found] == [None, None]
+    assert "quota" in found[0].reason and "no restart" in found[0].reason
+    gone = _judge(view(tasks=(straggler,), threads=threads[:1]))  # the I/O thread is gone
+    assert gone[0].verdict is Verdict.PRODUCER_HUNG
+
+
 def test_a_straggler_and_failed_attempts_alone_only_corroborate() -> None:
     straggler = RunningTask(task(7, attempt=2), 95.0, peers(failed=3), straggler=True)
     found = _judge(view(tasks=(straggler,)))

@@ -12,7 +12,9 @@ task it rests on; `verdict` None marks corroborating evidence that never decides
 - a thread waiting for one send's result for the stall threshold -> `producer_hung` (S2);
 - a thread in `flush` or waiting for buffer memory for the stall threshold ->
   `producer_hung` only when its task is also a straggler (a busy producer flushes and
-  waits for buffer too); otherwise corroborating;
+  waits for buffer too) and the producer's I/O thread is not in its own loop (then a
+  quota's throttle explains the wait as well as a fault: `io_thread_in_its_loop`);
+  otherwise corroborating;
 - a failed task attempt of this executor whose exception `hangwatch.kafka_errors`
   classifies as a refusal the next client meets again (RecordTooLargeException,
   TopicAuthorizationException, SaslAuthenticationException...), failed within
@@ -37,6 +39,7 @@ from hangwatch_sidecar.spark.types import (
     RunningTask,
     SparkView,
     ThreadObservation,
+    ThreadRole,
 )
 
 REFUSAL_WINDOW_SECONDS = 120.0
@@ -62,6 +65,26 @@ _WAITS = {
     Activity.AWAITING_BUFFER: "for buffer memory (the producer's buffer is full)",
 }
 _UNHEALTHY = ", while some brokers fail: not judged a producer fault"
+
+
+THROTTLE_EXPLAINS = (
+    "the producer's I/O thread is in its own loop, and a broker's quota throttling this "
+    "producer holds it exactly so (the Java client keeps its throttle times inside the JVM, "
+    "where no view of the sidecar reads them): no restart without evidence of a fault"
+)
+"""Why a JVM task's wait in `flush` or for buffer memory is not a hang on its own."""
+
+
+def io_thread_in_its_loop(view: SparkView) -> bool:
+    """A JVM producer's I/O thread is in its own loop (polling, sending). A task thread
+    then waiting in `flush` or for buffer memory while nothing is sent is what a quota's
+    throttle looks like (the client mutes the broker's connection for the throttle time
+    Kafka gives it, unbounded for a byte-rate quota) as much as a client fault: alert
+    only. A dead I/O thread (none left) or one held in user code (S4) stays a hang."""
+    return any(
+        t.thread.role is ThreadRole.NETWORK and t.thread.activity is Activity.SENDING
+        for t in view.threads
+    )
 
 
 def _who(obs: ThreadObservation, tasks: dict[int, RunningTask]) -> str:
@@ -100,6 +123,7 @@ def _wait(
     stall: float,
     healthy: bool,
     absent_topics: tuple[str, ...] = (),
+    io_alive: bool = False,
 ) -> SparkFinding:
     t = obs.thread
     task = tasks.get(t.task_id) if t.task_id is not None else None
@@ -129,6 +153,8 @@ def _wait(
         return SparkFinding(Verdict.PRODUCER_HUNG, reason, (t.name,), ids)
     if task is not None and task.straggler:
         reason += f", and its task {_compare(task)}, while every broker answers"
+        if io_alive:
+            return SparkFinding(None, f"{reason}; {THROTTLE_EXPLAINS}", (t.name,), ids)
         return SparkFinding(Verdict.PRODUCER_HUNG, reason, (t.name,), ids)
     return SparkFinding(None, reason, (t.name,), ids)
 
@@ -207,13 +233,14 @@ def judge_spark(
     if view is None or not view.available:
         return ()
     tasks = {t.task.task_id: t for t in view.tasks}
+    io_alive = io_thread_in_its_loop(view)
     found: list[SparkFinding] = refused_attempts(view)
     for obs in view.threads:
         activity = obs.thread.activity
         if activity is Activity.IN_CALLBACK and obs.held_seconds >= heartbeat_seconds:
             found.append(_callback(obs, heartbeat_seconds, cluster_healthy))
         elif activity in _WAITS and obs.held_seconds >= stall_seconds:
-            found.append(_wait(obs, tasks, stall_seconds, cluster_healthy, absent_topics))
+            found.append(_wait(obs, tasks, stall_seconds, cluster_healthy, absent_topics, io_alive))
     found += _corroborating(view.tasks)
     order = {Verdict.WRITES_REJECTED: -1, Verdict.PRODUCER_HUNG: 0, Verdict.METADATA_STALE: 1}
     return tuple(sorted(found, key=lambda f: order.get(f.verdict, 9) if f.verdict else 9))
