@@ -41,8 +41,9 @@ quota is `producer_silent` (a task thread in `flush` while every connection of t
 executor is silent and the producer's I/O thread loops, waiting out a throttle of up to
 10 s: the Java client's throttle times stay in the JVM, where no sidecar view reads them;
 it was `producer_hung` before `spark.judge.io_thread_in_its_loop`). The unknown topic
-was `metadata_stale` 4.6 s into each attempt until the Spark view's metadata wait consulted the cluster's metadata;
-it is `writes_rejected` naming UNKNOWN_TOPIC_OR_PART now.
+was `metadata_stale` 4.6 s into each attempt until the Spark view's metadata wait
+consulted the cluster's metadata; it is `writes_rejected` naming UNKNOWN_TOPIC_OR_PART
+now.
 """
 
 from __future__ import annotations
