@@ -32,6 +32,7 @@ loopback pod IP. Covered:
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import time
 from collections import Counter
@@ -251,6 +252,10 @@ def test_the_rate_limit_holds_across_replicas(sharded: Sharded) -> None:
 
 
 def test_max_concurrent_holds_across_replicas(sharded: Sharded) -> None:
+    # a shard may be between holders (handed to its preferred replica): wait for all
+    sharded.any_run().wait_for(
+        "every shard held", lambda: set(sharded.holders()) == set(range(SHARDS))
+    )
     holders = sharded.holders()
     fleet = sharded.fleets[FREE]
     first_of: dict[str, RunningPod] = {}
@@ -279,6 +284,13 @@ def test_max_concurrent_holds_across_replicas(sharded: Sharded) -> None:
     )
 
 
+# Found under CI load, twice: after the SIGKILL, a few fake sidecars' accepted sockets
+# from the killed replica were garbage-collected unclosed (ResourceWarning at this test's
+# teardown). CPython 3.11's `_accept_connection2` swallows an error while it builds the
+# transport of a connection and never closes its socket; not proven to be the path, and
+# open in the note. The takeover is what this test checks; the leaked sockets are
+# collected here, inside this filter, not in whichever test runs next.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_killed_replicas_shards_are_taken_over(sharded: Sharded) -> None:
     victim_name = "hangwatch-operator-s1"
     victim = sharded.replicas[victim_name]
@@ -317,3 +329,4 @@ def test_a_killed_replicas_shards_are_taken_over(sharded: Sharded) -> None:
     restarts = [e["involvedObject"]["name"] for e in sharded.events(FREE, "HangwatchRestart")]
     assert sorted(restarts) == sorted([*restarted, orphan.name])
     assert took <= LEASE_SECONDS + RENEW_SECONDS + 2 * RENEW_SECONDS, took
+    gc.collect()  # see the filter above
