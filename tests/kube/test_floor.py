@@ -86,20 +86,24 @@ def floor_release(floor: LocalCluster) -> HelmRelease:
     return installed
 
 
+def _example_policy(
+    name: str, namespace: str, section: str, fields: dict[str, Any]
+) -> dict[str, Any]:
+    """The example policy as `name` in `namespace`, with `fields` set in its spec's `section`."""
+    body: dict[str, Any] = yaml.safe_load(POLICY_FILE.read_text())
+    body["metadata"] = {"name": name, "namespace": namespace}
+    body["spec"].setdefault(section, {}).update(fields)
+    return body
+
+
 def _baseline_policy() -> dict[str, Any]:
     """The example policy in the baseline namespace, asking for the process view."""
-    body: dict[str, Any] = yaml.safe_load(POLICY_FILE.read_text())
-    body["metadata"] = {"name": "floor-baseline", "namespace": BASELINE}
-    body["spec"]["processView"] = {"enabled": True}
-    return body
+    return _example_policy("floor-baseline", BASELINE, "processView", {"enabled": True})
 
 
 def _forced_native_policy() -> dict[str, Any]:
     """The example policy forcing native sidecars, which v1.25 cannot run."""
-    body: dict[str, Any] = yaml.safe_load(POLICY_FILE.read_text())
-    body["metadata"] = {"name": "floor-native", "namespace": FORCED_NATIVE}
-    body["spec"].setdefault("sidecar", {})["injectionMode"] = "native"
-    return body
+    return _example_policy("floor-native", FORCED_NATIVE, "sidecar", {"injectionMode": "native"})
 
 
 @pytest.fixture(scope="module")
@@ -219,10 +223,15 @@ def test_the_executor_is_stored_with_the_legacy_sidecar(
     assert forbidden == [], forbidden
 
 
-def _baseline_executor() -> dict[str, Any]:
+def _executor(name: str) -> dict[str, Any]:
+    """An executor pod as spark-submit's driver would create it, named `name`."""
     body = as_submitted(executor_pod())
-    body["metadata"]["name"] = "exec-floor-baseline"
+    body["metadata"]["name"] = name
     return body
+
+
+def _baseline_executor() -> dict[str, Any]:
+    return _executor("exec-floor-baseline")
 
 
 def test_baseline_admits_the_injected_pod_and_refuses_the_control(
@@ -273,9 +282,7 @@ def test_hangwatch_check_reads_the_install(
 def test_a_forced_native_sidecar_is_injected_as_legacy_and_the_pod_admitted(
     floor: LocalCluster, floor_release: HelmRelease, floor_operator: OperatorRun
 ) -> None:
-    body = as_submitted(executor_pod())
-    body["metadata"]["name"] = "exec-floor-native"
-    injected = dry_run_create(floor, FORCED_NATIVE, body)
+    injected = dry_run_create(floor, FORCED_NATIVE, _executor("exec-floor-native"))
     assert injected.admitted, injected.stderr
     sidecar = sidecar_of(injected.pod)
     assert sidecar is not None and sidecar in injected.pod["spec"]["containers"]
@@ -284,8 +291,7 @@ def test_a_forced_native_sidecar_is_injected_as_legacy_and_the_pod_admitted(
     # the control: the native sidecar the policy asked for is refused by this server
     policy = parse_policy(_forced_native_policy())
     settings = OperatorSettings(sidecar_port=floor_release.sidecar_port)
-    pod = as_submitted(executor_pod())
-    pod["metadata"]["name"] = "exec-floor-native-control"
+    pod = _executor("exec-floor-native-control")
     ops = build_sidecar_patch(copy.deepcopy(pod), policy, settings, InjectionMode.NATIVE)
     control = dry_run_create(floor, FORCED_NATIVE, jsonpatch.apply_patch(pod, ops))
     assert not control.admitted, control.stderr
