@@ -24,6 +24,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from hangwatch import kafka_errors
 from hangwatch.contracts import ExitCode
 from hangwatch.errors import HangwatchError, UsageError
 from hangwatch_pipeline.events import event_id, identify
@@ -325,18 +326,42 @@ def partition_ends(
     if described is None or described.error is not None:
         reason = described.error.str() if described is not None and described.error else "absent"
         raise VerifyError(f"topic {topic!r} cannot be read: {reason}")
-    ends: dict[int, tuple[int, int]] = {}
-    for partition in sorted(described.partitions):
+    return {
+        partition: watermarks(consumer, TopicPartition(topic, partition), deadline, clock)
+        for partition in sorted(described.partitions)
+    }
+
+
+OFFSETS_RETRY_SECONDS = 0.5
+"""Pause before asking a partition's offsets again after a retriable error."""
+
+
+def watermarks(
+    consumer: Consumer,
+    partition: TopicPartition,
+    deadline: float,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[int, int]:
+    """A partition's (low, high) offsets. A retriable error (a leader that just moved in an
+    election: NOT_LEADER_OR_FOLLOWER, while the client's metadata catches up) is asked
+    again until `deadline` (retriable as Apache Kafka flags it, `hangwatch.kafka_errors`:
+    the client's own `KafkaError.retriable()` is False for these); any other error, or one
+    outlasting the deadline, ends the read."""
+    while True:
         try:
             low, high = consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=max(1.0, deadline - clock())
+                partition, timeout=max(1.0, deadline - clock())
             )
+            return low, high
         except KafkaException as exc:
-            raise VerifyError(
-                f"cannot read the offsets of {topic}[{partition}]: {_text(exc)}"
-            ) from None
-        ends[partition] = (low, high)
-    return ends
+            error = exc.args[0] if exc.args else None
+            known = kafka_errors.by_code(error.code()) if isinstance(error, KafkaError) else None
+            again = known is not None and known.retriable is True
+            if not again or clock() + OFFSETS_RETRY_SECONDS >= deadline:
+                where = f"{partition.topic}[{partition.partition}]"
+                raise VerifyError(f"cannot read the offsets of {where}: {_text(exc)}") from None
+        sleep(OFFSETS_RETRY_SECONDS)
 
 
 def _text(exc: KafkaException) -> str:

@@ -39,13 +39,15 @@ import pytest
 
 from tests.demo.running import run_demo
 
-SCENARIOS = (
-    "jvm-frozen-leader",
-    "jvm-blackholed-broker",
+BROKER_FAULTS = ("jvm-frozen-leader", "jvm-blackholed-broker")
+"""The cluster's faults: alerted, never restarted."""
+WEDGES_AND_ELECTION = (
     "jvm-wedged-interceptor",
     "jvm-streaming-wedged-interceptor",
     "jvm-election-recovers",
 )
+"""A wedged producer (batch and streaming) restarted, an election left alone: one hang and
+one control, also run on the Spark 3.5 line (tests/spark_lines)."""
 RESTART_VERDICTS = {"producer_hung", "metadata_stale"}
 
 
@@ -53,26 +55,36 @@ def _seen(row: dict[str, object]) -> set[str]:
     return {str(c[1]).split(" ", 1)[1] for c in row["changes"]}  # type: ignore[attr-defined]
 
 
-@pytest.mark.timeout(1200)
-def test_spark_kafka_sink_broker_faults_alert_a_wedge_restarts_an_election_is_left_alone(
-    kernel_faults: None, tmp_path: Path
-) -> None:
-    rows, _ = run_demo(*SCENARIOS, keep=tmp_path, timeout_seconds=1140)
-    assert sorted(rows) == sorted(SCENARIOS)
+def _run(scenarios: tuple[str, ...], keep: Path) -> dict[str, dict[str, Any]]:
+    """The scenarios' rows, each a JVM-sink run that wrote, lost nothing and finished."""
+    rows, _ = run_demo(*scenarios, keep=keep, timeout_seconds=240 * len(scenarios))
+    assert sorted(rows) == sorted(scenarios)
     for row in rows.values():
         assert row["producer"] == "jvm", row
         assert row["ok"] and row["lost"] == 0 and row["events"] > 100, row
+    return rows
 
-    for name in ("jvm-frozen-leader", "jvm-blackholed-broker"):
+
+@pytest.mark.timeout(540)
+def test_spark_kafka_sink_broker_faults_alert_and_are_never_restarted(
+    kernel_faults: None, tmp_path: Path
+) -> None:
+    rows = _run(BROKER_FAULTS, tmp_path)
+    for name in BROKER_FAULTS:
         degraded = rows[name]
         assert degraded["verdict"] == "broker_degraded", degraded
         assert not _seen(degraded) & RESTART_VERDICTS and degraded["restarts"] == 0, degraded
         assert degraded["action"] == "alert only (broker_degraded)", degraded
         assert degraded["progress_again_seconds"] is not None, degraded
 
+
+@pytest.mark.timeout(780)
+def test_spark_kafka_sink_wedge_restarts_that_executor_and_an_election_is_left_alone(
+    tmp_path: Path,
+) -> None:
+    rows = _run(WEDGES_AND_ELECTION, tmp_path)
     election = rows["jvm-election-recovers"]
     assert not _seen(election) & RESTART_VERDICTS and election["restarts"] == 0, election
-
     for name in ("jvm-wedged-interceptor", "jvm-streaming-wedged-interceptor"):
         _restarted_for_a_wedge(rows[name])
 

@@ -18,8 +18,11 @@ the connector are all 3.5's. Covered on 3.5:
   sidecar's;
 - the pipeline on both sinks: the wrapper (batch, telemetry from 3.5's TaskContext) and
   Spark's Kafka sink batch and streaming (`tests/pipeline_spark`), 0 events lost;
-- one hang and one control with the sidecars' verdicts (`hangwatch demo`'s
-  plain-producer S4, restarted, and its idle control, left alone), 0 events lost.
+- hangs and controls with the sidecars' verdicts, 0 events lost: `hangwatch demo`'s
+  plain-producer S4 (restarted) and its idle control (left alone), and under Spark's
+  Kafka sink (3.5's connector and its kafka-clients) the wedged interceptor, batch and
+  streaming (`producer_hung` from 3.5's thread dump, that executor restarted) and a real
+  election (never a restart verdict).
 
 Warnings are errors as in every run, except unclosed sockets (`PYSPARK_35_SOCKETS`: a
 leak of pyspark 3.5's own). It fails unless every test of `SUBSET` was collected and
@@ -59,8 +62,10 @@ SUBSET = (
     "::test_tasks_write_the_documented_telemetry",
     "tests/demo/test_demo_plain_producers.py"
     "::test_blocked_callback_restarts_that_executor_and_idle_producers_are_left_alone",
+    "tests/demo/test_demo_jvm_sink_faults.py"
+    "::test_spark_kafka_sink_wedge_restarts_that_executor_and_an_election_is_left_alone",
 )
-EXPECTED_TESTS = 17
+EXPECTED_TESTS = 18
 """Tests SUBSET selects (a module's tests, or one test): each must pass."""
 PACKAGES = ("core", "lab", "sidecar", "pipeline", "operator", "demo", "testing", "producer")
 HIDDEN = ("SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTEST_XDIST_WORKER",
