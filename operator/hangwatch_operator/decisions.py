@@ -12,6 +12,8 @@ has been quiet long enough. `alert` is never suppressed. A disruptive operation
 that holds is the reason it is suppressed:
 
 1. `driver_protected` — the pod is a Spark driver and `allowDriverDeletion` is false;
+1a. `no_owner` — the pod is a `producer` pod (not Spark's) without a controlling owner
+   (`ownerReferences` with `controller: true`): deleting it would not bring it back;
 1b. `failure_budget` (restart only) — the pod's sidecar reports that its application's
    Spark executor failure budget (`spark.executor.maxNumFailures` within
    `spark.executor.failuresValidityInterval`) cannot take one more failure (with this
@@ -29,8 +31,9 @@ that holds is the reason it is suppressed:
 5. `cooldown` — the same pod (or node) was acted on (or tried) within
    `podCooldownSeconds`;
 6. `rate_limit` — `maxActionsPerApplicationPerHour` other pods of the pod's
-   application were restarted/decommissioned in the last hour (dry runs count, so a
-   dry run shows where the limit would bite);
+   application (for a `producer` pod: of its controlling owner) were
+   restarted/decommissioned in the last hour (dry runs count, so a dry run shows where
+   the limit would bite);
    an operation recorded as acted and then as failed (the limits ledger enters it
    before it is carried out: `ActionRecord.attempt`) counts as failed, here and in 8;
 7. `max_cordoned` (cordonNode only) — the policy already holds
@@ -264,7 +267,7 @@ def _limited(
     """The draft, suppressed by the first limit that holds, or counted against the budget."""
     found = _limit(draft, policy, gates, history, tally, now)
     if finding is not None and draft.operation is Operation.RESTART:
-        app = (draft.pod.application_id if draft.pod is not None else None) or ""
+        app = (draft.pod.limit_group if draft.pod is not None else None) or ""
         exhausted = budget_exhausted(finding.failure_budget, tally.per_application[app])
         if exhausted is not None and (
             found is None or found[0] is not Suppression.DRIVER_PROTECTED
@@ -274,8 +277,8 @@ def _limited(
         tally.planned += 1
         if draft.operation is Operation.CORDON_NODE:
             tally.cordons += 1
-        if draft.pod is not None and draft.pod.application_id and draft.operation in DISRUPTIVE:
-            tally.per_application[draft.pod.application_id] += 1
+        if draft.pod is not None and draft.pod.limit_group and draft.operation in DISRUPTIVE:
+            tally.per_application[draft.pod.limit_group] += 1
         if not policy.safety.dry_run:
             return draft
         found = (Suppression.DRY_RUN, "safety.dryRun is true: reported, not done")
@@ -291,6 +294,10 @@ def _limit(
     pod = draft.pod
     if pod is not None and pod.role == Role.DRIVER and not safety.allow_driver_deletion:
         return Suppression.DRIVER_PROTECTED, "drivers are protected (allowDriverDeletion is false)"
+    if pod is not None and draft.operation in DISRUPTIVE and not pod.replaceable:
+        return Suppression.NO_OWNER, (
+            f"{pod.key} has no controlling owner: deleting it would not bring it back"
+        )
     gate = gates.first()
     if gate is not None:
         return gate
@@ -308,7 +315,7 @@ def _limit(
             f"{draft.target} was acted on {now - last.time:.0f} s ago "
             f"(podCooldownSeconds {cooldown})"
         )
-    app = pod.application_id if pod is not None else None
+    app = pod.limit_group if pod is not None else None
     if app and draft.operation in DISRUPTIVE:
         earlier = {
             r.pod
@@ -323,7 +330,8 @@ def _limit(
         cap = safety.max_actions_per_application_per_hour
         if done >= cap:
             return Suppression.RATE_LIMIT, (
-                f"application {app} had {done} action(s) in the last hour "
+                f"{'owner' if pod is not None and pod.role == Role.PRODUCER else 'application'} "
+                f"{app} had {done} action(s) in the last hour "
                 f"(maxActionsPerApplicationPerHour {cap})"
             )
     if draft.operation is Operation.CORDON_NODE:

@@ -43,6 +43,8 @@ class ActionRecord:
     """`namespace/name` of the pod acted on; None for node operations."""
     node: str | None = None
     application_id: str | None = None
+    """What the hourly action limit groups by (`WatchedPod.limit_group`): the Spark
+    application id, or a `producer` pod's controlling owner as `<Kind>/<name>`."""
     suppression: Suppression | None = None
     message: str = ""
 

@@ -1,4 +1,4 @@
-"""Sidecar injection as a pure function: a Spark pod and a policy in, JSONPatch ops out.
+"""Sidecar injection as a pure function: a pod and a policy in, JSONPatch ops out.
 
 Fed by the mutating webhook in `webhook` (the pod under admission, the policy from
 `policies.matching_policy`, the operator settings and the resolved injection mode).
@@ -9,6 +9,14 @@ sidecar also gets what it needs to read the Spark driver's REST API: the executo
 container's `SPARK_DRIVER_URL` (copied as it is) and a `spark.ui.port` the job set
 (`hangwatch.spark_driver` names both sides).
 
+The pod is a Spark pod (its `spark-role` label) or a `producer` pod: one that is not
+Spark's and opted in with the label `hangwatch.dev/producer: "true"` (a producer
+service's Deployment or StatefulSet pod). Such a pod's producers run in the container
+its annotation `hangwatch.dev/container` names, else in its first container
+(`producer_container_index`); an annotation naming no container of the pod leaves the
+pod as it is, with one warning. Everything else (the sidecar container, its user, its
+Pod Security) is built by the same code for both.
+
 Lifecycle, so that executor pods still finish:
 - native: the sidecar is an init container with `restartPolicy: Always` (Kubernetes
   native sidecar); kubelet starts it before the executor and stops it once the
@@ -16,6 +24,11 @@ Lifecycle, so that executor pods still finish:
 - legacy (API servers before 1.29): a regular container plus `shareProcessNamespace:
   true`; `hangwatch sidecar --exit-when-gone <fragment>` exits 0 once no process whose
   command line contains the executor's main class is left, so the pod completes.
+  A `producer` pod's sidecar has no such end: with the pod's `restartPolicy: Always`
+  (every Deployment and StatefulSet pod) the pod only ever ends as a whole, so the
+  sidecar needs none. A `producer` pod with another restart policy (a Job's pod) is
+  injected only natively (legacy would keep it running once its producer ended): in
+  legacy mode it is left as it is, with one warning.
 
 Privileges (docs/threat-model.md): by default the sidecar passes the restricted Pod
 Security Standard, so the injection never makes a pod inadmissible: no capability
@@ -47,7 +60,7 @@ from typing import Any
 from hangwatch import spark_driver
 from hangwatch.pod_security import NOT_JUDGED_ENV, Feature, Level, forbidden, format_not_judged
 from hangwatch.wire import sidecar_http
-from hangwatch_operator.policies import Policy
+from hangwatch_operator.policies import Policy, Role, pod_role
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
 from hangwatch_producer.wire import telemetry
 
@@ -61,6 +74,8 @@ INJECTED_ANNOTATION = "hangwatch.dev/injected"
 MODE_ANNOTATION = "hangwatch.dev/injection-mode"
 POLICY_LABEL = "hangwatch.dev/policy"
 """Pod label the operator selects watched pods by."""
+CONTAINER_ANNOTATION = "hangwatch.dev/container"
+"""On a `producer` pod: the name of the container whose producers the sidecar watches."""
 SIDECAR_COMMAND = ("hangwatch", "sidecar")
 BOOTSTRAP_FLAG = "--bootstrap"
 """The sidecar's flag for the policy's bootstrap list (the operator checks it, `watched`)."""
@@ -169,8 +184,50 @@ def spark_container_indexes(pod: Mapping[str, Any]) -> list[int]:
     return found or ([0] if containers else [])
 
 
-def sidecar_args(policy: Policy, settings: OperatorSettings, mode: InjectionMode) -> list[str]:
-    """Command-line arguments of `hangwatch sidecar`, from the policy."""
+def producer_container_index(pod: Mapping[str, Any]) -> int:
+    """Index of a `producer` pod's container whose producers the sidecar watches: the one
+    `CONTAINER_ANNOTATION` names, else the first. `InjectionConflictError` when the
+    annotation names no container of the pod (the value is not repeated: it is the pod
+    creator's text) or the pod has no container."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    if CONTAINER_ANNOTATION not in annotations:
+        if not containers:
+            raise InjectionConflictError("the pod has no container")
+        return 0
+    wanted = annotations[CONTAINER_ANNOTATION]
+    for index, container in enumerate(containers):
+        if (
+            isinstance(wanted, str)
+            and isinstance(container, Mapping)
+            and container.get("name") == wanted
+        ):
+            return index
+    raise InjectionConflictError(f"annotation {CONTAINER_ANNOTATION} names no container of the pod")
+
+
+def producer_container_indexes(pod: Mapping[str, Any], mode: InjectionMode) -> list[int]:
+    """The containers whose producers the sidecar watches in `pod` (`mode` resolved):
+    Spark's (`spark_container_indexes`), or a `producer` pod's one container, which
+    must fit `mode` (see the module docstring); `InjectionConflictError` otherwise."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if pod_role(labels) != Role.PRODUCER:
+        return spark_container_indexes(pod)
+    index = producer_container_index(pod)
+    restart = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+    if mode is InjectionMode.LEGACY and restart != "Always":
+        raise InjectionConflictError(
+            "a producer pod whose restartPolicy is not Always needs native sidecars "
+            f"(Kubernetes 1.{NATIVE_SIDECAR_FIRST_MINOR}+ with injectionMode native or auto)"
+        )
+    return [index]
+
+
+def sidecar_args(
+    policy: Policy, settings: OperatorSettings, mode: InjectionMode, *, spark: bool = True
+) -> list[str]:
+    """Command-line arguments of `hangwatch sidecar`, from the policy; `spark`: the pod
+    is Spark's (only then does a legacy sidecar exit with the executor)."""
     kafka, probes, det = policy.kafka, policy.probes, policy.detection
     args = [BOOTSTRAP_FLAG, ",".join(kafka.bootstrap_servers)]
     if kafka.topics:
@@ -190,7 +247,7 @@ def sidecar_args(policy: Policy, settings: OperatorSettings, mode: InjectionMode
     if det.expected_write_interval_seconds is not None:
         args += ["--expected-write-interval-seconds", str(det.expected_write_interval_seconds)]
     args += ["--telemetry-dir", settings.telemetry_dir]
-    if mode is InjectionMode.LEGACY:
+    if mode is InjectionMode.LEGACY and spark:
         args += ["--exit-when-gone", settings.legacy_exit_when_gone]
     return args
 
@@ -212,16 +269,19 @@ def sidecar_container(
     mode: InjectionMode,
     left_out: Collection[Feature] = (),
     identity: tuple[int, int] = (SIDECAR_UID, SIDECAR_UID),
+    *,
+    spark: bool = True,
 ) -> dict[str, Any]:
     """The sidecar container (an init container with restartPolicy Always when native),
-    without the features in `left_out`, running as `identity` (uid, gid)."""
+    without the features in `left_out`, running as `identity` (uid, gid); `spark`: the
+    pod is Spark's (`sidecar_args`)."""
     uid, gid = identity
     probe = {"httpGet": {"path": sidecar_http.HEALTHZ_PATH, "port": PORT_NAME}, "timeoutSeconds": 2}
     container: dict[str, Any] = {
         "name": SIDECAR_CONTAINER,
         "image": policy.sidecar.image or settings.sidecar_image,
         "command": list(SIDECAR_COMMAND),
-        "args": sidecar_args(policy, settings, mode),
+        "args": sidecar_args(policy, settings, mode, spark=spark),
         "ports": [{"name": PORT_NAME, "containerPort": settings.sidecar_port, "protocol": "TCP"}],
         "env": _sidecar_env(policy, settings, left_out),
         "resources": _resources(policy),
@@ -267,7 +327,8 @@ def build_sidecar_patch(
     `mode` must be resolved (NATIVE or LEGACY, see `resolve_injection_mode`); `left_out`
     are the policy's features the namespace's Pod Security level forbids. Raises
     `InjectionConflictError` when the pod already uses the telemetry volume's name or
-    the sidecar's port for something else.
+    the sidecar's port for something else, or is a `producer` pod whose container
+    annotation or restart policy does not fit (`producer_container_indexes`).
     """
     if mode is InjectionMode.AUTO:
         raise ValueError("resolve the injection mode before building the patch")
@@ -275,16 +336,18 @@ def build_sidecar_patch(
         return []
     spec = pod.get("spec") or {}
     _check_conflicts(spec, settings)
+    watched = producer_container_indexes(pod, mode)
+    spark = pod_role((pod.get("metadata") or {}).get("labels") or {}) != Role.PRODUCER
     ops = _metadata_ops(pod.get("metadata") or {}, policy, settings, mode)
     if not spec.get("hostPID") and spec.get("shareProcessNamespace") is not True:
         ops.append(_add("/spec/shareProcessNamespace", True))  # hostPID already shares
     ops.append(_append(spec, "/spec/volumes", {"name": TELEMETRY_VOLUME, "emptyDir": {}}))
-    spark_containers = [(i, spec["containers"][i]) for i in spark_container_indexes(pod)]
+    spark_containers = [(i, spec["containers"][i]) for i in watched]
     for index, container in spark_containers:
         ops += _spark_container_ops(container, index, settings)
     target = "initContainers" if mode is InjectionMode.NATIVE else "containers"
     identity = executor_identity(spec, [c for _, c in spark_containers])
-    sidecar = sidecar_container(policy, settings, mode, left_out, identity)
+    sidecar = sidecar_container(policy, settings, mode, left_out, identity, spark=spark)
     sidecar["env"] += driver_env(container for _, container in spark_containers)
     ops.append(_append(spec, f"/spec/{target}", sidecar))
     return ops

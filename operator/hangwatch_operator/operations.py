@@ -52,6 +52,8 @@ class Suppression(StrEnum):
     CLUSTER_UNREACHABLE = "cluster_unreachable"
     LEADER_ELECTION = "leader_election"
     DRIVER_PROTECTED = "driver_protected"
+    NO_OWNER = "no_owner"
+    """A `producer` pod without a controlling owner: deleting it would not bring it back."""
     FAILURE_BUDGET = "failure_budget"
     """A restart would exceed the application's Spark executor failure budget."""
     DRY_RUN = "dry_run"

@@ -34,6 +34,11 @@ KIND = "ProducerHealthPolicy"
 
 SPARK_ROLE_LABEL = "spark-role"
 """Set by Spark on every pod it creates: `driver` or `executor`."""
+PRODUCER_LABEL = "hangwatch.dev/producer"
+"""Opt-in of a pod that is not Spark's (a producer service's Deployment or StatefulSet
+pod): `"true"` lets the webhook inject it and makes its role `producer`. A pod that
+also carries `spark-role` keeps its Spark role (the webhook never sees it twice)."""
+PRODUCER_LABEL_VALUE = "true"
 
 
 class InvalidPolicyError(ValueError):
@@ -41,10 +46,23 @@ class InvalidPolicyError(ValueError):
 
 
 class Role(StrEnum):
-    """Which Spark pods a policy covers, by their `spark-role` label."""
+    """Which pods a policy covers: Spark's by their `spark-role` label, `producer` the
+    pods that opted in with `PRODUCER_LABEL` (`pod_role`)."""
 
     EXECUTOR = "executor"
     DRIVER = "driver"
+    PRODUCER = "producer"
+
+
+def pod_role(labels: Mapping[str, str]) -> str | None:
+    """The role of a pod with `labels`: its `spark-role` when it has one (whatever the
+    producer label says), else `producer` when it opted in, else None."""
+    spark = labels.get(SPARK_ROLE_LABEL)
+    if spark is not None:
+        return spark
+    if labels.get(PRODUCER_LABEL) == PRODUCER_LABEL_VALUE:
+        return Role.PRODUCER.value
+    return None
 
 
 ACTION_FIELDS: dict[str, Verdict] = {
@@ -397,12 +415,12 @@ def matching_policy(pod: Mapping[str, Any], policies: Iterable[Policy]) -> Polic
     """The policy covering `pod` (first by name if several do), or None.
 
     A policy covers a pod in its own namespace whose labels match its selector and
-    whose `spark-role` is one of its roles. Opt-out is `injection`'s business.
+    whose role (`pod_role`) is one of its roles. Opt-out is `injection`'s business.
     """
     meta = pod.get("metadata") or {}
     labels: Mapping[str, str] = meta.get("labels") or {}
     namespace = meta.get("namespace")
-    role = labels.get(SPARK_ROLE_LABEL)
+    role = pod_role(labels)
     candidates = [
         p
         for p in policies

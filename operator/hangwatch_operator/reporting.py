@@ -178,7 +178,7 @@ def action_record(decision: Decision, message: str, now: float) -> ActionRecord:
         outcome=decision.outcome,
         pod=pod.key if pod is not None else None,
         node=decision.node,
-        application_id=pod.application_id if pod is not None else None,
+        application_id=pod.limit_group if pod is not None else None,
         suppression=decision.suppression,
         message=message,
     )

@@ -29,7 +29,7 @@ from hangwatch_operator.injection import (
     SIDECAR_COMMAND,
     SIDECAR_CONTAINER,
 )
-from hangwatch_operator.policies import SPARK_ROLE_LABEL, Policy
+from hangwatch_operator.policies import Policy, Role, pod_role
 
 APPLICATION_LABEL = "spark-app-selector"
 """Set by Spark on every pod of an application: the application id (`spark-...`)."""
@@ -86,10 +86,27 @@ class WatchedPod:
     injected_for: str | None = None
     """The policy named by the pod's `hangwatch.dev/injected` annotation."""
     sidecar: SidecarContainer | None = None
+    owner: str | None = None
+    """`<Kind>/<name>` of the pod's controlling owner (`ownerReferences` with
+    `controller: true`), None for a bare pod."""
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def limit_group(self) -> str | None:
+        """What the per-hour action limit counts together: a Spark pod's application, a
+        `producer` pod's controlling owner (Spark labels no application on it)."""
+        if self.role == Role.PRODUCER:
+            return self.owner
+        return self.application_id
+
+    @property
+    def replaceable(self) -> bool:
+        """Whether deleting the pod brings a new one: Spark's driver replaces its
+        executors; a `producer` pod needs a controlling owner (a bare pod is just gone)."""
+        return self.role != Role.PRODUCER or self.owner is not None
 
     @property
     def pollable(self) -> bool:
@@ -121,7 +138,7 @@ def watched_pod(body: Mapping[str, Any], default_port: int) -> WatchedPod:
         name=str(meta.get("name") or ""),
         uid=str(meta.get("uid") or ""),
         policy=labels.get(POLICY_LABEL, ""),
-        role=labels.get(SPARK_ROLE_LABEL, ""),
+        role=pod_role(labels) or "",
         node=spec.get("nodeName") or None,
         ip=status.get("podIP") or None,
         port=sidecar.port if sidecar is not None and sidecar.port else default_port,
@@ -132,6 +149,7 @@ def watched_pod(body: Mapping[str, Any], default_port: int) -> WatchedPod:
         decommission_hook=any(_has_decommission_hook(c) for c in spec.get("containers") or ()),
         injected_for=annotations.get(INJECTED_ANNOTATION),
         sidecar=sidecar,
+        owner=_controller(meta.get("ownerReferences")),
     )
 
 
@@ -144,7 +162,7 @@ def injection_problem(pod: WatchedPod, policy: Policy, sidecar_image: str) -> st
     if pod.injected_for != policy.name:
         return f"annotation {INJECTED_ANNOTATION} does not name policy {policy.name}"
     if pod.role not in {role.value for role in policy.roles}:
-        return f"spark-role {pod.role!r} is not one of the policy's roles"
+        return f"role {pod.role!r} is not one of the policy's roles"
     sidecar = pod.sidecar
     if sidecar is None:
         return f"no {SIDECAR_CONTAINER} container"
@@ -218,6 +236,16 @@ def _sidecar_container(containers: list[Mapping[str, Any]]) -> SidecarContainer 
         bootstrap=tuple(bootstrap),
         port=ports[0] if ports else None,
     )
+
+
+def _controller(references: object) -> str | None:
+    """`<Kind>/<name>` of the owner reference with `controller: true`, if any."""
+    for ref in references if isinstance(references, list) else ():
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            kind, name = ref.get("kind"), ref.get("name")
+            if isinstance(kind, str) and isinstance(name, str) and kind and name:
+                return f"{kind}/{name}"
+    return None
 
 
 def _has_decommission_hook(container: Mapping[str, Any]) -> bool:

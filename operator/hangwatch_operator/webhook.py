@@ -81,7 +81,12 @@ from hangwatch_operator.injection import apply_add_ops, server_minor_version
 from hangwatch_operator.kube_api import KubeApi, KubeApiError
 from hangwatch_operator.namespace_levels import NamespaceLevels
 from hangwatch_operator.operator_metrics import WEBHOOK_REQUESTS
-from hangwatch_operator.policies import SPARK_ROLE_LABEL, Policy
+from hangwatch_operator.policies import (
+    PRODUCER_LABEL,
+    PRODUCER_LABEL_VALUE,
+    SPARK_ROLE_LABEL,
+    Policy,
+)
 from hangwatch_operator.policy_watch import PolicyWatch, watch_plan
 from hangwatch_operator.reporting import (
     LEFT_OUT_REASON,
@@ -90,7 +95,7 @@ from hangwatch_operator.reporting import (
     policy_reference,
 )
 from hangwatch_operator.settings import OperatorSettings, SettingsError
-from hangwatch_operator.webhook_configuration import WEBHOOK_ID
+from hangwatch_operator.webhook_configuration import PRODUCER_WEBHOOK_ID, WEBHOOK_ID
 
 SETTINGS_KEY = "hangwatch_settings"
 """Memo key of an `OperatorSettings` passed in by whoever starts the operator."""
@@ -406,9 +411,17 @@ async def inject_sidecar(
         patch.fns.append(functools.partial(apply_add_ops, ops=list(admission.ops)))
 
 
-def register_injection_webhook(webhook_id: str, handler: Callable[..., Any]) -> None:
+def register_injection_webhook(
+    webhook_id: str, handler: Callable[..., Any], *, producer: bool = False
+) -> None:
     """Register `handler` with kopf as the injection webhook `webhook_id`: pod CREATE
-    only, pods with a spark-role label, failure policy Ignore, no side effects."""
+    only, failure policy Ignore, no side effects; pods with a spark-role label, or with
+    `producer` the opted-in pods without one (`webhook_configuration.OBJECT_SELECTORS`)."""
+    labels: dict[str, Any] = (
+        {PRODUCER_LABEL: PRODUCER_LABEL_VALUE, SPARK_ROLE_LABEL: kopf.ABSENT}
+        if producer
+        else {SPARK_ROLE_LABEL: kopf.PRESENT}
+    )
     kopf.on.mutate(
         "",
         "v1",
@@ -417,11 +430,12 @@ def register_injection_webhook(webhook_id: str, handler: Callable[..., Any]) -> 
         operations=["CREATE"],
         ignore_failures=True,
         side_effects=False,
-        labels={SPARK_ROLE_LABEL: kopf.PRESENT},
+        labels=labels,
     )(handler)
 
 
 register_injection_webhook(WEBHOOK_ID, inject_sidecar)
+register_injection_webhook(PRODUCER_WEBHOOK_ID, inject_sidecar, producer=True)
 
 
 def _webhook_server(

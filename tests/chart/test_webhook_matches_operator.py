@@ -1,14 +1,16 @@
 """The chart's MutatingWebhookConfiguration is the operator's, and its TLS material fits.
 
-Covers: for the default values and for a scenario with other failure policy, timeout
-and release namespace, the rendered configuration equals
+Covers: for the default values and for a scenario with other failure policy, timeout and
+release namespace, the rendered configuration (both webhooks: Spark's pods and opted-in
+producer pods) equals
 `hangwatch_operator.webhook_configuration.build_webhook_configuration` for the same
 settings (the operator's namespace from the release, caBundle from the chart-generated
-Secret), labels included; extra namespace labels (opt-in) only add a matchLabels; the
-generated Secret is a kubernetes.io/tls Secret whose certificate is signed by the CA in
-caBundle, valid for the webhook Service's DNS names, and whose key matches it; the
-operator Deployment mounts that Secret where HANGWATCH_OPERATOR_WEBHOOK_*_FILE point, and
-its environment parses into the same OperatorSettings (`OperatorSettings.from_environ`).
+Secret), labels included; extra namespace labels (opt-in) only add a matchLabels to each
+webhook; the generated Secret is a kubernetes.io/tls Secret whose certificate is signed
+by the CA in caBundle, valid for the webhook Service's DNS names, and whose key matches
+it; the operator Deployment mounts that Secret where HANGWATCH_OPERATOR_WEBHOOK_*_FILE
+point, and its environment parses into the same OperatorSettings
+(`OperatorSettings.from_environ`).
 """
 
 from __future__ import annotations
@@ -65,10 +67,12 @@ def test_namespace_labels_only_add_match_labels() -> None:
     values = {"webhook": {"namespaceLabels": {"hangwatch.dev/injection": "enabled"}}}
     webhook = only(render(values), "MutatingWebhookConfiguration")
     expected = _expected({}, "hangwatch-system", webhook)
-    selector = webhook["webhooks"][0].pop("namespaceSelector")
-    expected_selector = expected["webhooks"][0].pop("namespaceSelector")
-    assert webhook["webhooks"] == expected["webhooks"]
-    assert selector == {**expected_selector, "matchLabels": {"hangwatch.dev/injection": "enabled"}}
+    for rendered, built in zip(webhook["webhooks"], expected["webhooks"], strict=True):
+        selector = rendered.pop("namespaceSelector")
+        expected_selector = built.pop("namespaceSelector")
+        assert rendered == built
+        labels = {"hangwatch.dev/injection": "enabled"}
+        assert selector == {**expected_selector, "matchLabels": labels}
 
 
 def test_generated_certificate_is_signed_by_the_ca_bundle() -> None:

@@ -131,7 +131,7 @@ def _port_elsewhere(pod: dict[str, Any]) -> None:
         (_forged_container, "image is not from ghcr.io/hangwatch/hangwatch"),
         (_other_bootstrap, "probes another bootstrap list than the policy's"),
         (_other_policy, "does not name policy writers"),
-        (_driver, "spark-role 'driver' is not one of the policy's roles"),
+        (_driver, "role 'driver' is not one of the policy's roles"),
         (_command, "does not run hangwatch sidecar"),
         (_two_sidecars, "no hangwatch-sidecar container"),
         (_port_elsewhere, "declares no port named hangwatch"),

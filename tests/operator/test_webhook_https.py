@@ -3,27 +3,28 @@
 The operator runs as its own process (`webhook_server.serving_webhook`: `kopf run -m
 hangwatch_operator.webhook`, settings from HANGWATCH_OPERATOR_* variables) against
 kmock's Kubernetes emulator, which holds the example policies (with CRD defaults
-applied, as the API server stores them) and reports API server 1.30. Requests are
-POSTed over HTTPS with `ssl` verifying the webhook's certificate against the
-generated CA, as the API server does with caBundle.
+applied, as the API server stores them) and reports API server 1.30. Requests are POSTed
+over HTTPS with `ssl` verifying the webhook's certificate against the generated CA, as
+the API server does with caBundle.
 
-Covers: the configuration the chart installs is valid, short (5 s), fails open and
-skips system namespaces and the operator's own; kopf registers the webhook (our CA,
-path /inject-sidecar, failurePolicy Ignore, only pods with spark-role); a Spark
-executor pod gets `patchType: JSONPatch` whose base64 patch, applied with `jsonpatch`,
-yields a pod the 1.29 Pod schema accepts and equals the pure builder's result; `auto`
-resolves to native on 1.30, a legacy policy gets shareProcessNamespace; the namespace
-comes from the request when the object has none; opted-out, uncovered, driver and
-already-injected pods are admitted unchanged; a conflicting pod is admitted with a
-warning, and so is a pod with a field of the wrong type (fail open: allowed, never
-denied); for every case of `webhook_cases` the answer (operations applied to the pod,
-warnings) equals the one recorded before issue 15 from kopf's admission machinery, and
-the operations are exactly the pure builder's, and kopf's own admission path (the
-benchmark's reference) answers the same; an AdmissionReview v1beta1 is answered
-in v1beta1; an invalid policy is reported in the log and injects nothing; a client
-without our CA is refused; with no certificate configured the operator self-signs and
-publishes its CA in the webhook configuration; bad settings stop the operator at once
-with the variable named.
+Covers: the configuration the chart installs is valid, short (5 s), fails open and skips
+system namespaces and the operator's own, with one webhook for Spark's pods and one for
+opted-in producer pods (selectors excluding each other, one path); kopf registers the
+webhook (our CA, path /inject-sidecar, failurePolicy Ignore, only pods with spark-role);
+a Spark executor pod gets `patchType: JSONPatch` whose base64 patch, applied with
+`jsonpatch`, yields a pod the 1.29 Pod schema accepts and equals the pure builder's
+result; `auto` resolves to native on 1.30, a legacy policy gets shareProcessNamespace;
+the namespace comes from the request when the object has none; opted-out, uncovered,
+driver and already-injected pods are admitted unchanged; a conflicting pod is admitted
+with a warning, and so is a pod with a field of the wrong type (fail open: allowed,
+never denied); for every case of `webhook_cases` the answer (operations applied to the
+pod, warnings) equals the one recorded before issue 15 from kopf's admission machinery,
+and the operations are exactly the pure builder's, and kopf's own admission path (the
+benchmark's reference) answers the same; an AdmissionReview v1beta1 is answered in
+v1beta1; an invalid policy is reported in the log and injects nothing; a client without
+our CA is refused; with no certificate configured the operator self-signs and publishes
+its CA in the webhook configuration; bad settings stop the operator at once with the
+variable named.
 """
 
 from __future__ import annotations
@@ -90,12 +91,20 @@ def test_installed_webhook_configuration_is_valid_short_and_fails_open() -> None
     settings = OperatorSettings(operator_namespace="hangwatch")
     config = build_webhook_configuration(settings, ca_bundle=b"CA", service_name="hangwatch")
     kubernetes_validate.validate(config, "1.25", strict=True)
-    (hook,) = config["webhooks"]
-    assert (hook["failurePolicy"], hook["timeoutSeconds"]) == ("Ignore", 5)
-    assert hook["reinvocationPolicy"] == "IfNeeded" and hook["sideEffects"] == "None"
-    assert hook["clientConfig"]["service"]["path"] == "/inject-sidecar"
-    excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
-    assert {"kube-system", "hangwatch"} <= set(excluded)
+    spark, producer = config["webhooks"]
+    for hook in (spark, producer):
+        assert (hook["failurePolicy"], hook["timeoutSeconds"]) == ("Ignore", 5)
+        assert hook["reinvocationPolicy"] == "IfNeeded" and hook["sideEffects"] == "None"
+        assert hook["clientConfig"]["service"]["path"] == "/inject-sidecar"
+        excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
+        assert {"kube-system", "hangwatch"} <= set(excluded)
+    assert spark["objectSelector"] == {
+        "matchExpressions": [{"key": "spark-role", "operator": "Exists"}]
+    }
+    assert producer["objectSelector"] == {
+        "matchLabels": {"hangwatch.dev/producer": "true"},
+        "matchExpressions": [{"key": "spark-role", "operator": "DoesNotExist"}],
+    }
 
 
 def test_executor_pod_gets_a_jsonpatch_that_yields_a_valid_pod(webhook: Webhook) -> None:
