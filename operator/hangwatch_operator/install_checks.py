@@ -49,11 +49,14 @@ from hangwatch_operator.pod_security import (
 from hangwatch_operator.policies import (
     GROUP,
     PLURAL,
+    PRODUCER_LABEL,
+    PRODUCER_LABEL_VALUE,
     SPARK_ROLE_LABEL,
     InvalidPolicyError,
     Policy,
     Role,
     parse_policy,
+    pod_role,
     stale_after_seconds,
 )
 from hangwatch_operator.settings import OperatorSettings
@@ -614,9 +617,7 @@ def _injected(pod: Mapping[str, Any]) -> bool:
 
 def selects(policy: Policy, pod: Mapping[str, Any]) -> bool:
     labels = (pod.get("metadata") or {}).get("labels") or {}
-    return labels.get(SPARK_ROLE_LABEL) in {r.value for r in policy.roles} and (
-        policy.selector.matches(labels)
-    )
+    return pod_role(labels) in {r.value for r in policy.roles} and (policy.selector.matches(labels))
 
 
 def check_policies(survey: Survey) -> Iterator[Result]:
@@ -953,9 +954,12 @@ def worst(results: Iterable[Result]) -> Status:
 
 def labels_for(policy: Policy) -> dict[str, str]:
     """Labels of a pod that `policy` selects (for the dry run): an executor's when the
-    policy covers executors, else a driver's."""
-    role = Role.EXECUTOR if Role.EXECUTOR in policy.roles else Role.DRIVER
-    labels = {SPARK_ROLE_LABEL: role.value, **policy.selector.match_labels}
+    policy covers executors, else a driver's, else an opted-in producer pod's."""
+    if Role.EXECUTOR in policy.roles or Role.DRIVER in policy.roles:
+        role = Role.EXECUTOR if Role.EXECUTOR in policy.roles else Role.DRIVER
+        labels = {SPARK_ROLE_LABEL: role.value, **policy.selector.match_labels}
+    else:
+        labels = {PRODUCER_LABEL: PRODUCER_LABEL_VALUE, **policy.selector.match_labels}
     for requirement in policy.selector.match_expressions:
         if requirement.operator == "In":
             labels[requirement.key] = requirement.values[0]

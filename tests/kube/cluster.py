@@ -17,7 +17,9 @@ Started and stopped as one unit; the child processes die with the test process
 What the API server runs with: RBAC authorization, client-certificate authentication
 (the admin is in `system:masters`), service-account tokens signed by a key of ours
 (TokenRequest from the API server; the controller manager's service-account
-controller, which also creates every namespace's `default` ServiceAccount), the default
+controller, which also creates every namespace's `default` ServiceAccount; its
+deployment and replicaset controllers, so a Deployment's pods are created through the
+admission chain as in a cluster), the default
 admission plugins of the release (ServiceAccount, the mutating and validating webhooks,
 ...), and an audit log (`audit_events`) that records every request with its user, verb,
 resource, response code and, for writes to pods, nodes and policies, the request body.
@@ -363,7 +365,7 @@ class LocalCluster(ClusterFiles):
             controller_manager_command(
                 self.binaries.controller_manager,
                 self.admin_kubeconfig,
-                "serviceaccount,serviceaccount-token,namespace",
+                "serviceaccount,serviceaccount-token,namespace,deployment,replicaset",
                 keys[0],
                 authority.cert,
             ),

@@ -109,34 +109,40 @@ def launch(
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps(body))
     wait_for_policy_status(cluster, namespace, policy)
     _, executors = submit_application(cluster, namespace, len(nodes), suffix=f"-{namespace}")
-    subnet = f"127.{random.randint(1, 99)}.{random.randint(0, 255)}"
     fleet = Fleet(cluster, namespace)
+    for executor, node in zip(executors, nodes, strict=True):
+        assert executor["metadata"]["labels"].get("hangwatch.dev/policy") == policy, executor
+        fleet.pods.append(run_pod(cluster, executor, node, sidecar_port))
+    return fleet
+
+
+def run_pod(
+    cluster: LocalCluster, stored: dict[str, Any], node: str, sidecar_port: int
+) -> RunningPod:
+    """The stored pod bound to `node` and reported Running at a fresh loopback pod IP,
+    where a healthy `FakeSidecar` listens on `sidecar_port` (close it: `Fleet.close`)."""
+    meta = stored["metadata"]
+    namespace, name = meta["namespace"], meta["name"]
+    ip = f"127.{random.randint(1, 99)}.{random.randint(0, 255)}.{random.randint(2, 254)}"
+    sidecar = FakeSidecar(host=ip, listen_port=sidecar_port).start()
     with admin_api(cluster) as api:
         core = client.CoreV1Api(api)
-        for index, (executor, node) in enumerate(zip(executors, nodes, strict=True), start=10):
-            meta = executor["metadata"]
-            assert meta["labels"].get("hangwatch.dev/policy") == policy, meta
-            ip = f"{subnet}.{index}"
-            sidecar = FakeSidecar(host=ip, listen_port=sidecar_port).start()
-            fleet.pods.append(RunningPod(meta["name"], meta["uid"], node, ip, sidecar))
-            binding = client.V1Binding(
-                metadata=client.V1ObjectMeta(name=meta["name"]),
-                target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
-            )
-            core.create_namespaced_pod_binding(
-                meta["name"], namespace, binding, _preload_content=False
-            )
-            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            status = {
-                "phase": "Running",
-                "podIP": ip,
-                "podIPs": [{"ip": ip}],
-                "hostIP": "127.0.0.1",
-                "startTime": now,
-                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
-            }
-            core.patch_namespaced_pod_status(meta["name"], namespace, {"status": status})
-    return fleet
+        binding = client.V1Binding(
+            metadata=client.V1ObjectMeta(name=name),
+            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+        )
+        core.create_namespaced_pod_binding(name, namespace, binding, _preload_content=False)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        status = {
+            "phase": "Running",
+            "podIP": ip,
+            "podIPs": [{"ip": ip}],
+            "hostIP": "127.0.0.1",
+            "startTime": now,
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
+        }
+        core.patch_namespaced_pod_status(name, namespace, {"status": status})
+    return RunningPod(name, meta["uid"], node, ip, sidecar)
 
 
 def set_verdicts(pods: list[RunningPod], verdict: Verdict, *, reachable: bool = True) -> None:

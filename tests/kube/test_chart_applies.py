@@ -158,11 +158,12 @@ def test_webhook_configuration_carries_the_chart_ca(
 ) -> None:
     secret = _json(cluster, "get", "secret", "hangwatch-webhook-tls", "-n", NAMESPACE)
     config = _json(cluster, "get", "mutatingwebhookconfiguration", "hangwatch-sidecar-injector")
-    (webhook,) = config["webhooks"]
-    assert webhook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
-    assert webhook["clientConfig"]["service"]["port"] == release.webhook_port
-    assert webhook["failurePolicy"] == "Ignore"
-    assert webhook["reinvocationPolicy"] == "IfNeeded"
+    spark, producer = config["webhooks"]  # Spark's pods, opted-in producer pods
+    for webhook in (spark, producer):
+        assert webhook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+        assert webhook["clientConfig"]["service"]["port"] == release.webhook_port
+        assert webhook["failurePolicy"] == "Ignore"
+        assert webhook["reinvocationPolicy"] == "IfNeeded"
     ca = tmp_path / "ca.crt"
     ca.write_bytes(base64.b64decode(secret["data"]["ca.crt"]))
     cert = tmp_path / "tls.crt"

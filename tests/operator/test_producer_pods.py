@@ -38,6 +38,7 @@ from hangwatch_operator.injection import (
     InjectionConflictError,
     build_sidecar_patch,
 )
+from hangwatch_operator.install_checks import labels_for, selects
 from hangwatch_operator.operations import Operation, Outcome, Suppression
 from hangwatch_operator.policies import (
     PRODUCER_LABEL,
@@ -293,3 +294,10 @@ def test_the_hourly_limit_counts_per_owner() -> None:
     assert sorted(outcomes.values()).count((Outcome.ACTED, None)) == 2
     assert outcomes["b-1"] == (Outcome.ACTED, None)
     assert {outcomes["a-1"][1], outcomes["a-2"][1]} == {None, Suppression.RATE_LIMIT}
+
+
+def test_hangwatch_checks_dry_run_pod_of_a_producer_only_policy_is_a_producer_pod() -> None:
+    labels = labels_for(PRODUCERS)
+    assert pod_role(labels) == Role.PRODUCER and SPARK_ROLE_LABEL not in labels
+    assert selects(PRODUCERS, producer_pod())
+    assert not selects(PRODUCERS, executor_pod(namespace="jobs"))
