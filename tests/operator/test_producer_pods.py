@@ -12,7 +12,8 @@ one warning; an annotation naming no container (any text, any JSON type) gets ex
 warning that does not repeat it, and the pod is admitted unchanged; the operator reads a
 producer pod's role and controlling owner; remediation refuses to restart or
 decommission a producer pod without a controlling owner (alerts go on) and limits
-actions per hour per owner, not per Spark application.
+actions per hour per owner, not per Spark application; `hangwatch check`'s dry-run pod
+for a producer-only policy is a producer pod, and its selection uses the same role.
 """
 
 from __future__ import annotations
