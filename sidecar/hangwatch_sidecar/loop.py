@@ -319,7 +319,7 @@ class SidecarLoop:
             stacks=stacks,
         )
         wall_now = self.wall()
-        if self.debouncer.update(assessment.pod.verdict, wall_now):
+        if self.debouncer.update(assessment.pod.verdict, wall_now, held=assessment.pod.held):
             self.verdict_changes[str(self.debouncer.current)] += 1
             log.info(
                 "verdict changed",

@@ -108,6 +108,9 @@ class Assessment:
     verdict: Verdict
     reasons: tuple[str, ...] = ()
     evidence: dict[str, Any] = field(default_factory=dict)
+    held: bool = False
+    """The verdict's evidence already held for a threshold of its own, so `Debouncer`
+    may take it at once (`HELD_WHEN_MEASURED`); not part of /status."""
 
 
 @dataclass(frozen=True)
@@ -519,7 +522,12 @@ def evaluate(
             evidence |= _spark_evidence(judged + [f for f in spark_findings if f.verdict is None])
             evidence |= _stack_evidence(stacked, ladder)
             return PodAssessment(
-                Assessment(verdict, tuple(reasons), _with_sockets(evidence, sockets)),
+                Assessment(
+                    verdict,
+                    tuple(reasons),
+                    _with_sockets(evidence, sockets),
+                    held=bool(ladder and silence and silence.past_write_interval),
+                ),
                 per_producer,
             )
     connected = sockets is not None and sockets.available and bool(sockets.connections)
@@ -662,12 +670,20 @@ HELD_BY_THRESHOLD = frozenset(
 """Verdicts whose evidence already had to hold for a threshold (stall, heartbeat, failing
 time): they take over at once instead of after `hold` more evaluations (a refusal must
 replace a restart verdict in the same evaluation)."""
+HELD_WHEN_MEASURED = frozenset({Verdict.PRODUCER_SILENT})
+"""Alert-only verdicts that take over at once when their assessment says its evidence
+held for a threshold of its own (`Assessment.held`): silence past a declared write
+interval has lasted the whole interval, a second evaluation would only add a probe
+round to the alert. Silence while Spark runs a task keeps the hysteresis (a task that
+just started after an idle gap meets silence that is the gap's), and no restart verdict
+is taken at once because of this."""
 
 
 @dataclass
 class Debouncer:
     """Hysteresis: a new verdict takes over only after `hold` evaluations in a row
-    (at once for verdicts in `HELD_BY_THRESHOLD`)."""
+    (at once for verdicts in `HELD_BY_THRESHOLD`, and for those in `HELD_WHEN_MEASURED`
+    whose assessment is `held`)."""
 
     hold: int = 2
     current: Verdict = Verdict.UNKNOWN
@@ -675,8 +691,9 @@ class Debouncer:
     _candidate: Verdict | None = None
     _count: int = 0
 
-    def update(self, verdict: Verdict, now: float) -> bool:
-        """Feed one evaluation; True when the current verdict changed."""
+    def update(self, verdict: Verdict, now: float, *, held: bool = False) -> bool:
+        """Feed one evaluation (`held`: its `Assessment.held`); True when the current
+        verdict changed."""
         if verdict is self.current:
             self._candidate, self._count = None, 0
             if self.since is None:
@@ -686,7 +703,8 @@ class Debouncer:
             self._count += 1
         else:
             self._candidate, self._count = verdict, 1
-        if self._count >= self.hold or verdict in HELD_BY_THRESHOLD:
+        at_once = verdict in HELD_BY_THRESHOLD or (held and verdict in HELD_WHEN_MEASURED)
+        if self._count >= self.hold or at_once:
             self.current, self.since = verdict, now
             self._candidate, self._count = None, 0
             return True

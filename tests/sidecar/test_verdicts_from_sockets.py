@@ -162,6 +162,7 @@ def test_idle_connections_are_healthy_and_silence_needs_a_running_task() -> None
     assert silent.pod.verdict is V.PRODUCER_SILENT
     assert "silent for 120 s" in silent.pod.reasons[0]
     assert "alert only" in silent.pod.reasons[-1]
+    assert not silent.pod.held  # silence while a task runs keeps the hysteresis
 
 
 def test_a_declared_write_interval_makes_silence_producer_silent_without_spark() -> None:
@@ -175,6 +176,7 @@ def test_a_declared_write_interval_makes_silence_producer_silent_without_spark()
     assert "longer than the expected write interval (10 s" in silent.pod.reasons[0]
     assert "alert only" in silent.pod.reasons[-1]
     assert silent.pod.evidence["connections_judged"] == [IDLE.connection]
+    assert silent.pod.held  # the silence lasted the whole declared interval
     within = evaluate(
         cluster(), [], thresholds=declared, now=100, sockets=view(replace(IDLE, quiet_seconds=9.0))
     )

@@ -60,6 +60,9 @@ class SocketFinding:
     reason: str
     connections: tuple[str, ...] = ()
     brokers: tuple[str, ...] = ()
+    past_write_interval: bool = False
+    """A silence finding measured against the declared write interval (not against a
+    running Spark task): the silence itself has held for the whole interval."""
 
 
 def _names(connections: tuple[ConnectionEvidence, ...]) -> str:
@@ -161,6 +164,7 @@ def _silence(
         f"every connection of the pod to brokers ({len(view.connections)}) has been silent for "
         f"{silent:.0f} s"
     )
+    past_write_interval = False
     if spark_task_running is True and silent >= stall_seconds:
         reason = (
             f"{silent_for} (threshold {stall_seconds:.0f} s) while Spark runs a task of this "
@@ -176,12 +180,17 @@ def _silence(
             f"({write_interval_seconds:.0f} s: its producers write at least that often): "
             "they send nothing (blocked, or nothing to send)"
         )
+        past_write_interval = True
     else:
         return []
     brokers = tuple(sorted({c.broker for c in view.connections}))
     return [
         SocketFinding(
-            Verdict.PRODUCER_SILENT, reason, tuple(c.connection for c in view.connections), brokers
+            Verdict.PRODUCER_SILENT,
+            reason,
+            tuple(c.connection for c in view.connections),
+            brokers,
+            past_write_interval,
         )
     ]
 
