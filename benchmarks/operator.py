@@ -35,7 +35,9 @@ Everything runs on loopback, measured in one run on this machine:
    round waits for CPU, not for the operator's work. Then verdict to action at that
    scale: `--scale-flips` of the pods have a sidecar of their own, flipped one after
    the other to `producer_hung` (at different phases of the 10 s poll) until the pod
-   is gone (target: p99 under the interval plus 1 s).
+   is gone (target: p99 under the interval plus 1 s), and from the operator's first
+   read of the flipped verdict (those sidecars note when they answer) until the pod
+   is gone: the operator's own part, without the wait for that read.
 4. Replicas: the same `--pods` pods in a fresh emulator (with the Leases'
    compare-and-swap, `ShardedCluster`), then `--replicas` operators sharing them
    through 32 shard Leases (the chart's default, Leases of 15 s renewed every 5 s): the
@@ -72,7 +74,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +85,7 @@ from machine import cpu_model
 from hangwatch.contracts import Verdict
 from hangwatch_operator.certificates import generate_webhook_certificates
 from hangwatch_operator.webhook_configuration import WEBHOOK_ID
+from hangwatch_sidecar.state import SidecarState
 from hangwatch_testing.emulated_cluster import OperatorRun, running_operator
 from hangwatch_testing.ports import free_port
 from hangwatch_testing.processes import cpu_seconds
@@ -371,10 +374,21 @@ def bench_flips(
             operator,
         )
         time.sleep(FLIP_INTERVAL_SECONDS * (flip % 4) / 4)  # flip at different poll phases
-        latencies.append(flip_to_deletion(cluster, operator, "flips", name, sidecar))
+        latencies.append(flip_to_deletion(cluster, operator, "flips", name, sidecar)[0])
         progress(f"verdict to action: {flip + 1}/{flips}, last {latencies[-1]:.2f} s")
     done(f"verdict to action: {flips} flips")
     return latencies
+
+
+@dataclass
+class TimedSidecar(FakeSidecar):
+    """A sidecar server that notes when it answers (each answer reads its state)."""
+
+    answered: list[float] = field(default_factory=list)
+
+    def state(self) -> SidecarState:
+        self.answered.append(time.perf_counter())
+        return super().state()
 
 
 def flip_to_deletion(
@@ -383,8 +397,10 @@ def flip_to_deletion(
     namespace: str,
     name: str,
     sidecar: FakeSidecar,
-) -> float:
-    """Seconds from the pod's sidecar saying `producer_hung` until the pod is gone."""
+) -> tuple[float, float | None]:
+    """Seconds from the pod's sidecar saying `producer_hung` until the pod is gone, and
+    (for a `TimedSidecar`) from its first answer saying so until the pod is gone: the
+    operator's part once it has read the verdict, without the wait for that read."""
     flipped = time.perf_counter()
     sidecar.set(Verdict.PRODUCER_HUNG, reasons=("benchmark flip",))
     wait_until(
@@ -392,7 +408,11 @@ def flip_to_deletion(
         lambda: cluster.get(PODS, namespace, name) is None,
         operator,
     )
-    return time.perf_counter() - flipped
+    gone = time.perf_counter()
+    read = None
+    if isinstance(sidecar, TimedSidecar):
+        read = next((gone - t for t in list(sidecar.answered) if t >= flipped), None)
+    return gone - flipped, read
 
 
 # --- 3. memory at scale --------------------------------------------------------------
@@ -467,7 +487,7 @@ def store_fleet(
     own = []
     for index in range(pods):
         if index >= pods - flips:
-            sidecar = FakeSidecar().start()
+            sidecar = TimedSidecar().start()
             stack.callback(sidecar.close)
         else:
             sidecar = sidecars[index % len(sidecars)]
@@ -555,10 +575,14 @@ def bench_memory(stack: ExitStack, workdir: Path, pods: int, flips: int) -> dict
     (steady,) = measure_rounds([(operator, metrics_port)], f"scale: {pods} pods")
     own_cpu = (time.process_time() - own_before) / (time.monotonic() - began)
     latencies = []
+    after_read = []
     interval = SCALE_INTERVAL_SECONDS
     for flip, (name, sidecar) in enumerate(own):
         time.sleep(interval * (flip % 4) / 4)  # flip at different poll phases
-        latencies.append(flip_to_deletion(cluster, operator, "fleet", name, sidecar))
+        latency, read = flip_to_deletion(cluster, operator, "fleet", name, sidecar)
+        latencies.append(latency)
+        if read is not None:
+            after_read.append(read)
         progress(f"scale: verdict to action {flip + 1}/{flips}, last {latencies[-1]:.2f} s")
     done(f"scale: verdict to action at {pods} pods, {flips} flips")
     return {
@@ -570,6 +594,7 @@ def bench_memory(stack: ExitStack, workdir: Path, pods: int, flips: int) -> dict
         "own_cpu": own_cpu,
         "load": os.getloadavg()[0],
         "flips": latencies,
+        "after_read": after_read,
         "flip_load": os.getloadavg()[0],
     }
 
@@ -725,6 +750,13 @@ def report_scale(memory: dict[str, Any], idle: float, pods: int) -> None:
             f"{len(flips)} flips): p50 {statistics.median(flips):.2f} s, p99 {p99:.2f} s, "
             f"max {max(flips):.2f} s, load average {memory['flip_load']:.1f}; target p99 < "
             f"interval + 1 s = {budget:.0f} s: {'met' if p99 < budget else 'MISSED'}"
+        )
+    after = memory.get("after_read") or []
+    if after:
+        print(
+            f"  from the operator's first read of the verdict to the pod gone: p50 "
+            f"{statistics.median(after):.2f} s, p99 {percentile(after, 0.99):.2f} s, max "
+            f"{max(after):.2f} s (the rest of verdict to action is the wait for that read)"
         )
     if pods >= 10_000:
         targets = [

@@ -78,6 +78,7 @@ TIERS = {
     "chart/test_alerts_fire_in_prometheus.py": "lab",
     "chart/test_alerts_reach_a_person.py": "lab",
     "operator/test_remediation_emulated.py": "lab",
+    "operator/test_early_action_emulated.py": "lab",  # an operator process
     "operator/test_cordon_walk_emulated.py": "lab",  # an operator process, 20 rounds: 40 s
     "probe": "lab",
     "probe/test_assessment_is_pure.py": "unit",

@@ -132,8 +132,11 @@ def remember(
     election_seen: bool,
     faulty_nodes: Iterable[str],
     now: float,
+    partial: bool = False,
 ) -> History:
-    """History after a round: new records first, notices only for what is still current."""
+    """History after a round: new records first, notices only for what is still current.
+    `partial`: `current` is a part of a round decided before its end (`rounds.early_slice`):
+    the other notices, the last election and the node faults stay as they were."""
     reported_keys = {item.key for item in reported}
     notified = {
         item.key: Notice(item.signature, now)
@@ -142,6 +145,12 @@ def remember(
         for item in current
     }
     kept = [r for r in (*records, *history.records) if now - r.time < RECORDS_KEPT_SECONDS]
+    if partial:
+        return dataclasses.replace(
+            history,
+            records=tuple(kept[:RECORDS_KEPT_MAX]),
+            notified={**history.notified, **notified},
+        )
     faults = {**history.node_fault_ts, **dict.fromkeys(faulty_nodes, now)}
     return dataclasses.replace(
         history,

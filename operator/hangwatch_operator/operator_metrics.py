@@ -213,6 +213,13 @@ def measure_round(policy: str, plan: Plan, settled: Settled, cordoned: int | Non
     POLL_ROUNDS.labels(policy).inc()
 
 
+def measure_early(policy: str, settled: Settled, now: float) -> None:
+    """The metrics of decisions settled before a round's end (`rolling`); the round's
+    gauges wait for its end."""
+    count_decisions(policy, settled.reported)
+    mark_remediations(policy, settled.decisions, now)
+
+
 def set_pod_gauges(policy: str, watched: int, counts: Mapping[str, int], unreachable: int) -> None:
     WATCHED.labels(policy).set(watched)
     SIDECAR_UNREACHABLE.labels(policy).set(unreachable)

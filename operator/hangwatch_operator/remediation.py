@@ -9,6 +9,12 @@ passed every limit (`actuation`), settles the round with `rounds.settle_round`, 
 writes what happened: its Events, the policy's status (patched only when it changed)
 and the metrics. The demo drives the same two pure halves (`hangwatch_demo`).
 
+While the poll goes on, the reads go into a `rolling.RollingRound` (node by node); when
+it says a pod is due (a new verdict the policy restarts for, its node read through),
+the round plans over the latest report of every pod with the same `plan_round`,
+carries out and settles only what it decides on the due pods (`rounds.early_slice`),
+and its end-of-round plan leaves those pods alone (`rounds.after_early`).
+
 `Runtime.cordons` is the operator-wide ledger of cordons the node index may not show
 yet: a round reserves its cordons before its first await, so two policies deciding
 at once never exceed the operator's cap between them.
@@ -33,7 +39,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +65,16 @@ from hangwatch_operator.reporting import (
     event_body,
     invalid_status,
 )
-from hangwatch_operator.rounds import EventDraft, Plan, plan_round, settle_round
+from hangwatch_operator.rolling import RollingRound, restarting_verdicts
+from hangwatch_operator.rounds import (
+    EventDraft,
+    Plan,
+    Settled,
+    after_early,
+    early_slice,
+    plan_round,
+    settle_round,
+)
 from hangwatch_operator.settings import OperatorSettings
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_operator.status_polling import poll_sidecars
@@ -67,6 +82,10 @@ from hangwatch_operator.watched import CordonedNode, WatchedPod, injection_probl
 
 INVALID_RETRY_SECONDS = 30.0
 """How often an invalid policy is re-read (it changes only when someone edits it)."""
+EARLY_PLAN_SPACING = 4.0
+"""An early plan (`rolling`) waits this many times the last plan's duration after it, so
+that in a storm of new verdicts plans take at most a fifth of the loop while the reads
+go on (a plan over 10,000 pods took 0.11 s on 2 shared CPUs)."""
 LEDGER_ATTEMPTS = 3
 """Tries to add a round's operations to the limits ledger before the round carries out
 none of them (each conflict means another replica just wrote it: decide again)."""
@@ -101,6 +120,10 @@ class PolicyWatch:
         """Labelled pods not watched, as of the last round (each logged once)."""
         self.ledger: tuple[limits_ledger.Entry, ...] = ()
         """The limits ledger as this round's plan read it (sharding)."""
+        self.plan_seconds = 0.0
+        """How long the last plan took (its CPU: a plan never awaits)."""
+        self.latest: dict[str, PodReport] = {}
+        """Pod key -> its last report, from the last round (`rolling`)."""
 
     async def round(
         self,
@@ -120,26 +143,24 @@ class PolicyWatch:
             await self._write_status(invalid_status(self.status, str(exc), generation, time.time()))
             return INVALID_RETRY_SECONDS
         watched = self._watched(policy, pods, logger)
-        reports = await self._poll(policy, watched)
+        rolling = RollingRound(watched, self.latest, restarting_verdicts(policy))
+        early = await self._poll(policy, rolling, cordons, elsewhere, logger)
+        self.latest = rolling.latest
+        reports = rolling.snapshot()
         now = time.time()
         ledger = self.runtime.cordons
-        plan, entered = await self._plan(reports, policy, cordons, now, elsewhere)
-        for decision in plan.to_carry_out:  # reserved before the first await
-            if decision.operation is Operation.CORDON_NODE and decision.node:
-                ledger.reserve(decision.node, self.key, now)
-        done = await self._carry_out(plan, logger) if entered else self._not_entered(plan)
-        if entered and plan.to_carry_out:
-            await self._enter_failures(done, now)
-        settled = settle_round(plan, done)
-        await self._post(settled.events, now)
-        self.history = settled.history
+        decisions = [d for s in early for d in s.decisions]
+        plan, entered = await self._plan(
+            reports, policy, cordons, now, elsewhere, lambda p: after_early(p, decisions)
+        )
+        settled = await self._act(plan, entered, now, logger)
         metrics.measure_round(self.key, plan, settled, len(ledger.known(cordons, now)))
         status = build_status(
             previous=self.status,
             findings=plan.findings,
             gates=plan.gates,
             policy=plan.policy,
-            records=settled.records,
+            records=[*settled.records, *(r for s in reversed(early) for r in s.records)],
             generation=generation,
             now=now,
             ignored=len(self.ignored),
@@ -164,6 +185,99 @@ class PolicyWatch:
             records=limits_ledger.entered_elsewhere(self.ledger, self.key, leases.identity),
         )
 
+    async def _poll(
+        self,
+        policy: Policy,
+        rolling: RollingRound,
+        cordons: Sequence[CordonedNode],
+        elsewhere: frozenset[str],
+        logger: Logger,
+    ) -> list[Settled]:
+        """Read every live pod's sidecar into `rolling`; meanwhile, decide the pods it
+        says are due (`rolling`) over its snapshot, at most one plan at a time and
+        spaced by `EARLY_PLAN_SPACING` times the last one's duration. Returns the early
+        settlements, oldest first."""
+        settings = self.runtime.settings
+        wake = asyncio.Event()
+
+        def arrived(report: PodReport) -> None:
+            if rolling.read(report):
+                wake.set()
+
+        async def read_all() -> None:
+            started = time.monotonic()
+            await poll_sidecars(
+                rolling.poll_order(),
+                timeout_seconds=settings.status_timeout_seconds,
+                concurrency=settings.status_poll_concurrency,
+                stale_after_seconds=stale_after_seconds(policy),
+                on_report=arrived,
+            )
+            metrics.POLL_DURATION.observe(time.monotonic() - started)
+
+        poll = asyncio.ensure_future(read_all())
+        early: list[Settled] = []
+        next_plan = 0.0
+        try:
+            while not poll.done():
+                waiting = asyncio.ensure_future(wake.wait())
+                await asyncio.wait({poll, waiting}, return_when=asyncio.FIRST_COMPLETED)
+                waiting.cancel()
+                if poll.done():
+                    break
+                if time.monotonic() < next_plan:
+                    await asyncio.wait({poll}, timeout=next_plan - time.monotonic())
+                    if poll.done():
+                        break
+                wake.clear()
+                due = rolling.take_due()
+                if not due:
+                    continue
+                settled = await self._act_early(policy, rolling, due, cordons, elsewhere, logger)
+                if settled is not None:
+                    early.append(settled)
+                next_plan = time.monotonic() + EARLY_PLAN_SPACING * self.plan_seconds
+            await poll
+        finally:
+            poll.cancel()
+        return early
+
+    async def _act_early(
+        self,
+        policy: Policy,
+        rolling: RollingRound,
+        due: frozenset[str],
+        cordons: Sequence[CordonedNode],
+        elsewhere: frozenset[str],
+        logger: Logger,
+    ) -> Settled | None:
+        """Plan over the rolling snapshot, carry out and settle what it decides on the
+        `due` pods (`rounds.early_slice`); None when it decides nothing on them."""
+        now = time.time()
+        plan, entered = await self._plan(
+            rolling.snapshot(), policy, cordons, now, elsewhere, lambda p: early_slice(p, due)
+        )
+        if not plan.decisions:
+            return None
+        settled = await self._act(plan, entered, now, logger)
+        metrics.measure_early(self.key, settled, now)
+        return settled
+
+    async def _act(self, plan: Plan, entered: bool, now: float, logger: Logger) -> Settled:
+        """Carry out `plan` (its cordons reserved before the first await; nothing when
+        it is not `entered` in the limits ledger), settle it, post its Events and keep
+        the history it leaves."""
+        for decision in plan.to_carry_out:
+            if decision.operation is Operation.CORDON_NODE and decision.node:
+                self.runtime.cordons.reserve(decision.node, self.key, now)
+        done = await self._carry_out(plan, logger) if entered else self._not_entered(plan)
+        if entered and plan.to_carry_out:
+            await self._enter_failures(done, now)
+        settled = settle_round(plan, done)
+        await self._post(settled.events, now)
+        self.history = settled.history
+        return settled
+
     async def _plan(
         self,
         reports: Sequence[PodReport],
@@ -171,13 +285,16 @@ class PolicyWatch:
         cordons: Sequence[CordonedNode],
         now: float,
         pods_elsewhere: frozenset[str],
+        part: Callable[[Plan], Plan],
     ) -> tuple[Plan, bool]:
-        """The round's plan, with the other replicas counted (sharding), and whether its
-        operations are in the limits ledger (always, without sharding)."""
+        """The part (`part` of the whole plan) of the round's plan to carry out and
+        settle, with the other replicas counted (sharding), and whether its operations
+        are in the limits ledger (always, without sharding). Only the end-of-round plan
+        (not a partial one) publishes the tallies."""
         leases = self.runtime.leases
         if leases is None:
             known = self.runtime.cordons.known(cordons, now)
-            return self._plan_with(reports, policy, self.history, known, now, (0, 0)), True
+            return part(self._plan_with(reports, policy, self.history, known, now, (0, 0))), True
         elsewhere = leases.tally_elsewhere(self.key)
         fresh = limits_ledger.DRY_RUN_FRESH_ROUNDS * policy.probes.probe_interval_seconds
         plan = None
@@ -187,18 +304,19 @@ class PolicyWatch:
             except KubeApiError as exc:  # no limits to count with: decide, carry out nothing
                 logging.getLogger(__name__).warning("Limits ledger not read: %s", exc)
                 known = self.runtime.cordons.known(cordons, now)
-                plan = self._plan_with(reports, policy, self.history, known, now, elsewhere)
+                plan = part(self._plan_with(reports, policy, self.history, known, now, elsewhere))
                 return plan, not plan.to_carry_out
             self.ledger = entries
             history = limits_ledger.merged(self.history, entries, self.key)
             pending = limits_ledger.pending_cordons(entries, now)
             known = self.runtime.cordons.known([*cordons, *pending], now)
             busy = limits_ledger.in_progress(entries, self.key, pods_elsewhere, now, fresh)
-            plan = self._plan_with(reports, policy, history, known, now, elsewhere, len(busy))
+            plan = part(self._plan_with(reports, policy, history, known, now, elsewhere, len(busy)))
             findings = plan.findings
-            unhealthy = sum(1 for f in findings.watched if f.unhealthy)
-            leases.tally[self.key] = (len(findings.watched), unhealthy)
-            leases.counts[self.key] = findings.counts()
+            if not plan.partial:
+                unhealthy = sum(1 for f in findings.watched if f.unhealthy)
+                leases.tally[self.key] = (len(findings.watched), unhealthy)
+                leases.counts[self.key] = findings.counts()
             records = [
                 record
                 for record in (action_record(d, "", now) for d in plan.decisions)
@@ -226,7 +344,8 @@ class PolicyWatch:
         elsewhere: tuple[int, int],
         busy_elsewhere: int = 0,
     ) -> Plan:
-        return plan_round(
+        began = time.monotonic()
+        plan = plan_round(
             reports,
             policy,
             history,
@@ -237,6 +356,8 @@ class PolicyWatch:
             elsewhere=elsewhere,
             busy_elsewhere=busy_elsewhere,
         )
+        self.plan_seconds = time.monotonic() - began
+        return plan
 
     async def _enter_failures(self, done: Sequence[Decision], now: float) -> None:
         """Enter again as failed the operations entered as acted that then failed, so that
@@ -279,19 +400,6 @@ class PolicyWatch:
                 logger.warning("Not watching pod %s: %s.", pod.key, problem)
         self.ignored = frozenset(ignored)
         return watched
-
-    async def _poll(self, policy: Policy, pods: Sequence[WatchedPod]) -> list[PodReport]:
-        settings = self.runtime.settings
-        started = time.monotonic()
-        live = [p for p in pods if not p.terminating]
-        reports = await poll_sidecars(
-            live,
-            timeout_seconds=settings.status_timeout_seconds,
-            concurrency=settings.status_poll_concurrency,
-            stale_after_seconds=stale_after_seconds(policy),
-        )
-        metrics.POLL_DURATION.observe(time.monotonic() - started)
-        return [*reports, *(PodReport(p) for p in pods if p.terminating)]
 
     async def _carry_out(self, plan: Plan, logger: Logger) -> list[Decision]:
         """Each decision of the plan to carry out, one after the other, as it ended."""

@@ -19,13 +19,22 @@ driver's I/O:
   starts from (`history.remember`: notices, records trimmed to an hour, the last
   election, node faults).
 
+Before its end, a round may decide some pods early (`rolling`: a verdict the policy
+restarts for, read while the poll goes on): `early_slice` keeps of a plan over the
+rolling snapshot only the decisions on those pods that restart or decommission (or
+would, in a dry run), with the pods' other decisions; the driver carries them out and
+settles the slice (a partial settling: the rest of the history stays). The
+end-of-round plan then leaves those pods to what was done (`after_early`): nothing on
+them is decided, reported, entered or carried out twice in one round, whatever the
+cooldown (which may be 0).
+
 Pure: `now` comes in; nothing is read from the cluster, the network or the clock.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from hangwatch.contracts import Verdict
@@ -43,6 +52,7 @@ from hangwatch_operator.reporting import (
     pod_reference,
     silence_message,
 )
+from hangwatch_operator.rolling import EARLY_OPERATIONS
 from hangwatch_operator.settings import OperatorSettings
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_operator.watched import CordonedNode
@@ -68,6 +78,10 @@ class Plan:
     """Keys of the decisions to report even if not carried out (new, changed, repeated)."""
     silences: tuple[SidecarSilence, ...]
     silent_news: tuple[SidecarSilence, ...]
+    partial: bool = False
+    """A slice decided before the round's end (`early_slice`)."""
+    settled_early: tuple[Decision, ...] = ()
+    """Decisions of this round settled before its end (`after_early`): still current."""
 
     @property
     def to_carry_out(self) -> tuple[Decision, ...]:
@@ -161,6 +175,41 @@ def plan_round(
     )
 
 
+def early_slice(plan: Plan, pods: Collection[str]) -> Plan:
+    """The part of `plan` to carry out and settle before the round's end: every decision
+    on those of `pods` (keys) with a restart or decommission acted on or dry run; empty
+    when there is none."""
+    chosen = {
+        d.pod.key
+        for d in plan.decisions
+        if d.pod is not None
+        and d.pod.key in pods
+        and d.operation in EARLY_OPERATIONS
+        and d.outcome in {Outcome.ACTED, Outcome.DRY_RUN}
+    }
+    decisions = tuple(d for d in plan.decisions if d.pod is not None and d.pod.key in chosen)
+    keys = {d.key for d in decisions}
+    return dataclasses.replace(
+        plan,
+        decisions=decisions,
+        due=plan.due & keys,
+        silences=(),
+        silent_news=(),
+        partial=True,
+    )
+
+
+def after_early(plan: Plan, early: Sequence[Decision]) -> Plan:
+    """The end-of-round `plan` without the pods `early` (decisions settled earlier in
+    the round) acted on or reported: those stand for them."""
+    pods = {d.pod.key for d in early if d.pod is not None}
+    decisions = tuple(d for d in plan.decisions if d.pod is None or d.pod.key not in pods)
+    keys = {d.key for d in decisions}
+    return dataclasses.replace(
+        plan, decisions=decisions, due=plan.due & keys, settled_early=tuple(early)
+    )
+
+
 def settle_round(plan: Plan, done: Sequence[Decision]) -> Settled:
     """The second half of a round: `done` holds the decisions of `plan.to_carry_out` as
     they ended (a note, or outcome `failed`); one left out of it failed."""
@@ -185,11 +234,12 @@ def settle_round(plan: Plan, done: Sequence[Decision]) -> Settled:
     findings = plan.findings
     history = remember(
         plan.history,
-        current=[*decisions, *plan.silences],
+        current=[*decisions, *plan.settled_early, *plan.silences],
         reported=[*reported, *plan.silent_news],
         records=records,
         election_seen=bool(findings.with_verdict(Verdict.LEADER_ELECTION)),
         faulty_nodes=findings.faulty_nodes,
         now=plan.now,
+        partial=plan.partial,
     )
     return Settled(decisions, reported, tuple(events), tuple(records), history)

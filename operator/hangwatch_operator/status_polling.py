@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hangwatch.wire import sidecar_http
 from hangwatch.wire.status import READ_LIMIT_BYTES
@@ -128,13 +128,18 @@ async def poll_sidecars(
     timeout_seconds: float,
     concurrency: int,
     stale_after_seconds: float,
+    on_report: Callable[[PodReport], None] | None = None,
 ) -> list[PodReport]:
-    """One report per pod, in the order given; never raises for a single sidecar."""
+    """One report per pod, in the order given; never raises for a single sidecar.
+    Reads start in that order; `on_report` is called with each report as its read ends."""
     gate = asyncio.Semaphore(concurrency)
 
     async def one(pod: WatchedPod) -> PodReport:
         async with gate:
-            return await poll_sidecar(pod, timeout_seconds, stale_after_seconds)
+            report = await poll_sidecar(pod, timeout_seconds, stale_after_seconds)
+        if on_report is not None:
+            on_report(report)
+        return report
 
     return list(await asyncio.gather(*(one(pod) for pod in pods)))
 

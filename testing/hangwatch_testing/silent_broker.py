@@ -3,7 +3,7 @@
 Kafka clients and hangwatch's probe connect to it and then wait on their request until
 their own timeout: the state of a frozen broker process or a half-dead host. It
 records the peer address of every connection it accepted and holds them open until
-closed.
+released or closed; tests/operator uses it as a sidecar that holds a round's poll.
 """
 
 from __future__ import annotations
@@ -32,6 +32,30 @@ class SilentBroker:
                 return
             self._held.append(conn)
             self.peers.append(f"{peer[0]}:{peer[1]}")
+
+    @property
+    def port(self) -> int:
+        return int(self.server.getsockname()[1])
+
+    def open_connections(self) -> int:
+        """Held connections whose peer has not closed (what it sent is read and dropped)."""
+        count = 0
+        for conn in list(self._held):
+            conn.setblocking(False)
+            try:
+                while conn.recv(65536):
+                    pass
+            except BlockingIOError:
+                count += 1  # nothing more to read, not closed
+            except OSError:
+                pass
+        return count
+
+    def release(self) -> None:
+        """Close every connection held so far (its peer reads the end); keep listening."""
+        held, self._held = self._held, []
+        for conn in held:
+            conn.close()
 
     def close(self) -> None:
         with contextlib.suppress(OSError):  # already shut

@@ -7,10 +7,12 @@ the sidecar writes it); a refused port, a socket that accepts and never answers
 (timeout, while the other sidecars' answers are not held up), an HTTP error, a
 non-JSON or wrong-schema body, an unknown verdict and a wedged sidecar (evaluation
 too old) each become a report with an error and no verdict; a pod without an IP is
-not dialled at all. The answer reader (`fetch_status`, `parse_answer`): an answer
-larger than 1 MiB is cut off and refused, one that is not HTTP, is chunked or is
-shorter than its Content-Length is refused; hypothesis: `parse_answer` returns or raises
-`StatusAnswerError` for any bytes, and reads back any status and body it is given.
+not dialled at all; each report is handed over as its read ends (`on_report`: an
+answering sidecar's before a silent one's). The answer reader (`fetch_status`,
+`parse_answer`): an answer larger than 1 MiB is cut off and refused, one that is not
+HTTP, is chunked or is shorter than its Content-Length is refused; hypothesis:
+`parse_answer` returns or raises `StatusAnswerError` for any bytes, and reads back any
+status and body it is given.
 """
 
 from __future__ import annotations
@@ -161,6 +163,33 @@ def test_a_silent_sidecar_times_out_without_holding_up_the_others() -> None:
     # silent one's request was still open: the polls ran side by side
     assert closed and answering.asked, (closed, answering.asked)
     assert answering.asked[0] < closed[0]
+
+
+def test_each_report_is_handed_over_as_its_read_ends() -> None:
+    """`on_report` gets the answering sidecar's report while the silent one's read is
+    still open (the order the reads ended in), and every report once."""
+    answering = FakeSidecar().start()
+    handed: list[tuple[str, bool]] = []
+    with socket.socket() as mute:  # accepts connections, never answers
+        mute.bind(("127.0.0.1", 0))
+        mute.listen(8)
+        pods = [_pod(mute.getsockname()[1]), _pod(answering.port, name="e2")]
+
+        async def run() -> list[PodReport]:
+            return await poll_sidecars(
+                pods,
+                timeout_seconds=0.4,
+                concurrency=8,
+                stale_after_seconds=60,
+                on_report=lambda r: handed.append((r.pod.name, r.status is not None)),
+            )
+
+        try:
+            reports = asyncio.run(run())
+        finally:
+            answering.close()
+    assert handed == [("e2", True), ("e1", False)]
+    assert [r.pod.name for r in reports] == ["e1", "e2"], "returned in the order given"
 
 
 def test_a_refused_port_and_a_pod_without_ip() -> None:
