@@ -47,9 +47,19 @@ Everything runs on loopback, measured in one run on this machine:
    poll its sidecars, its CPU; the full poll is the slowest replica's mean. The single
    replica of step 3 is stopped first: the two steps run one after the other in one run.
 
+5. The real API server (`--stages kube`, not run by default: it needs the kube tier's
+   build, scripts/build-kube.sh): a fresh control plane of that tier (etcd,
+   kube-apiserver, kube-controller-manager), the CRD, 50 nodes and `--pods` executor
+   pods as the webhook injects them, created through the API server bound to their node
+   and reported Running with pod IP 127.0.0.1 through `pods/status` by this benchmark
+   (no kubelet), 100 per real sidecar server; then an operator with the admin's
+   credentials: the time until the policy's status counts every pod as watched, and,
+   over three rounds, its RSS, mean poll of all sidecars and CPU.
+
     python benchmarks/operator.py [--seconds 10] [--settle 70] [--paths direct,kopf]
                                   [--flips 20] [--pods 2000] [--scale-flips 10]
-                                  [--replicas 3] [--stages webhook,flips,scale,replicas]
+                                  [--replicas 3]
+                                  [--stages webhook,flips,scale,replicas,kube]
 
 `--paths direct` alone measures `/inject-sidecar` only (e.g. on an older checkout,
 where that path is kopf's). Progress goes to stderr; results to stdout.
@@ -71,15 +81,17 @@ import ssl
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import kmock
+from kubernetes import client as kube_client
 from machine import cpu_model
 
 from hangwatch.contracts import Verdict
@@ -90,19 +102,30 @@ from hangwatch_testing.emulated_cluster import OperatorRun, running_operator
 from hangwatch_testing.ports import free_port
 from hangwatch_testing.processes import cpu_seconds
 from hangwatch_testing.remediation_cluster import (
+    BROKERS,
     FAST,
     PODS,
     POLICIES,
     VERBS,
     FakeSidecar,
     RemediationCluster,
+    remediating_operator,
     running_hangwatch_operator,
     scrape,
     stored_policy,
     watched_executor,
 )
 from hangwatch_testing.spark_pods import admission_review, executor_pod
+from hangwatch_testing.structural import policy_document
 from hangwatch_testing.waiting import wait_for
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the control plane helpers live with the tests
+
+from tests.kube.cluster import LocalCluster, local_cluster  # noqa: E402
+from tests.kube.fleet import ensure_node  # noqa: E402
+from tests.kube.release import admin_api  # noqa: E402
+from tests.kube.spark import ensure_namespace  # noqa: E402
 
 WEBHOOK_P99_TARGET_MS = 10.0
 FLIP_INTERVAL_SECONDS = 2
@@ -155,7 +178,7 @@ LADDER = (100, 200, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000, 2500, 3000)
 """Rates tried in order (per second) until one fails; 200 and 500 always run."""
 ALWAYS = (200, 500)
 PATHS = ("direct", "kopf")
-STAGES = ("webhook", "flips", "scale", "replicas")
+STAGES = ("webhook", "flips", "scale", "replicas", "kube")
 
 
 def webhook_path(name: str) -> str:
@@ -476,24 +499,27 @@ def store_fleet(
 ) -> list[tuple[str, FakeSidecar]]:
     """`pods` pods stored before any operator starts (kmock answers each request in time
     linear in its object count, so creating them through its HTTP API one by one would
-    take minutes), 100 per real sidecar server; the last `flips` of them with a sidecar
-    of their own, returned (name, sidecar) for the verdict-to-action flips."""
+    take minutes), 100 per real sidecar server; `flips` of them, spread over the list and
+    over the nodes (so over any order a round reads them in, not all read last), with a
+    sidecar of their own, returned (name, sidecar) for the verdict-to-action flips."""
     policy = stored_policy("fleet", "writers", safety={"maxActionsPerApplicationPerHour": 1000})
     sidecars = []
     for _ in range(max(1, (pods - flips) // PODS_PER_SIDECAR)):
         sidecar = FakeSidecar().start()
         stack.callback(sidecar.close)
         sidecars.append(sidecar)
+    step = pods // max(1, flips)
+    flipped = {k * step + (k * 5) % step for k in range(flips)}
     own = []
     for index in range(pods):
-        if index >= pods - flips:
+        if index in flipped:
             sidecar = TimedSidecar().start()
             stack.callback(sidecar.close)
         else:
             sidecar = sidecars[index % len(sidecars)]
         body = watched_executor(policy, index + 1, sidecar.port, node=f"node-{index % 50}")
         cluster.put(PODS, "fleet", body["metadata"]["name"], body)
-        if index >= pods - flips:
+        if index in flipped:
             own.append((body["metadata"]["name"], sidecar))
         if index % 500 == 0:
             progress(f"scale: {index}/{pods} pods stored")
@@ -644,6 +670,131 @@ def bench_replicas(stack: ExitStack, workdir: Path, pods: int, replicas: int) ->
     return {"watched_after": watched_after, "replicas": steady, "load": os.getloadavg()[0]}
 
 
+# --- 5. the real API server --------------------------------------------------------
+
+KUBE_NODES = 50
+KUBE_WRITERS = 8
+"""Threads creating the pods (each its own client): a kubelet per node reports its pods."""
+
+
+@dataclass(frozen=True)
+class AdminKubeconfig:
+    """The control plane's admin kubeconfig, for `running_hangwatch_operator`."""
+
+    cluster: LocalCluster
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        return self.cluster.admin_kubeconfig
+
+
+def store_on_apiserver(stack: ExitStack, cluster: LocalCluster, pods: int) -> None:
+    """The CRD, 50 nodes, one policy and `pods` executor pods as the webhook injects them,
+    created through the API server bound to their node, then Running with pod IP
+    127.0.0.1 through `pods/status` (no kubelet here: the benchmark plays it), 100 pods per
+    real sidecar server (its port the pod's `hangwatch` port)."""
+    cluster.kubectl("apply", "-f", str(ROOT / "crds"))
+    crd = "crd/producerhealthpolicies.hangwatch.dev"
+    cluster.kubectl("wait", "--for", "condition=established", crd, "--timeout", "60s")
+    ensure_namespace(cluster, "fleet")
+    for node in range(KUBE_NODES):
+        ensure_node(cluster, f"node-{node}")
+    policy = policy_document(
+        "fleet", "writers", list(BROKERS), safety={"maxActionsPerApplicationPerHour": 1000}
+    )
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(policy))
+    sidecars = []
+    for _ in range(max(1, pods // PODS_PER_SIDECAR)):
+        sidecar = FakeSidecar().start()
+        stack.callback(sidecar.close)
+        sidecars.append(sidecar)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    running = {
+        "status": {
+            "phase": "Running",
+            "podIP": "127.0.0.1",
+            "podIPs": [{"ip": "127.0.0.1"}],
+            "hostIP": "127.0.0.1",
+            "startTime": now,
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
+        }
+    }
+    stored = [0]
+    failed: list[str] = []
+
+    def write(indices: range) -> None:
+        with admin_api(cluster) as api:
+            core = kube_client.CoreV1Api(api)
+            for index in indices:
+                port = sidecars[index % len(sidecars)].port
+                body = watched_executor(policy, index + 1, port, node=f"node-{index % KUBE_NODES}")
+                del body["status"], body["metadata"]["uid"]
+                try:
+                    core.create_namespaced_pod("fleet", cast(Any, body), _preload_content=False)
+                    name = body["metadata"]["name"]
+                    core.patch_namespaced_pod_status(name, "fleet", running, _preload_content=False)
+                except kube_client.ApiException as exc:
+                    failed.append(f"{body['metadata']['name']}: {exc.status} {exc.reason}")
+                    return
+                stored[0] += 1
+
+    writers = [
+        threading.Thread(target=write, args=(range(start, pods, KUBE_WRITERS),), daemon=True)
+        for start in range(KUBE_WRITERS)
+    ]
+    for writer in writers:
+        writer.start()
+    while any(writer.is_alive() for writer in writers):
+        progress(f"kube: {stored[0]}/{pods} pods stored and Running")
+        time.sleep(1)
+    if failed:
+        raise SystemExit(f"benchmark: pods not stored on the API server: {failed[0]}")
+    done(f"kube: {pods} pods stored and Running")
+
+
+def bench_kube(stack: ExitStack, workdir: Path, pods: int) -> dict[str, Any]:
+    """A fresh control plane (etcd, kube-apiserver, kube-controller-manager: the kube
+    tier's) holding `pods` pods, then a fresh operator watching them: time to watch them
+    all, then three rounds (RSS, mean poll of all sidecars, CPU)."""
+    cluster = stack.enter_context(local_cluster())
+    stored_at = time.monotonic()
+    store_on_apiserver(stack, cluster, pods)
+    stored_in = time.monotonic() - stored_at
+    started = time.monotonic()
+    operator, metrics_port = stack.enter_context(  # the sidecars' timeout: the default
+        remediating_operator(AdminKubeconfig(cluster), workdir, status_timeout_seconds=2.0)
+    )
+
+    def watched() -> bool:
+        got = cluster.kubectl("get", "phpolicy", "writers", "-n", "fleet", "-o", "json")
+        return bool(json.loads(got.stdout).get("status", {}).get("watched") == pods)
+
+    wait_until("every pod watched (real API server)", watched, operator)
+    watched_after = time.monotonic() - started
+    done(f"kube: {pods} pods watched {watched_after:.1f} s after the operator started")
+    (steady,) = measure_rounds([(operator, metrics_port)], f"kube: {pods} pods")
+    return {
+        "stored_in": stored_in,
+        "watched_after": watched_after,
+        "steady": steady.steady,
+        "max": max(steady.rss),
+        "mean_poll_all": steady.mean_poll_all,
+        "operator_cpu": steady.operator_cpu,
+        "load": os.getloadavg()[0],
+    }
+
+
+def report_kube(kube: dict[str, Any], idle: float, pods: int) -> None:
+    per_pod = (kube["steady"] - idle) * 1024 / pods
+    print(
+        f"real API server, {pods} pods (stored and Running in {kube['stored_in']:.0f} s): "
+        f"every pod watched {kube['watched_after']:.1f} s after the operator started; "
+        f"operator RSS {kube['steady']:.0f} MiB (max {kube['max']:.0f}): {per_pod:.1f} KiB "
+        f"per pod over the idle {idle:.0f} MiB; mean poll of all sidecars "
+        f"{kube['mean_poll_all'] * 1000:.0f} ms; operator CPU {kube['operator_cpu']:.0%} of a "
+        f"core, load average {kube['load']:.1f}"
+    )
+
+
 @contextmanager
 def operator_on(
     cluster: RemediationCluster, workdir: Path, webhook_port: int, metrics_port: int
@@ -654,7 +805,7 @@ def operator_on(
         yield operator, ca
 
 
-def main() -> int:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else "")
     parser.add_argument("--seconds", type=float, default=10.0, help="per webhook rate")
     parser.add_argument("--paths", default="direct,kopf", help="webhook paths: direct, kopf")
@@ -670,15 +821,24 @@ def main() -> int:
     parser.add_argument("--scale-flips", type=int, default=10, help="flips at --pods pods")
     parser.add_argument("--replicas", type=int, default=3, help="for the replicas stage")
     parser.add_argument(
-        "--stages", default=",".join(STAGES), help="of webhook, flips, scale, replicas"
+        "--stages",
+        default=",".join(name for name in STAGES if name != "kube"),
+        help="of webhook, flips, scale, replicas, kube (kube: not by default, it needs "
+        "scripts/build-kube.sh)",
     )
     args = parser.parse_args()
-    paths = [name for name in args.paths.split(",") if name]
-    if not paths or set(paths) - set(PATHS):
+    args.paths = [name for name in args.paths.split(",") if name]
+    if not args.paths or set(args.paths) - set(PATHS):
         parser.error(f"--paths: a comma-separated list of {', '.join(PATHS)}")
-    stages = [name for name in args.stages.split(",") if name]
-    if not stages or set(stages) - set(STAGES):
+    args.stages = [name for name in args.stages.split(",") if name]
+    if not args.stages or set(args.stages) - set(STAGES):
         parser.error(f"--stages: a comma-separated list of {', '.join(STAGES)}")
+    return args
+
+
+def main() -> int:
+    args = arguments()
+    paths, stages = args.paths, args.stages
     print(f"machine: {os.cpu_count()} CPUs, {cpu_model()}, Python {platform.python_version()}")
     print(f"load average before: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     webhook_port, metrics_port = free_port(), free_port()
@@ -686,7 +846,7 @@ def main() -> int:
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         cluster = stack.enter_context(RemediationCluster())
         cluster.create(POLICIES, "spark-jobs", stored_policy("spark-jobs", "writers"))
-        workdirs = [Path(tmp) / name for name in ("webhook", "first", "second", "third")]
+        workdirs = [Path(tmp) / name for name in ("webhook", "first", "second", "third", "kube")]
         for workdir in workdirs:
             workdir.mkdir()
         print("measuring (progress on stderr)", file=sys.stderr)
@@ -705,6 +865,9 @@ def main() -> int:
                 memory = bench_memory(scale, workdirs[2], args.pods, args.scale_flips)
         if "replicas" in stages:
             fleet = bench_replicas(stack, workdirs[3], args.pods, args.replicas)
+        if "kube" in stages:
+            with ExitStack() as kube_stack:
+                kube = bench_kube(kube_stack, workdirs[4], args.pods)
     if "webhook" in stages:
         report_webhook(hook, args.seconds)
     if "flips" in stages:
@@ -713,6 +876,8 @@ def main() -> int:
         report_scale(memory, idle, args.pods)
     if "replicas" in stages:
         report_replicas(fleet, idle, args.pods)
+    if "kube" in stages:
+        report_kube(kube, idle, args.pods)
     print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

@@ -11,7 +11,9 @@ this replica stops leading (kopf peering pauses every handler of a standby repli
 from the first complete list of the pods on. With sharding (`OperatorSettings.shards`
 above 0) start-up also starts `replica_leases.ReplicaLeases`, kopf peering is off, and
 each round gets only the pods of the shards this replica holds (and the keys of the
-others, whose operations in progress count against `maxConcurrent`).
+others, whose operations in progress count against `maxConcurrent`), and a look at the
+pod store's present pods, so that a plan within the round leaves out pods gone since
+it began.
 Loaded together with `webhook` by `hangwatch operator` (`operator_cli`), or with
 `kopf run -m hangwatch_operator.webhook -m hangwatch_operator.handlers`.
 """
@@ -150,6 +152,11 @@ async def remediate_policy(
             return
         await stopped.wait(LIST_WAIT_STEP_SECONDS)
     watch = PolicyWatch(started.runtime, namespace or "", name, body.get("status"))
+    store = started.pods.store
+
+    def present() -> set[str]:
+        return {pod.key for pod in store.pods(watch.namespace, name)}
+
     try:
         while not stopped:
             began = time.monotonic()
@@ -160,7 +167,14 @@ async def remediate_policy(
                 elsewhere = frozenset(p.key for p in pods if not leases.judges(p.uid, owned))
                 pods = [pod for pod in pods if leases.judges(pod.uid, owned)]
             cordons = [node for store in hangwatch_cordons.values() for node in store]
-            interval = await watch.round(body, pods, cordons, logger, elsewhere)
+            interval = await watch.round(
+                body,
+                pods,
+                cordons,
+                logger,
+                elsewhere,
+                present,
+            )
             await stopped.wait(max(0.0, interval - (time.monotonic() - began)))
     finally:
         operator_metrics.forget_policy(watch.key)

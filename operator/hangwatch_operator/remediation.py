@@ -39,7 +39,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,6 +120,8 @@ class PolicyWatch:
         """Labelled pods not watched, as of the last round (each logged once)."""
         self.ledger: tuple[limits_ledger.Entry, ...] = ()
         """The limits ledger as this round's plan read it (sharding)."""
+        self.present: Callable[[], Collection[str]] | None = None
+        """The keys of the policy's pods in the cluster now (see `round`)."""
         self.plan_seconds = 0.0
         """How long the last plan took (its CPU: a plan never awaits)."""
         self.latest: dict[str, PodReport] = {}
@@ -132,9 +134,13 @@ class PolicyWatch:
         cordons: Sequence[CordonedNode],
         logger: Logger,
         elsewhere: frozenset[str] = frozenset(),
+        present: Callable[[], Collection[str]] | None = None,
     ) -> float:
         """One poll-plan-act-report round; returns seconds until the next one.
-        `elsewhere`: keys of the policy's pods other replicas judge (sharding)."""
+        `elsewhere`: keys of the policy's pods other replicas judge (sharding);
+        `present`: the keys of the policy's pods in the cluster now (the pod store), so
+        that each plan leaves out the pods gone since the round began."""
+        self.present = present
         generation = (body.get("metadata") or {}).get("generation")
         try:
             policy = parse_policy(body)
@@ -146,7 +152,7 @@ class PolicyWatch:
         rolling = RollingRound(watched, self.latest, restarting_verdicts(policy))
         early = await self._poll(policy, rolling, cordons, elsewhere, logger)
         self.latest = rolling.latest
-        reports = rolling.snapshot()
+        reports = rolling.snapshot(self._gone(rolling))
         now = time.time()
         ledger = self.runtime.cordons
         decisions = [d for s in early for d in s.decisions]
@@ -242,6 +248,13 @@ class PolicyWatch:
             poll.cancel()
         return early
 
+    def _gone(self, rolling: RollingRound) -> frozenset[str]:
+        """The round's pods no longer in the cluster (none known without `present`)."""
+        if self.present is None:
+            return frozenset()
+        present = self.present()
+        return frozenset(p.key for p in rolling.pods if p.key not in present)
+
     async def _act_early(
         self,
         policy: Policy,
@@ -254,8 +267,9 @@ class PolicyWatch:
         """Plan over the rolling snapshot, carry out and settle what it decides on the
         `due` pods (`rounds.early_slice`); None when it decides nothing on them."""
         now = time.time()
+        reports = rolling.snapshot(self._gone(rolling))
         plan, entered = await self._plan(
-            rolling.snapshot(), policy, cordons, now, elsewhere, lambda p: early_slice(p, due)
+            reports, policy, cordons, now, elsewhere, lambda p: early_slice(p, due)
         )
         if not plan.decisions:
             return None

@@ -34,7 +34,7 @@ Pure: no I/O, no clock.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator.operations import Operation
@@ -140,12 +140,18 @@ class RollingRound:
         self.due.clear()
         return due
 
-    def snapshot(self) -> list[PodReport]:
+    def snapshot(self, gone: Collection[str] = ()) -> list[PodReport]:
         """One report per watched pod: the latest of each live pod (a pod never read: an
-        error report, which no early plan sees), then the terminating pods, unpolled."""
+        error report, which no early plan sees), then the terminating pods, unpolled;
+        without the pods `gone` from the cluster since the round began (a restart
+        carried out earlier in the round is in progress until its pod is gone)."""
         return [
-            *(self.latest.get(p.key) or PodReport(p, error="not read yet") for p in self.live),
-            *(PodReport(p) for p in self.pods if p.terminating),
+            *(
+                self.latest.get(p.key) or PodReport(p, error="not read yet")
+                for p in self.live
+                if p.key not in gone
+            ),
+            *(PodReport(p) for p in self.pods if p.terminating and p.key not in gone),
         ]
 
     def complete(self) -> bool:

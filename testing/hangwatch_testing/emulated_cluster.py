@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 import kmock
 
@@ -185,9 +185,15 @@ class OperatorRun:
         self.wait_for(f"log line {text!r}", lambda: text in self.log())
 
 
+class Kubeconfigured(Protocol):
+    """A cluster an operator process can be pointed at (the emulator, a real API server)."""
+
+    def write_kubeconfig(self, path: Path) -> Path: ...
+
+
 @contextmanager
 def operator_process(
-    cluster: EmulatedCluster,
+    cluster: Kubeconfigured,
     workdir: Path,
     settings: dict[str, Any],
     command: list[str],

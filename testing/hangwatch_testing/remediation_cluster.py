@@ -36,7 +36,12 @@ from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation
 from hangwatch_sidecar.server import StatusServer
 from hangwatch_sidecar.state import SidecarState
 from hangwatch_sidecar.verdicts import Assessment, PodAssessment
-from hangwatch_testing.emulated_cluster import EmulatedCluster, OperatorRun, operator_process
+from hangwatch_testing.emulated_cluster import (
+    EmulatedCluster,
+    Kubeconfigured,
+    OperatorRun,
+    operator_process,
+)
 from hangwatch_testing.ports import free_port
 from hangwatch_testing.spark_pods import driver_pod, executor_pod
 from hangwatch_testing.structural import (
@@ -237,7 +242,7 @@ def watched_executor(
 
 @contextmanager
 def running_hangwatch_operator(
-    cluster: EmulatedCluster, workdir: Path, settings: dict[str, Any], *args: str
+    cluster: Kubeconfigured, workdir: Path, settings: dict[str, Any], *args: str
 ) -> Iterator[OperatorRun]:
     """`python -m hangwatch operator --standalone --all-namespaces` against `cluster`."""
     command = [sys.executable, "-m", "hangwatch", "operator", "--standalone", "--all-namespaces"]
@@ -253,7 +258,7 @@ def poll_rounds(metrics_port: int, policy_key: str) -> float:
 
 @contextmanager
 def remediating_operator(
-    cluster: EmulatedCluster, workdir: Path, **settings: Any
+    cluster: Kubeconfigured, workdir: Path, **settings: Any
 ) -> Iterator[tuple[OperatorRun, int]]:
     """The operator on loopback (webhook and /metrics on 127.0.0.1, free ports, sidecars
     given 0.5 s), once its remediation started; yields it and its /metrics port."""

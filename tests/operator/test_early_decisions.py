@@ -17,8 +17,9 @@ operations in progress than `maxConcurrent`, and the end-of-round plan decides,
 reports and carries out nothing on the pods decided early. A partial settling keeps the
 other pods' notices, the last election and the node faults. Gates closed by what was
 read this round hold early plans; the documented staleness: a gate that a pod not yet
-read this round will close is not seen by an early plan. Dry runs are decided early too
-(reported once).
+read this round will close is not seen by an early plan. A pod restarted early counts
+against `maxConcurrent` until it is gone from the cluster, then no longer. Dry runs are
+decided early too (reported once).
 """
 
 from __future__ import annotations
@@ -308,6 +309,29 @@ def test_a_gate_closed_by_a_pod_not_read_yet_is_seen_at_the_rounds_end_only() ->
     result = simulate(pods, previous, current, policy(), order=order)
     (early,) = result.early
     assert [d.target for d in early.decisions] == ["jobs/e1"]
+
+
+def test_a_pod_restarted_early_counts_in_progress_until_it_is_gone() -> None:
+    """maxConcurrent 1: e0 is restarted early; e3's news later in the same round waits
+    while e0 is still in the cluster, and is acted on early once e0 is gone."""
+    pods = [pod(f"e{i}", node=f"n{i}") for i in range(6)]
+    previous = _by_key([_read(p, OK) for p in pods])
+    the_policy = policy()
+    for gone, expected in ((frozenset(), []), (frozenset({"jobs/e0"}), ["jobs/e3"])):
+        history = History()
+        rolling = RollingRound(pods, previous, restarting_verdicts(the_policy))
+        acted = []
+        for p in rolling.poll_order():
+            if not rolling.read(_read(p, HUNG if p.name in {"e0", "e3"} else OK)):
+                continue
+            due = rolling.take_due()
+            after = gone if acted else frozenset()
+            whole = plan_round(rolling.snapshot(after), the_policy, history, NOW, policy_key=KEY)
+            part = early_slice(whole, due)
+            settled = settle_round(part, [_done(d) for d in part.to_carry_out])
+            history = settled.history
+            acted += [d.target for d in part.to_carry_out]
+        assert acted == ["jobs/e0", *expected]
 
 
 def test_a_dry_run_is_decided_early_and_reported_once() -> None:
