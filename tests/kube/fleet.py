@@ -172,9 +172,12 @@ class TaintingController:
             while not self._stop.is_set() and len(self.added) < 400:
                 node = core.read_node(self.node)
                 key = f"other.example/t{len(self.added)}"
-                taints = list(node.spec.taints or [])
-                taints.append(client.V1Taint(key=key, effect="PreferNoSchedule"))
-                node.spec.taints = taints
+                spec = node.spec
+                assert spec is not None, f"node {self.node} has no spec"
+                spec.taints = [
+                    *(spec.taints or []),
+                    client.V1Taint(key=key, effect="PreferNoSchedule"),
+                ]
                 try:
                     core.replace_node(self.node, node)  # carries resourceVersion: conditional
                 except client.ApiException as exc:
