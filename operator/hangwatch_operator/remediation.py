@@ -74,6 +74,7 @@ from hangwatch_operator.rounds import (
     early_slice,
     plan_round,
     settle_round,
+    storm_in_sample,
 )
 from hangwatch_operator.settings import OperatorSettings
 from hangwatch_operator.sidecar_status import PodReport
@@ -265,8 +266,16 @@ class PolicyWatch:
         logger: Logger,
     ) -> Settled | None:
         """Plan over the rolling snapshot, carry out and settle what it decides on the
-        `due` pods (`rounds.early_slice`); None when it decides nothing on them."""
+        `due` pods (`rounds.early_slice`); None when it decides nothing on them, or when
+        the pods read this round close the unhealthy-share gate on their own
+        (`rounds.storm_in_sample`: the round's end decides them)."""
         now = time.time()
+        storm = storm_in_sample(rolling.sample(), policy)
+        if storm is not None:
+            logger.info(
+                "Early decision on %s held for the round's end: %s.", ", ".join(sorted(due)), storm
+            )
+            return None
         reports = rolling.snapshot(self._gone(rolling))
         plan, entered = await self._plan(
             reports, policy, cordons, now, elsewhere, lambda p: early_slice(p, due)

@@ -26,7 +26,11 @@ than the end-of-round plan's input, never fresher. A gate that pods not yet read
 round would close (an election, a broker-wide fault, the unhealthy share) is missed by
 an early plan and seen by the round's end, after the early action; `maxConcurrent`,
 the rate limit and cooldowns bound what can happen meanwhile, as they bound a round in
-which a fault begins just after the first sidecars were read.
+which a fault begins just after the first sidecars were read. The unhealthy share is
+also judged over the pods read this round alone (`sample`, `rounds.storm_in_sample`):
+at the start of a shared fault the snapshot's share is diluted by reports from before
+it, the sample's is not, and an early plan waits for the round's end while the sample
+alone would close the gate.
 
 Pure: no I/O, no clock.
 """
@@ -153,6 +157,10 @@ class RollingRound:
             ),
             *(PodReport(p) for p in self.pods if p.terminating and p.key not in gone),
         ]
+
+    def sample(self) -> list[PodReport]:
+        """The reports read so far this round (`rounds.storm_in_sample`)."""
+        return [self.latest[key] for key in sorted(self.fresh)]
 
     def complete(self) -> bool:
         """Every live pod read this round."""

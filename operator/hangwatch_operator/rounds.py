@@ -175,6 +175,20 @@ def plan_round(
     )
 
 
+def storm_in_sample(sample: Sequence[PodReport], policy: Policy) -> str | None:
+    """The unhealthy-share gate over `sample` alone: the pods read so far this round.
+
+    An early plan (`rolling`) counts the pods not yet read by their last round's report,
+    so at the start of a shared fault (many pods turning unhealthy at once) its share is
+    diluted by reports from before it: 60 hung pods on the first node read of a
+    10,000-pod fleet are 0.6 % of the snapshot and 30 % of what this round has read. An
+    early plan is held while the pods read this round would close the gate on their own
+    (`decisions.assess_gates`' rule, `STORM_MIN_PODS` included); the round's end decides
+    over every pod as before. The pods other replicas judge are not in the sample."""
+    findings = correlate(sample, node_fault_min_pods=policy.safety.node_fault_min_pods)
+    return assess_gates(findings, policy, History(), 0.0).storm
+
+
 def early_slice(plan: Plan, pods: Collection[str]) -> Plan:
     """The part of `plan` to carry out and settle before the round's end: every decision
     on those of `pods` (keys) with a restart or decommission acted on or dry run; empty

@@ -17,9 +17,11 @@ operations in progress than `maxConcurrent`, and the end-of-round plan decides,
 reports and carries out nothing on the pods decided early. A partial settling keeps the
 other pods' notices, the last election and the node faults. Gates closed by what was
 read this round hold early plans; the documented staleness: a gate that a pod not yet
-read this round will close is not seen by an early plan. A pod restarted early counts
-against `maxConcurrent` until it is gone from the cluster, then no longer. Dry runs are
-decided early too (reported once).
+read this round will close is not seen by an early plan, except the unhealthy share,
+which is also judged over the pods read this round alone: the start of a shared fault
+read on the first node holds early plans although the snapshot's share is diluted. A
+pod restarted early counts against `maxConcurrent` until it is gone from the cluster,
+then no longer. Dry runs are decided early too (reported once).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from hangwatch_operator.rounds import (
     early_slice,
     plan_round,
     settle_round,
+    storm_in_sample,
 )
 from hangwatch_operator.sidecar_status import PodReport
 from hangwatch_operator.watched import WatchedPod
@@ -99,6 +102,8 @@ def simulate(
             continue
         dues += 1
         due = rolling.take_due()
+        if storm_in_sample(rolling.sample(), the_policy) is not None:
+            continue  # held for the round's end, as `remediation` holds it
         whole = plan_round(rolling.snapshot(), the_policy, history, NOW, policy_key=KEY)
         part = early_slice(whole, due)
         if not part.decisions:
@@ -295,6 +300,30 @@ def test_a_gate_closed_by_this_rounds_reads_holds_early_plans() -> None:
     assert result.dues == 1 and result.early == [], "due, planned, suppressed: nothing early"
     (restart,) = [d for d in result.final.decisions if d.operation is Operation.RESTART]
     assert restart.suppression is Suppression.LEADER_ELECTION
+
+
+def test_a_shared_fault_read_first_on_one_node_holds_early_plans() -> None:
+    """The start of a shared fault: 60 of 100 pods (6 on each node) turn hung at once.
+    Once the first node is read, the rolling snapshot (the other 90 pods as last round)
+    has an unhealthy share of 6 %, and a plan over it would restart one (shown); the
+    pods read this round have 60 %, above `maxUnhealthyShare` (0.5): nothing is acted on
+    early, and the round's end closes the gate over every pod."""
+    pods = [pod(f"e{n}{i}", node=f"n{n}") for n in range(10) for i in range(10)]
+    previous = _by_key([_read(p, OK) for p in pods])
+    current = {p.key: _read(p, HUNG if int(p.name[2]) < 6 else OK) for p in pods}
+    the_policy = policy()
+
+    rolling = RollingRound(pods, previous, restarting_verdicts(the_policy))
+    for p in pods[:10]:
+        rolling.read(current[p.key])
+    assert rolling.take_due() and storm_in_sample(rolling.sample(), the_policy) is not None
+    diluted = plan_round(rolling.snapshot(), the_policy, History(), NOW, policy_key=KEY)
+    assert any(d.operation is Operation.RESTART for d in diluted.to_carry_out)
+
+    result = simulate(pods, previous, current, the_policy, order=[p.key for p in pods])
+    assert result.dues >= 1 and result.early == []
+    restarts = [d for d in result.final.decisions if d.operation is Operation.RESTART]
+    assert restarts and all(d.suppression is Suppression.STORM for d in restarts)
 
 
 def test_a_gate_closed_by_a_pod_not_read_yet_is_seen_at_the_rounds_end_only() -> None:
