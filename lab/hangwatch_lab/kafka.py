@@ -261,6 +261,17 @@ def _free_ports(count: int) -> list[int]:
             sock.close()
 
 
+START_ATTEMPTS = 3
+"""Starts of a cluster on kernel-picked ports: another process may bind a port the lab
+picked before the node that was to listen on it does (the kernel freed it between the
+pick and the bind: a race no choice of port avoids), so a start is made again on new
+ports, at most this many times in all. Ports a caller fixed are never retried."""
+
+
+class PortTakenError(LabSetupError):
+    """A port the lab picked was taken before its node listened on it."""
+
+
 def _port_in_use(port: int) -> bool:
     """True when something listens on 127.0.0.1:port (a broker could not bind it)."""
     with socket.socket() as sock:
@@ -498,7 +509,7 @@ class KafkaLab(Lab):
         self._lib = kafkajars.ensure_jars(self.kafka_version)
         atexit.register(self.close)
         try:
-            self._start_nodes()
+            self._start_nodes_retrying()
             self._create_topics(self.topics)
         except BaseException:
             self.close()
@@ -514,6 +525,43 @@ class KafkaLab(Lab):
             },
         )
         return self
+
+    def _start_nodes_retrying(self) -> None:
+        """`_start_nodes`, again on new ports (`START_ATTEMPTS`) when a port it picked was
+        taken before its node listened on it; with fixed ports, the error at once."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                self._start_nodes()
+                return
+            except PortTakenError as exc:
+                if self._fixed_ports or attempt == START_ATTEMPTS:
+                    raise
+                log.warning(
+                    "a port was taken while starting; starting again on new ports",
+                    extra={"attempt": attempt, "error": str(exc)},
+                )
+                self._discard_nodes()
+                self._nodes.clear()
+                self._controller_nodes.clear()
+                self.brokers.clear()
+
+    def _discard_nodes(self) -> None:
+        """Kill every node's JVM (frozen ones woken first), end their spawner, remove
+        their files: a failed start's, or the lab's at `close` (which keeps the nodes'
+        records for what reads them after)."""
+        nodes = list(self._all_nodes().values())
+        for node in nodes:
+            if node.proc is not None and node.proc.poll() is None:
+                node.proc.send_signal(signal.SIGCONT)
+                node.proc.kill()
+        for node in nodes:
+            if node.proc is not None:
+                node.proc.wait()
+        if self._spawner is not None:
+            self._spawner.close()
+            self._spawner = None
+        if self.data_dir is not None:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def _start_nodes(self) -> None:
         n = self.broker_count
@@ -582,7 +630,7 @@ class KafkaLab(Lab):
             if not port:
                 continue
             if _port_in_use(port):
-                raise LabSetupError(
+                raise PortTakenError(
                     f"{step}: port {HOST}:{port} is in use; stop what listens there "
                     "(or let the kernel pick the ports of a new lab)"
                 )
@@ -773,7 +821,8 @@ class KafkaLab(Lab):
                 else "see the cause above"
             )
             kind = "broker" if node.port else "controller"
-            raise LabSetupError(
+            error = PortTakenError if "Address already in use" in cause else LabSetupError
+            raise error(
                 f"{step}: {kind} {node_id} exited (code {node.proc.returncode}): {cause}; {hint}"
             )
 
@@ -1040,22 +1089,12 @@ class KafkaLab(Lab):
                 return
             self._closed.set()
             self._blackholes.close()
-            nodes = list(self._all_nodes().values())
+            had_nodes = bool(self._all_nodes())
         for thread in list(self._election_threads.values()):
             thread.join(timeout=5)
-        for node in nodes:
-            if node.proc is not None and node.proc.poll() is None:
-                node.proc.send_signal(signal.SIGCONT)
-                node.proc.kill()
-        for node in nodes:
-            if node.proc is not None:
-                node.proc.wait()
-        if self._spawner is not None:
-            self._spawner.close()
-        if self.data_dir is not None:
-            shutil.rmtree(self.data_dir, ignore_errors=True)
+        self._discard_nodes()
         atexit.unregister(self.close)
-        if nodes:
+        if had_nodes:
             log.info("lab down", extra={"engine": "kafka", "bootstrap": self.bootstrap})
 
     def alive(self) -> bool:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from hangwatch.errors import LabSetupError
-from hangwatch_lab import Lab, netfilter
+from hangwatch_lab import Lab, kafka, netfilter
 from hangwatch_lab.kafka import DATA_PREFIX, remove_stale_data_dirs, run_state
 from hangwatch_testing.waiting import wait_for
 from tests.lab.clients import connect_outcome, lab_cli, lab_command
@@ -158,6 +158,33 @@ def test_brokers_not_ready_in_time_are_one_line_exit_3(tmp_path: Path) -> None:
         _lab_up(tmp_path, "--ready-timeout", "0.5"), "starting the cluster: brokers [1, 2, 3]"
     )
     assert "not ready within" in line
+
+
+def test_a_picked_port_taken_before_its_broker_binds_starts_again_on_new_ports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race CI met ("broker 1 exited (code 1): Address already in use"): another
+    process bound a port between the lab's pick and its broker's bind. Here the first
+    pick hands out a port a squatter listens on; the lab starts again on new ports."""
+    picks: list[list[int]] = []
+    real = kafka._free_ports
+
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+
+        def racing(count: int) -> list[int]:
+            ports = real(count)
+            picks.append([taken, *ports[1:]] if not picks else ports)
+            return picks[-1]
+
+        monkeypatch.setattr(kafka, "_free_ports", racing)
+        with Lab(brokers=1, engine="kafka") as lab:
+            assert len(picks) == 2 and picks[0][0] == taken
+            assert lab.bootstrap == f"127.0.0.1:{picks[1][0]}" != f"127.0.0.1:{taken}"
+    assert processes_with(_marker(os.getpid())) == []
+    assert _data_dirs(os.getpid()) == []
 
 
 def test_a_port_in_use_is_refused_before_any_jvm_starts() -> None:
