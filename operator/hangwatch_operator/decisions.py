@@ -161,16 +161,23 @@ def assess_gates(
     elif history.last_election_ts is not None and now - history.last_election_ts < grace:
         ago = now - history.last_election_ts
         election = f"a leader election ended {ago:.0f} s ago (electionGraceSeconds {grace})"
+    return Gates(cluster, election, storm_gate(findings, policy, elsewhere))
+
+
+def storm_gate(
+    findings: Findings, policy: Policy, elsewhere: tuple[int, int] = (0, 0)
+) -> str | None:
+    """Why the unhealthy share closes the gate (at least `STORM_MIN_PODS` unhealthy pods,
+    more than `maxUnhealthyShare` of the watched ones, `elsewhere` counted), else None."""
     watched = len(findings.watched) + elsewhere[0]
     bad = sum(1 for f in findings.watched if f.unhealthy) + elsewhere[1]
     share = policy.safety.max_unhealthy_share
-    storm = None
     if bad >= STORM_MIN_PODS and bad > share * watched:
-        storm = (
+        return (
             f"{bad} of {watched} watched pods are unhealthy, more than "
             f"maxUnhealthyShare {share:g}: a shared cause, not a hang"
         )
-    return Gates(cluster, election, storm)
+    return None
 
 
 def decide(

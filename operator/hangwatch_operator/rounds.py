@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator.correlation import Findings, correlate
-from hangwatch_operator.decisions import Decision, Gates, assess_gates, decide
+from hangwatch_operator.decisions import Decision, Gates, assess_gates, decide, storm_gate
 from hangwatch_operator.history import ActionRecord, History, newsworthy, remember, with_cordons
 from hangwatch_operator.operations import Operation, Outcome
 from hangwatch_operator.policies import Policy
@@ -183,10 +183,10 @@ def storm_in_sample(sample: Sequence[PodReport], policy: Policy) -> str | None:
     diluted by reports from before it: 60 hung pods on the first node read of a
     10,000-pod fleet are 0.6 % of the snapshot and 30 % of what this round has read. An
     early plan is held while the pods read this round would close the gate on their own
-    (`decisions.assess_gates`' rule, `STORM_MIN_PODS` included); the round's end decides
+    (`decisions.storm_gate`, the rule `assess_gates` applies); the round's end decides
     over every pod as before. The pods other replicas judge are not in the sample."""
     findings = correlate(sample, node_fault_min_pods=policy.safety.node_fault_min_pods)
-    return assess_gates(findings, policy, History(), 0.0).storm
+    return storm_gate(findings, policy)
 
 
 def early_slice(plan: Plan, pods: Collection[str]) -> Plan:
