@@ -37,7 +37,13 @@ from hangwatch import kafka_errors as ke
 from hangwatch.contracts import Verdict as V
 from hangwatch_sidecar.spark import answers
 from hangwatch_sidecar.spark.judge import REFUSAL_WINDOW_SECONDS, judge_spark
-from hangwatch_sidecar.spark.types import FailedAttempt, RunningTask, SparkView, TaskThread
+from hangwatch_sidecar.spark.types import (
+    ExecutorCounts,
+    FailedAttempt,
+    RunningTask,
+    SparkView,
+    TaskThread,
+)
 from hangwatch_sidecar.verdicts import Thresholds, evaluate
 from tests.sidecar.builders import cluster
 from tests.sidecar.spark_builders import FIXTURES
@@ -111,7 +117,9 @@ def test_the_task_list_gives_this_executors_failed_attempts() -> None:
     stages = [{"stageId": 1, "attemptId": 0, "numFailedTasks": 4},
               {"stageId": 2, "attemptId": 0, "numFailedTasks": 0}]  # fmt: skip
     assert answers.stages_with_failures(stages) == [(1, 0)]
-    assert answers.executor_failed_tasks([{"id": "1", "failedTasks": 4}], "1") == 4
+    listed = [{"id": "1", "activeTasks": 1, "failedTasks": 4, "completedTasks": 9}]
+    assert answers.listed_counts(listed, "1") == ExecutorCounts(1, 4, 9)
+    assert answers.listed_counts(listed, "2") is None
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,8 @@ True/False/None (the executor list's counts when no thread dump could be had); t
 straggler rule at its boundaries (stall threshold, 3x the median, at least 3 finished
 peers). And the judge: the I/O thread inside user code for the heartbeat threshold ->
 `producer_hung` naming the thread (below it: nothing); waiting for metadata for the
-stall threshold -> `metadata_stale`; for a send's result -> `producer_hung`; flush or
+stall threshold -> `metadata_stale` once the executor has finished a task (before:
+corroborating); for a send's result -> `producer_hung`; flush or
 buffer waits -> `producer_hung` only with a straggler task, otherwise corroborating;
 a straggler alone and failed attempts -> corroborating only; with some broker failing
 nothing is a producer fault; an unavailable view -> no finding.
@@ -140,10 +141,16 @@ def test_io_thread_in_a_callback_past_the_heartbeat_is_producer_hung() -> None:
 )
 def test_task_thread_waits_past_the_stall_threshold(activity: Activity, verdict: object) -> None:
     running = RunningTask(task(7), 40.0, peers())
-    (finding,) = _judge(view(tasks=(running,), threads=(_held(thread(activity), 30.0),)))
+    at = _held(thread(activity), 30.0)
+    (finding,) = _judge(view(tasks=(running,), threads=(at,), completed_tasks=1))
     assert finding.verdict is verdict
     assert "task 1.0 of stage 3.0 (TID 7)" in finding.reason and "30 s" in finding.reason
     assert _judge(view(tasks=(running,), threads=(_held(thread(activity), 29.0),))) == ()
+    (first,) = _judge(view(tasks=(running,), threads=(at,), completed_tasks=0))
+    if activity is Activity.AWAITING_METADATA:  # no view yet to be wrong
+        assert first.verdict is None and "has finished no task yet" in first.reason
+    else:  # the other waits do not depend on a view the producer had
+        assert first.verdict is verdict
 
 
 @pytest.mark.parametrize("activity", [Activity.FLUSHING, Activity.AWAITING_BUFFER])

@@ -2,8 +2,9 @@
 
 Covers: without wrapper telemetry, a JVM producer's I/O thread held in a user callback
 with the cluster healthy -> `producer_hung` naming the thread (and taking over at once
-through the debouncer); a task thread waiting for metadata -> `metadata_stale`, or
-`writes_rejected` when a topic the policy names is not in the cluster's metadata; a JVM
+through the debouncer); a task thread waiting for metadata -> `metadata_stale` once the executor has
+finished a task (before: corroborating only), or `writes_rejected` when a topic the
+policy names is not in the cluster's metadata; a JVM
 producer that works -> `healthy` (a producer is visible); a straggler alone, or a task
 with no visible producer -> `unknown` saying so (a straggler is never a verdict on its
 own); with telemetry, Spark's findings and stragglers are added as reasons to the
@@ -56,9 +57,24 @@ def test_hung_jvm_io_thread_without_telemetry_is_producer_hung() -> None:
 
 def test_task_waiting_for_metadata_without_telemetry_is_metadata_stale() -> None:
     waiting = ThreadObservation(thread(Activity.AWAITING_METADATA), 31.0)
-    pod = _pod(view(tasks=(RunningTask(task(7), 31.0),), threads=(waiting,)))
+    running = (RunningTask(task(7), 31.0),)
+    pod = _pod(view(tasks=running, threads=(waiting,), completed_tasks=3))
     assert pod.verdict is Verdict.METADATA_STALE
     assert "has waited for topic metadata for 31 s" in pod.reasons[0]
+
+
+def test_a_metadata_wait_before_the_executors_first_finished_task_is_never_stale() -> None:
+    """The refused-login run on the lab (Spark's sink, load 25): the fresh producer's
+    first metadata fetch waited 6 s past a 5 s stall threshold before the task failed with
+    SaslAuthenticationException. A producer that never had the cluster's view cannot have
+    a wrong one; a new executor starts the same way: no restart verdict, whether the
+    driver says no task finished yet or has not said (a local JVM dump). (The finding
+    only corroborates: a healthy verdict carries no reasons, as with a lone straggler.)"""
+    waiting = ThreadObservation(thread(Activity.AWAITING_METADATA), 31.0)
+    running = (RunningTask(task(7), 31.0),)
+    for completed in (0, None):
+        pod = _pod(view(tasks=running, threads=(waiting,), completed_tasks=completed))
+        assert pod.verdict is Verdict.HEALTHY, completed
 
 
 def test_waiting_for_metadata_of_a_topic_the_cluster_lacks_is_writes_rejected() -> None:
@@ -66,7 +82,7 @@ def test_waiting_for_metadata_of_a_topic_the_cluster_lacks_is_writes_rejected() 
     JVM's wait for metadata is that topic's (Spark's sink writing to a topic that does not
     exist waits max.block.ms per send), never a restart."""
     waiting = ThreadObservation(thread(Activity.AWAITING_METADATA), 31.0)
-    spark = view(tasks=(RunningTask(task(7), 31.0),), threads=(waiting,))
+    spark = view(tasks=(RunningTask(task(7), 31.0),), threads=(waiting,), completed_tasks=1)
     told = cluster(absent_topics=frozenset({"orders"}), metadata_age_seconds=4.0)
     pod = _pod(spark, c=told, topics=frozenset({"orders", "audit"}))
     assert pod.verdict is Verdict.WRITES_REJECTED

@@ -96,7 +96,17 @@ def median_duration_seconds(doc: Any) -> float:
 def executor_counts(doc: Any, executor_id: str) -> ExecutorCounts:
     """This executor's task counts from the `/executors` list; AnswerError when it is not
     listed."""
-    what = "executors"
+    counts = listed_counts(doc, executor_id, "executors")
+    if counts is None:
+        raise AnswerError(
+            f"executors: executor {executor_id} is not listed (gone, or not yet added)"
+        )
+    return counts
+
+
+def listed_counts(doc: Any, executor_id: str, what: str = "allexecutors") -> ExecutorCounts | None:
+    """This executor's task counts from `/executors` or `/allexecutors` (`what` names the
+    list in errors); None when it is not listed."""
     if not isinstance(doc, list):
         raise AnswerError(f"{what}: not a JSON list")
     for entry in doc[:MAX_IDS]:
@@ -107,19 +117,6 @@ def executor_counts(doc: Any, executor_id: str) -> ExecutorCounts:
                 failed_tasks=_count(executor, "failedTasks", what),
                 completed_tasks=_count(executor, "completedTasks", what),
             )
-    raise AnswerError(f"{what}: executor {executor_id} is not listed (gone, or not yet added)")
-
-
-def executor_failed_tasks(doc: Any, executor_id: str) -> int | None:
-    """This executor's `failedTasks` from `/executors` or `/allexecutors`; None when it is
-    not listed."""
-    what = "allexecutors"
-    if not isinstance(doc, list):
-        raise AnswerError(f"{what}: not a JSON list")
-    for entry in doc[:MAX_IDS]:
-        executor = _object(entry, what)
-        if executor.get("id") == executor_id:
-            return _count(executor, "failedTasks", what)
     return None
 
 

@@ -34,7 +34,13 @@ from hangwatch.spark_driver import DriverUi
 from hangwatch.wire.status import FailureBudget
 from hangwatch_sidecar.spark import answers, failures
 from hangwatch_sidecar.spark.threads import ThreadDumpError, classify_dump
-from hangwatch_sidecar.spark.types import FailedAttempt, SparkSnapshot, StagePeers, TaskThread
+from hangwatch_sidecar.spark.types import (
+    ExecutorCounts,
+    FailedAttempt,
+    SparkSnapshot,
+    StagePeers,
+    TaskThread,
+)
 
 MAX_RESPONSE_BYTES = 2 << 20
 """Largest answer read (2 MiB): an executor's thread dump is 30-150 KiB; a JVM with a
@@ -204,8 +210,8 @@ class DriverReader:
         self.client, self.executor_id, self.clock = client, executor_id, clock
         self.application_id = application_id
         self._budget_settings: failures.BudgetSettings | None = None
-        self.failed_tasks: int | None = None
-        """This executor's failed task count at the last `read_budget` (None: unknown)."""
+        self.counts: ExecutorCounts | None = None
+        """This executor's task counts at the last `read_budget` (None: unknown)."""
 
     def _app_path(self) -> str:
         if not self.application_id:
@@ -251,18 +257,18 @@ class DriverReader:
 
     def read_budget(self, now: float) -> FailureBudget:
         """The application's executor failure budget as of `now` (epoch seconds): its
-        settings read once (version, environment), its dead executors every time.
-        Raises DriverError or AnswerError."""
+        settings read once (version, environment), its dead executors (and this
+        executor's task counts, `counts`) every time. Raises DriverError or AnswerError."""
         base = self._app_path()
         if self._budget_settings is None:
             version = failures.spark_version(self.client.get_json("/api/v1/version"))
             environment = self.client.get_json(f"{base}/environment")
             self._budget_settings = failures.budget_settings(version, environment)
         settings = self._budget_settings
+        executors = self.client.get_json(f"{base}/allexecutors")
+        self.counts = answers.listed_counts(executors, self.executor_id)
         if settings.max_failures is None:
             return failures.failure_budget(settings, 0)
-        executors = self.client.get_json(f"{base}/allexecutors")
-        self.failed_tasks = answers.executor_failed_tasks(executors, self.executor_id)
         failed = failures.failed_executors(executors, now, settings.validity_seconds)
         return failures.failure_budget(settings, failed)
 

@@ -8,7 +8,11 @@ task it rests on; `verdict` None marks corroborating evidence that never decides
 - the producer's I/O thread inside user code for the heartbeat threshold (a delivery
   callback or interceptor that blocks it, S4) -> `producer_hung`;
 - a thread waiting for topic metadata for the stall threshold -> `metadata_stale`
-  (S1, S3: the producer's view of the cluster is wrong while the cluster answers);
+  (S1, S3: the producer's view of the cluster is wrong while the cluster answers), once
+  the driver says this executor has finished a task (`had_a_view`); before that the
+  producer may never have had a view to be wrong (its first metadata fetch, slow under
+  load or held by a refused login), a new executor's producer would start from the
+  same place, and the wait only corroborates;
 - a thread waiting for one send's result for the stall threshold -> `producer_hung` (S2);
 - a thread in `flush` or waiting for buffer memory for the stall threshold ->
   `producer_hung` only when its task is also a straggler (a busy producer flushes and
@@ -87,6 +91,23 @@ def io_thread_in_its_loop(view: SparkView) -> bool:
     )
 
 
+def had_a_view(view: SparkView) -> bool:
+    """The driver says this executor has finished a task: its producer (Spark keeps one
+    per executor and configuration) has most likely had the cluster's metadata, so a
+    wait for metadata now can be a view gone wrong. Unknown (a local JVM dump, the
+    driver not yet read) counts as no: a late alert is better than a false restart."""
+    return view.completed_tasks is not None and view.completed_tasks > 0
+
+
+FIRST_VIEW = (
+    " while every broker answers, but this executor has finished no task yet: its "
+    "producer may never have had the cluster's view (a first metadata fetch, slow under "
+    "load or held by a refused login), and a new executor's producer would start from the "
+    "same place; not judged stale"
+)
+"""Why a metadata wait before the executor's first finished task is not `metadata_stale`."""
+
+
 def _who(obs: ThreadObservation, tasks: dict[int, RunningTask]) -> str:
     task = tasks.get(obs.thread.task_id) if obs.thread.task_id is not None else None
     label = f"{task.task.label} " if task else ""
@@ -124,6 +145,7 @@ def _wait(
     healthy: bool,
     absent_topics: tuple[str, ...] = (),
     io_alive: bool = False,
+    viewed: bool = True,
 ) -> SparkFinding:
     t = obs.thread
     task = tasks.get(t.task_id) if t.task_id is not None else None
@@ -142,6 +164,8 @@ def _wait(
             + kafka_errors.hint_clause(kafka_errors.by_name("_UNKNOWN_TOPIC"))
         )
         return SparkFinding(Verdict.WRITES_REJECTED, reason, (t.name,), ids)
+    if t.activity is Activity.AWAITING_METADATA and not viewed:
+        return SparkFinding(None, reason + FIRST_VIEW, (t.name,), ids)
     if t.activity is Activity.AWAITING_METADATA:
         reason += (
             " while every broker answers and every partition has a leader: the producer's "
@@ -233,14 +257,16 @@ def judge_spark(
     if view is None or not view.available:
         return ()
     tasks = {t.task.task_id: t for t in view.tasks}
-    io_alive = io_thread_in_its_loop(view)
+    io_alive, viewed = io_thread_in_its_loop(view), had_a_view(view)
     found: list[SparkFinding] = refused_attempts(view)
     for obs in view.threads:
         activity = obs.thread.activity
         if activity is Activity.IN_CALLBACK and obs.held_seconds >= heartbeat_seconds:
             found.append(_callback(obs, heartbeat_seconds, cluster_healthy))
         elif activity in _WAITS and obs.held_seconds >= stall_seconds:
-            found.append(_wait(obs, tasks, stall_seconds, cluster_healthy, absent_topics, io_alive))
+            found.append(
+                _wait(obs, tasks, stall_seconds, cluster_healthy, absent_topics, io_alive, viewed)
+            )
     found += _corroborating(view.tasks)
     order = {Verdict.WRITES_REJECTED: -1, Verdict.PRODUCER_HUNG: 0, Verdict.METADATA_STALE: 1}
     return tuple(sorted(found, key=lambda f: order.get(f.verdict, 9) if f.verdict else 9))

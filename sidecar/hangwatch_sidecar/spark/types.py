@@ -267,6 +267,9 @@ class SparkView:
     failed_attempts: tuple[FailedAttempt, ...] = ()
     """This executor's failed task attempts the sidecar saw (newest first), read when
     the driver's count of them grows."""
+    completed_tasks: int | None = None
+    """How many tasks this executor has finished, as the driver last said (None: not
+    known, as for a local JVM dump)."""
 
     @property
     def label(self) -> str:

@@ -70,6 +70,7 @@ class SparkWatch:
         self._budget: FailureBudget | None = None
         self._failed_tasks: int | None = None
         self._attempts: tuple[FailedAttempt, ...] = ()
+        self._completed: int | None = None
         self._lock = threading.Lock()
 
     @property
@@ -94,8 +95,10 @@ class SparkWatch:
             self._future = self.pool.submit(self._read)
         with self._lock:
             view = self._view
-            if view.available and self._attempts:
-                view = replace(view, failed_attempts=self._attempts)
+            if view.available and (self._attempts or self._completed is not None):
+                view = replace(
+                    view, failed_attempts=self._attempts, completed_tasks=self._completed
+                )
         return aged(view, now, self.max_age_seconds)
 
     def _read(self) -> None:
@@ -133,8 +136,10 @@ class SparkWatch:
     def _read_failed_attempts(self, driver: DriverReader) -> None:
         """When this executor's failed task count grew: its failed attempts (what each
         failed with), each stamped with when the sidecar first saw it."""
-        count, was = driver.failed_tasks, self._failed_tasks
+        count, was = (driver.counts.failed_tasks if driver.counts else None), self._failed_tasks
         self._failed_tasks = count
+        with self._lock:
+            self._completed = driver.counts.completed_tasks if driver.counts else None
         if count is None or count <= (was or 0):
             return
         try:
