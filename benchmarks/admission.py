@@ -29,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from machine import describe
+from machine import describe, unwind_on_sigterm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the control plane helpers live with the tests
@@ -125,4 +125,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()
     sys.exit(main())

@@ -20,7 +20,7 @@ import sys
 import time
 
 from confluent_kafka import KafkaError, Message, Producer
-from machine import describe
+from machine import describe, unwind_on_sigterm
 
 from hangwatch.time_to_error import librdkafka
 from hangwatch.time_to_error.estimate import worst_case_of
@@ -104,4 +104,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()
     sys.exit(main())

@@ -35,7 +35,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from machine import add_engine_option, describe, report_problem, run_report
+from machine import add_engine_option, describe, report_problem, run_report, unwind_on_sigterm
 
 from hangwatch.errors import HangwatchError, one_line
 from hangwatch_demo.demo_cli import add_report_option, finish_report
@@ -165,4 +165,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()
     sys.exit(main())

@@ -44,7 +44,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from machine import describe
+from machine import describe, unwind_on_sigterm
 
 from hangwatch.contracts import Verdict
 from hangwatch.defaults import POLICY
@@ -295,4 +295,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()
     sys.exit(main())

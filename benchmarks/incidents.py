@@ -45,7 +45,7 @@ import statistics
 import sys
 import time
 
-from machine import describe
+from machine import describe, unwind_on_sigterm
 
 from hangwatch.contracts import Verdict
 from hangwatch.errors import LabError
@@ -263,4 +263,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()
     sys.exit(main())

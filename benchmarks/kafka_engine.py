@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from machine import describe
+from machine import describe, unwind_on_sigterm
 
 from hangwatch_lab import Lab, kafkajars
 from hangwatch_lab.kafka import BROKER_HEAP, SESSION_TIMEOUT_MS, KafkaLab
@@ -143,4 +143,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()
     sys.exit(main())

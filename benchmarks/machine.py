@@ -28,6 +28,15 @@ def describe() -> str:
     return f"{os.cpu_count()} CPUs, {cpu_model()}; Python {platform.python_version()}"
 
 
+def unwind_on_sigterm() -> None:
+    """SIGTERM ends a benchmark as `sys.exit(143)` does: every `with` and `finally` stops
+    what it started (brokers, JVMs, sidecars, kernel rules), where Python's default ends
+    the process at once and leaves them running. Called before `main` by each
+    benchmark's `__main__` block; `run_report` turns SIGTERM into KeyboardInterrupt
+    instead, to write the report of what finished."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
 def run_report(directory: Path | None, source: str) -> Recorder:
     """The run's recorder (`--report DIR`), or one that records nothing. A directory that
     cannot be written: one line naming it, exit 3, before anything runs."""

@@ -76,7 +76,6 @@ import math
 import os
 import platform
 import re
-import signal
 import ssl
 import statistics
 import sys
@@ -92,7 +91,7 @@ from typing import Any, cast
 import aiohttp
 import kmock
 from kubernetes import client as kube_client
-from machine import cpu_model
+from machine import cpu_model, unwind_on_sigterm
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator.certificates import generate_webhook_certificates
@@ -842,7 +841,6 @@ def main() -> int:
     print(f"machine: {os.cpu_count()} CPUs, {cpu_model()}, Python {platform.python_version()}")
     print(f"load average before: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     webhook_port, metrics_port = free_port(), free_port()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up children on kill
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         cluster = stack.enter_context(RemediationCluster())
         cluster.create(POLICIES, "spark-jobs", stored_policy("spark-jobs", "writers"))
@@ -960,4 +958,5 @@ def _metrics_up(port: int) -> bool:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()
     sys.exit(main())

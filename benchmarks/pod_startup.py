@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import statistics
 import sys
 import tempfile
@@ -35,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from machine import describe
+from machine import describe, unwind_on_sigterm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the cluster helpers live with the tests
@@ -129,8 +128,6 @@ def main() -> int:
     if args.pods < 1:
         parser.error("--pods must be at least 1")
     print(f"machine: {describe()}", file=sys.stderr)
-    # SIGTERM unwinds like Ctrl-C: the node, its pods and the image store are removed
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         with (
             tempfile.TemporaryDirectory(prefix="hangwatch-bench-") as tmp,
@@ -171,4 +168,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()
     sys.exit(main())

@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from machine import cpu_model
+from machine import cpu_model, unwind_on_sigterm
 
 from hangwatch_lab import Lab, netfilter
 from hangwatch_sidecar.probe.endpoints import advertised_only, probe_cluster, probe_endpoint
@@ -104,4 +104,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()
     sys.exit(main())

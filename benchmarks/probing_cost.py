@@ -36,7 +36,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from machine import add_engine_option, describe
+from machine import add_engine_option, describe, unwind_on_sigterm
 
 from hangwatch_demo.harness import stop_process
 from hangwatch_demo.sidecars import announced_port
@@ -235,4 +235,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()
     sys.exit(main())

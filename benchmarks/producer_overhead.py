@@ -29,7 +29,7 @@ import tempfile
 import time
 
 import confluent_kafka
-from machine import cpu_model
+from machine import cpu_model, unwind_on_sigterm
 
 from hangwatch_lab import Lab
 from hangwatch_pipeline import ProducerSettings, producer
@@ -118,4 +118,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()
     sys.exit(main())

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-from machine import describe, report_problem, run_report
+from machine import describe, report_problem, run_report, unwind_on_sigterm
 
 from hangwatch_demo.demo_cli import add_report_option, finish_report
 from hangwatch_demo.report.recorder import Recorder
@@ -236,4 +236,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()
     sys.exit(main())

@@ -29,7 +29,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from machine import describe
+from machine import describe, unwind_on_sigterm
 
 from hangwatch_lab import Lab
 from hangwatch_sidecar.loop import SidecarLoop
@@ -173,4 +173,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()
     sys.exit(main())

@@ -27,8 +27,9 @@ client logs each throttle time the broker gives it): it kept delivering after th
 throttle, no task failed, and the sidecar said only `healthy` (after its first round's
 `unknown`).
 
-In `make test`: the failed login and the unknown topic, whose outcome does not depend on
-the machine's load (each Spark run costs 2-3 min). The other three run in the
+In `make test`: the failed login and the unknown topic (each Spark run costs 2-3 min;
+the failed login's fresh producer once waited 6 s for its first metadata at load 25 and
+was `metadata_stale`, before `spark.judge.had_a_view`). The other three run in the
 false-restart benchmark (`benchmarks/false_restarts.py --refusal-producers spark`,
 docs/performance.md), because what they show depends on load or is an open finding
 (docs/sidecar.md "Which refusals are restarted, and why"): the record too large is named
@@ -36,7 +37,8 @@ only once an attempt fails with RecordTooLargeException (in one of three runs th
 two attempts both failed with a batch expiry, "Expiring 15 record(s)", and the sidecar
 said only `healthy`, never a restart verdict); the forbidden topic's fresh producer waited
 for its first metadata longer than the 5 s stall threshold in one of two runs at load
-average 25-30 and was `metadata_stale` until the attempt failed; a `producer_byte_rate`
+average 25-30 and was `metadata_stale` until the attempt failed (no more: a metadata wait
+before the executor's first finished task only corroborates); a `producer_byte_rate`
 quota is `producer_silent` (a task thread in `flush` while every connection of the
 executor is silent and the producer's I/O thread loops, waiting out a throttle of up to
 10 s: the Java client's throttle times stay in the JVM, where no sidecar view reads them;
@@ -62,7 +64,7 @@ from hangwatch_testing.clients.refusals import (
 )
 
 REFUSED = ("login-failed", "unknown-topic")
-"""The cases whose outcome does not depend on load (see the module's docstring)."""
+"""The cases `make test` runs (see the module's docstring)."""
 
 
 @pytest.fixture(scope="module")
