@@ -35,10 +35,10 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from machine import add_engine_option, describe, report_problem, run_report, unwind_on_sigterm
+from machine import add_engine_option, describe, reported, run_report, unwind_on_sigterm
 
 from hangwatch.errors import HangwatchError, one_line
-from hangwatch_demo.demo_cli import add_report_option, finish_report
+from hangwatch_demo.demo_cli import add_report_option
 from hangwatch_demo.harness import run_scenario, stop_process, workload
 from hangwatch_demo.report.recorder import Recorder
 from hangwatch_demo.scenarios import SCENARIOS, TOPIC, Timing
@@ -154,14 +154,13 @@ def main() -> int:
     args = parser.parse_args()
     print(f"machine: {describe()}")
     recorder = run_report(args.report, "detection benchmark")
-    try:
+
+    def work() -> None:
         detection(args.repeats, recorder, args.engine, args.scenario)
         if not args.skip_cost:
             cost(args.cost_seconds, "mock" if args.engine == "mock" else "kafka")
-    except KeyboardInterrupt:
-        report_problem(finish_report(recorder, interrupted=True))
-        raise
-    return 3 if report_problem(finish_report(recorder)) else 0
+
+    return reported(recorder, work)
 
 
 if __name__ == "__main__":

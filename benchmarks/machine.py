@@ -13,10 +13,12 @@ import os
 import platform
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
 from hangwatch.errors import HangwatchError, one_line
+from hangwatch_demo.demo_cli import finish_report
 from hangwatch_demo.report.recorder import Recorder, cpu_model
 from hangwatch_lab import ENGINES
 
@@ -52,6 +54,19 @@ def run_report(directory: Path | None, source: str) -> Recorder:
     except HangwatchError as exc:
         print(f"{Path(sys.argv[0]).name}: error: {one_line(str(exc))}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
+
+
+def reported(recorder: Recorder, work: Callable[[], None]) -> int:
+    """Run `work`, then finish the run's report: exit 0, or 3 when the report could not
+    be written. Interrupted (Ctrl-C, or SIGTERM through `run_report`): the report of what
+    finished is written and the benchmark ends with 130 and one line, no traceback."""
+    try:
+        work()
+    except KeyboardInterrupt:
+        report_problem(finish_report(recorder, interrupted=True))
+        print(f"{Path(sys.argv[0]).name}: interrupted", file=sys.stderr)
+        return 130
+    return 3 if report_problem(finish_report(recorder)) else 0
 
 
 def report_problem(problem: str | None) -> bool:

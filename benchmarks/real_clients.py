@@ -42,9 +42,9 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-from machine import describe, report_problem, run_report, unwind_on_sigterm
+from machine import describe, reported, run_report, unwind_on_sigterm
 
-from hangwatch_demo.demo_cli import add_report_option, finish_report
+from hangwatch_demo.demo_cli import add_report_option
 from hangwatch_demo.report.recorder import Recorder
 from hangwatch_lab import Lab
 from hangwatch_testing.clients.runs import (
@@ -224,15 +224,14 @@ def main() -> int:
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    try:
+
+    def work() -> None:
         if not args.skip_matrix:
             matrix(args.error_wait_seconds, recorder, faults)
         if args.healthy_seconds > 0:
             healthy(args.healthy_seconds)
-    except KeyboardInterrupt:
-        report_problem(finish_report(recorder, interrupted=True))
-        raise
-    return 3 if report_problem(finish_report(recorder)) else 0
+
+    return reported(recorder, work)
 
 
 if __name__ == "__main__":
