@@ -156,7 +156,7 @@ class Survey:
     policies: list[Mapping[str, Any]] = field(default_factory=list)
     policies_problem: str = ""
     pods: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
-    """Spark pods (`spark-role` label) of each policy namespace."""
+    """Spark pods (`spark-role` label) and opted-in producer pods of each policy namespace."""
     namespaces: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     dry_runs: dict[str, DryRun] = field(default_factory=dict)
     """`<namespace>/<policy>` -> the dry run of an executor pod it selects."""
@@ -594,14 +594,21 @@ def _key(body: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
-def _running_executors(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _running(pods: Iterable[Mapping[str, Any]], roles: frozenset[Role]) -> list[Mapping[str, Any]]:
+    """The running pods (not being deleted) whose role (`pod_role`) is one of `roles`."""
+    wanted = {r.value for r in roles}
     return [
         p
         for p in pods
-        if ((p.get("metadata") or {}).get("labels") or {}).get(SPARK_ROLE_LABEL) == "executor"
+        if pod_role((p.get("metadata") or {}).get("labels") or {}) in wanted
         and (p.get("status") or {}).get("phase") == "Running"
         and not (p.get("metadata") or {}).get("deletionTimestamp")
     ]
+
+
+def _kind(policy: Policy) -> str:
+    """How lines name the pods `policy` covers: `executor`, `executor or producer`..."""
+    return " or ".join(sorted(r.value for r in policy.roles))
 
 
 def _sidecar(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -644,34 +651,43 @@ def check_policies(survey: Survey) -> Iterator[Result]:
 
 
 def _policy_selection(survey: Survey, name: str, policy: Policy) -> Result:
-    running = _running_executors(survey.pods.get(policy.namespace, []))
+    running = _running(survey.pods.get(policy.namespace, []), policy.roles)
     chosen = [p for p in running if selects(policy, p)]
     bare = [p for p in chosen if not _injected(p)]
+    kind = _kind(policy)
     if not running:
+        start = (
+            "start a Spark job there"
+            if Role.PRODUCER not in policy.roles
+            else (
+                f"start a Spark job or a producer whose pods carry {PRODUCER_LABEL}="
+                f"{PRODUCER_LABEL_VALUE} there"
+            )
+        )
         return Result(
             name,
             Status.WARN,
-            f"valid; no executor pod runs in {policy.namespace} now",
-            "start a Spark job there, then check again",
+            f"valid; no {kind} pod runs in {policy.namespace} now",
+            f"{start}, then check again",
         )
     if not chosen:
         return Result(
             name,
             Status.FAIL,
-            f"valid, but selects none of the {len(running)} running executor pods in "
+            f"valid, but selects none of the {len(running)} running {kind} pods in "
             f"{policy.namespace}",
-            "spec.selector must match the executors' labels (kubectl get pods --show-labels)",
+            "spec.selector must match the pods' labels (kubectl get pods --show-labels)",
         )
     if bare:
         names = ", ".join(str((p.get("metadata") or {}).get("name")) for p in bare[:3])
         return Result(
             name,
             Status.FAIL,
-            f"selects {len(chosen)} running executors, {len(bare)} without the sidecar ({names})",
+            f"selects {len(chosen)} running {kind} pods, {len(bare)} without the sidecar ({names})",
             "they started before the policy or the webhook was not called: see webhook-admission",
         )
     return Result(
-        name, Status.PASS, f"valid, selects {len(chosen)} running executors, all injected"
+        name, Status.PASS, f"valid, selects {len(chosen)} running {kind} pods, all injected"
     )
 
 

@@ -57,7 +57,15 @@ from hangwatch_operator.install_checks import (
     pull_secret_names,
     service_hostname,
 )
-from hangwatch_operator.policies import GROUP, PLURAL, SPARK_ROLE_LABEL, VERSION, Policy
+from hangwatch_operator.policies import (
+    GROUP,
+    PLURAL,
+    PRODUCER_LABEL,
+    PRODUCER_LABEL_VALUE,
+    SPARK_ROLE_LABEL,
+    VERSION,
+    Policy,
+)
 
 HELM_OWNER = "owner=helm"
 PART_OF = "app.kubernetes.io/part-of=hangwatch"
@@ -194,7 +202,7 @@ def survey(
     namespaces = sorted({str((p.get("metadata") or {}).get("namespace")) for p in found.policies})
     for ns in namespaces:
         found.namespaces[ns] = _get(cluster, f"/api/v1/namespaces/{ns}") or {}
-        found.pods[ns] = list(_items(cluster, f"/api/v1/namespaces/{ns}/pods", SPARK_ROLE_LABEL))
+        found.pods[ns] = _watchable_pods(cluster, ns)
     for _, policy in parsed_policies(found):
         if isinstance(policy, Policy):
             progress(f"a dry-run executor pod for policy {policy.namespace}/{policy.name}")
@@ -219,6 +227,18 @@ def _get(cluster: Cluster, path: str) -> dict[str, Any] | None:
         return cluster.get(path)
     except ApiError:
         return None
+
+
+def _watchable_pods(cluster: Cluster, namespace: str) -> list[Mapping[str, Any]]:
+    """The pods of `namespace` a policy can cover: Spark's (`spark-role`) and those that
+    opted in as producers, each once."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    producers = f"{PRODUCER_LABEL}={PRODUCER_LABEL_VALUE}"
+    found: dict[str, Mapping[str, Any]] = {}
+    for selector in (SPARK_ROLE_LABEL, producers):
+        for pod in _items(cluster, path, selector):
+            found.setdefault(str((pod.get("metadata") or {}).get("name")), pod)
+    return list(found.values())
 
 
 def _items(cluster: Cluster, path: str, selector: str = "") -> list[dict[str, Any]]:

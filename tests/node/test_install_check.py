@@ -12,6 +12,8 @@ answering. The command runs as a user runs it (`python -m hangwatch check
   its Service address verifying against the caBundle, the policy selecting the running
   executor, a server-side dry run injected by the webhook, the namespace's Pod Security
   level, the sidecar's /status through the API server's pod proxy, monitoring, images);
+- a producer policy beside it counts the producer service's pod that opted in, its dry
+  run injected by the producer webhook;
 - then, each restored before the next: the CRD labelled with another version, then
   deleted; the operator not ready; the caBundle of another CA (the presented
   certificate no longer verifies, and the API server's own call injects nothing); an
@@ -35,6 +37,7 @@ import os
 import signal
 import subprocess
 import time
+import urllib.error
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -66,6 +69,7 @@ pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(1200)]
 
 JOBS = "hangwatch-check"
 POLICY = "checked"
+PRODUCERS = "checked-producers"
 PLURAL = "producerhealthpolicies"
 POLICIES = f"/apis/hangwatch.dev/v1alpha1/namespaces/{JOBS}/producerhealthpolicies"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -172,7 +176,7 @@ def install(
                 lambda: read_pod(node, name, JOBS)["status"].get("phase") == "Running",
                 timeout=300,
             )
-            yield {"api": api, "pod": name}
+            yield {"api": api, "pod": name, "broker": broker.address, "driver": driver}
             node.delete(f"/api/v1/namespaces/{JOBS}/pods/{name}", grace_seconds=0)
     finally:
         api.close()  # type: ignore[no-untyped-call]
@@ -208,7 +212,55 @@ def test_a_good_install_passes_every_check(node: NodeCluster, install: dict[str,
         assert lines[check]["status"] == "pass", lines[check]
     assert "presents at" in lines["webhook-certificate"]["detail"]
     assert "schema equal to the chart's" in lines["crd"]["detail"]
-    assert "selects 1 running executors, all injected" in lines[f"policy {JOBS}/{POLICY}"]["detail"]
+    assert (
+        "selects 1 running executor pods, all injected"
+        in lines[f"policy {JOBS}/{POLICY}"]["detail"]
+    )
+
+
+def test_a_producer_policy_counts_the_pods_that_opted_in(
+    node: NodeCluster, install: dict[str, Any], hangwatch_image: str
+) -> None:
+    """A policy with `roles: [producer]` beside the executors' one, and a producer
+    service's pod that opted in (`hangwatch.dev/producer: "true"`, no `spark-role`, no
+    owner): the policy's line counts that pod (never the executor), its dry run is
+    injected by the producer webhook, and both sidecars answer."""
+    body = policy(PRODUCERS, install["broker"], namespace=JOBS)
+    body["spec"]["roles"] = ["producer"]
+    body["spec"]["processView"] = {"enabled": False}
+    node.create(POLICIES, body)
+    pod = executor_for(
+        node, install["driver"], 2, hangwatch_image, "import time; time.sleep(3600)",
+        suffix="-check", namespace=JOBS,
+    )  # fmt: skip
+    meta = pod["metadata"]
+    meta["name"] = "producer-service-check"
+    meta.pop("ownerReferences")
+    meta["labels"] = {k: v for k, v in meta["labels"].items() if not k.startswith("spark-")}
+    meta["labels"]["hangwatch.dev/producer"] = "true"
+    path = f"/api/v1/namespaces/{JOBS}/pods/producer-service-check"
+    try:
+        stored = create_pod(node, pod, namespace=JOBS)
+        assert "spark-role" not in stored["metadata"]["labels"]
+        _, lines = _until(
+            node,
+            "the producer policy selecting its injected pod, both sidecars answering",
+            lambda ls: (
+                ls.get(f"policy {JOBS}/{PRODUCERS}", {}).get("status") == "pass"
+                and "2 sidecars" in ls.get("sidecars", {}).get("detail", "")
+            ),
+        )
+        producers, executors = lines[f"policy {JOBS}/{PRODUCERS}"], lines[f"policy {JOBS}/{POLICY}"]
+        assert producers["detail"] == "valid, selects 1 running producer pods, all injected"
+        assert "selects 1 running executor pods, all injected" in executors["detail"]
+        admission = lines[f"webhook-admission {JOBS}/{PRODUCERS}"]
+        assert admission["status"] == "pass", admission
+        assert lines["sidecars"]["status"] == "pass", lines["sidecars"]
+    finally:
+        for made in (path, f"{POLICIES}/{PRODUCERS}"):
+            with suppress(urllib.error.HTTPError):  # not made: the create failed
+                node.delete(made, grace_seconds=0)
+        wait_for("the producer pod gone", lambda: not node.exists(path), timeout=120)
 
 
 def test_the_crd_of_another_version_fails(node: NodeCluster, install: dict[str, Any]) -> None:

@@ -323,6 +323,38 @@ def test_policies_invalid_idle_unselecting_and_uninjected() -> None:
     assert result.status is Status.FAIL and "1 without the sidecar (bare)" in result.detail
 
 
+def _producer(name: str, *, injected: bool = True) -> Any:
+    """A pod of a producer service that opted in (no `spark-role`)."""
+    pod = executor(name, injected=injected, labels={"hangwatch.dev/producer": "true"})
+    del pod["metadata"]["labels"]["spark-role"]
+    return pod
+
+
+def test_a_producer_policy_is_checked_against_the_opted_in_producer_pods() -> None:
+    """A policy with `roles: [producer]` counts the pods that opted in, not executors;
+    an executor policy never counts a producer pod."""
+    survey = good_survey()
+    survey.policies = [policy_body(roles=["producer"])]
+    survey.pods = {JOBS: [executor("e"), _producer("svc-1"), _producer("svc-2")]}
+    result = next(iter(check_policies(survey)))
+    assert result.status is Status.PASS, result
+    assert result.detail == "valid, selects 2 running producer pods, all injected"
+
+    survey.pods = {JOBS: [executor("e"), _producer("svc-1", injected=False)]}
+    result = next(iter(check_policies(survey)))
+    assert result.status is Status.FAIL and "1 without the sidecar (svc-1)" in result.detail
+
+    survey.pods = {JOBS: [executor("e")]}
+    result = next(iter(check_policies(survey)))
+    assert result.status is Status.WARN and "no producer pod runs" in result.detail
+    assert "hangwatch.dev/producer=true" in result.hint
+
+    survey = good_survey()  # the executor policy
+    survey.pods = {JOBS: [_producer("svc-1", injected=False)]}
+    result = next(iter(check_policies(survey)))
+    assert result.status is Status.WARN and "no executor pod runs" in result.detail
+
+
 def test_the_dry_run_shows_whether_the_api_server_got_the_patch() -> None:
     survey = good_survey()
     injected = executor("dry")

@@ -195,9 +195,19 @@ def _create(
     return scenario
 
 
+def _both_healthy(status: dict[str, Any]) -> bool:
+    return status.get("watched") == 2 and (status.get("verdictCounts") or {}).get("healthy") == 2
+
+
 def test_a_new_policy_gets_its_status_filled(lab: Lab) -> None:
+    """The quiet policy's two healthy sidecars: its status filled, conditions all clear,
+    no action. (The lab asks each sidecar with a 0.5 s timeout, for the silent scenario's
+    sake: on a machine loaded by the rest of the suite a healthy sidecar can miss it, seen
+    once in CI, and the operator then says so, truthfully, with a Warning Event. So the
+    test waits for a round that read both, and allows those Events and no other.)"""
     status = lab.operator.wait_for(
-        "quiet status", lambda: lab.status("quiet").get("watched") == 2 and lab.status("quiet")
+        "quiet status with both sidecars read healthy",
+        lambda: _both_healthy(lab.status("quiet")) and lab.status("quiet"),
     )
     assert status["unhealthy"] == 0
     assert (
@@ -212,7 +222,8 @@ def test_a_new_policy_gets_its_status_filled(lab: Lab) -> None:
         "NodeNetworkFault": ("False", "NoNodeFault"),
     }
     assert status["observedGeneration"] == 1
-    assert lab.cluster.items("v1/events", "quiet") == []
+    events = lab.cluster.items("v1/events", "quiet")
+    assert {e["reason"] for e in events} <= {"HangwatchSidecarUnreachable"}, events
 
 
 def test_the_operator_asks_only_for_labelled_pods_and_nodes(lab: Lab) -> None:
