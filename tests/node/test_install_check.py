@@ -247,7 +247,7 @@ def test_a_producer_policy_counts_the_pods_that_opted_in(
             "the producer policy selecting its injected pod, both sidecars answering",
             lambda ls: (
                 ls.get(f"policy {JOBS}/{PRODUCERS}", {}).get("status") == "pass"
-                and "2 sidecars" in ls.get("sidecars", {}).get("detail", "")
+                and ls.get("sidecars", {}).get("detail") == "2 sidecars answer /status"
             ),
         )
         producers, executors = lines[f"policy {JOBS}/{PRODUCERS}"], lines[f"policy {JOBS}/{POLICY}"]
