@@ -125,6 +125,7 @@ class SparkWatch:
             return
         with self._lock:
             was, self._budget = self._budget, budget
+            self._completed = driver.counts.completed_tasks if driver.counts else None
         self._read_failed_attempts(driver)
         if was is None or was.remaining != budget.remaining:
             log.info(
@@ -138,8 +139,6 @@ class SparkWatch:
         failed with), each stamped with when the sidecar first saw it."""
         count, was = (driver.counts.failed_tasks if driver.counts else None), self._failed_tasks
         self._failed_tasks = count
-        with self._lock:
-            self._completed = driver.counts.completed_tasks if driver.counts else None
         if count is None or count <= (was or 0):
             return
         try:
