@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from hangwatch_testing.processes import running
 from hangwatch_testing.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,11 +72,6 @@ def test_every_benchmark_installs_the_handler_before_main() -> None:
         assert calls.index("unwind_on_sigterm") < calls.index("main"), path.name
 
 
-def _alive(pid: int) -> bool:
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-
-
 @pytest.mark.parametrize("handler", [True, False])
 def test_sigterm_stops_what_the_benchmark_started(tmp_path: Path, handler: bool) -> None:
     script, record = tmp_path / "bench.py", tmp_path / "record"
@@ -97,12 +93,12 @@ def test_sigterm_stops_what_the_benchmark_started(tmp_path: Path, handler: bool)
         if handler:
             assert run.returncode == 143 and "Traceback" not in stderr, stderr
             assert record.read_text().splitlines()[-1] == "cleaned"
-            assert not _alive(pid)
+            assert not running(pid)
         else:  # Python's default: killed at once, the process left behind
             assert run.returncode == -signal.SIGTERM
-            assert "cleaned" not in record.read_text() and _alive(pid)
+            assert "cleaned" not in record.read_text() and running(pid)
     finally:
         run.kill()
         run.wait()
-        if pid and _alive(pid):
+        if pid and running(pid):
             os.kill(pid, signal.SIGKILL)

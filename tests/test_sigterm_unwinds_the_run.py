@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from hangwatch_testing.processes import running
 from hangwatch_testing.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,16 +55,6 @@ def test_waits(sleeper):
     note("running")
     time.sleep(600)
 """
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie (exited, not yet reaped by its new parent) is gone too
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _run(tmp_path: Path, hook: bool, workers: int) -> tuple[subprocess.CompletedProcess[str], int]:
@@ -114,7 +105,7 @@ def test_sigterm_mid_test_runs_the_fixtures_teardown(tmp_path: Path, workers: in
     assert run.returncode == pytest.ExitCode.INTERRUPTED, run.stdout
     assert run.stdout.rstrip().endswith("cleaned"), run.stdout
     assert "Terminated: signal 15 (SIGTERM)" in run.stdout, run.stdout
-    assert not _alive(pid), f"the fixture's process {pid} outlived the run"
+    assert not running(pid), f"the fixture's process {pid} outlived the run"
 
 
 def test_without_the_hook_the_fixtures_process_is_left_behind(tmp_path: Path) -> None:
@@ -122,7 +113,7 @@ def test_without_the_hook_the_fixtures_process_is_left_behind(tmp_path: Path) ->
     try:
         assert run.returncode == -signal.SIGTERM, run.stdout
         assert "cleaned" not in run.stdout
-        assert _alive(pid)
+        assert running(pid)
     finally:
-        if _alive(pid):
+        if running(pid):
             os.kill(pid, signal.SIGKILL)

@@ -1,6 +1,7 @@
 """Real sidecar processes: the `hangwatch sidecar` command line, and what a running
 process costs, from /proc: CPU seconds and peak resident memory (`SidecarCost` sums
-them up against the sidecar's targets).
+them up against the sidecar's targets); `running`, whether a process a test started is
+still there.
 
 Shared by the benchmarks that run and measure a real sidecar process (detection, real
 clients, probing cost), the real-client harness and the tests that start one.
@@ -25,6 +26,16 @@ def sidecar_command(
         *("--topics", topics, "--port", str(port), "--telemetry-dir", str(telemetry_dir)),
         *options,
     ]
+
+
+def running(pid: int) -> bool:
+    """Process `pid` exists and is not a zombie (exited, not yet reaped: gone too), as its
+    /proc/<pid>/stat says."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def cpu_seconds(pid: int) -> float:

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from hangwatch_lab import netfilter
+from hangwatch_testing.processes import running
 
 
 def _descendants(pid: int) -> list[int]:
@@ -36,14 +37,6 @@ def _descendants(pid: int) -> list[int]:
         found += children
         frontier += children
     return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_ctrl_c_during_a_blackhole_cleans_up(kernel_faults: None, tmp_path: Path) -> None:
@@ -85,8 +78,8 @@ def test_ctrl_c_during_a_blackhole_cleans_up(kernel_faults: None, tmp_path: Path
     assert "not finished, not shown: s0-blackholed-cluster" in page
     assert [p.name for p in report.glob("timeline-*.png")] == ["timeline-01-healthy.png"]
     deadline = time.monotonic() + 20
-    while any(_alive(c) for c in children) and time.monotonic() < deadline:
+    while any(running(c) for c in children) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not [c for c in children if _alive(c)], "child processes left behind"
+    assert not [c for c in children if running(c)], "child processes left behind"
     assert netfilter.list_chains(demo.pid) == []
     assert os.getpid()  # the test process itself is untouched

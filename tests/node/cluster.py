@@ -65,6 +65,7 @@ from typing import Any
 import yaml
 
 from hangwatch_testing.ports import free_port
+from hangwatch_testing.processes import running
 from tests.kube.cluster import (
     ClusterFiles,
     ClusterUnavailableError,
@@ -188,14 +189,6 @@ def shims_of(workdir: Path) -> list[int]:
     return processes_of(workdir, b"containerd-shim-runc-v2")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
 def reap_abandoned() -> list[str]:
     """Clean up after nodes whose test process died without stopping them (SIGKILL, a
     crash): their pods' processes (every process in the node's cgroups), runc shims,
@@ -207,7 +200,7 @@ def reap_abandoned() -> list[str]:
     for record in sorted(OWNERS.iterdir()):
         with suppress(OSError, ValueError, KeyError):
             owner = json.loads(record.read_text())
-            if _alive(int(owner["pid"])):
+            if running(int(owner["pid"])):
                 continue
             workdir = Path(owner["workdir"])
             # the control plane, the runtime and its shims (they all name the directory)
