@@ -38,7 +38,8 @@ check:
 	$(PY) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'
 
 # Test groups run in parallel on PYTEST_WORKERS processes (most tests wait on sockets,
-# processes and timeouts, not on the CPU); tests/conftest.py says what a group is.
+# processes and timeouts, not on the CPU); tests/conftest.py says what a group is and
+# which go first. The run ends with each worker's and the longest groups' time.
 PYTEST_WORKERS ?= 3
 # The floor release of tests/kube (tests/kube/test_floor.py, the oldest Kubernetes minor
 # the chart admits): `make test` builds it (scripts/setup.sh --kube; about 10 minutes cold
@@ -47,7 +48,7 @@ KUBE_FLOOR ?= 1
 export HANGWATCH_KUBE_FLOOR := $(KUBE_FLOOR)
 
 pytest:
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=25 \
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25 \
 		$(if $(filter 0,$(KUBE_FLOOR)),--ignore=tests/kube/test_floor.py)
 
 # The unit tier only (tests/conftest.py TIERS): nothing but Python, a couple of minutes.

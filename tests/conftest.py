@@ -32,6 +32,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from hangwatch_lab import Lab, netfilter
+from hangwatch_testing.group_times import GroupTimes
 
 settings.register_profile(
     "hangwatch",
@@ -113,11 +114,13 @@ build; `browser` headless Chromium."""
 
 TIER_NAMES = ("unit", "lab", "spark", "kube", "node", "image", "browser")
 
-FIRST = ("five-minute-soak", "spark", "kube", "node", "python39")
+FIRST = ("spark", "node", "kube", "five-minute-soak", "python39")
 """The longest groups, handed to workers first so that none of them finishes last
 (`kube`: the real API server tier, `node`: the single-node cluster tier, `python39`:
 the producer distribution under Debian bullseye's Python 3.9, whose first run
-debootstraps; their tests name those groups themselves)."""
+debootstraps; their tests name those groups themselves). The Makefile's
+`--no-loadscope-reorder` keeps this order: pytest-xdist otherwise hands out the groups
+with the most tests first, and the soak (one test, five minutes) started last."""
 
 
 class Terminated(KeyboardInterrupt):
@@ -183,6 +186,29 @@ def _rank(item: pytest.Item, last: int) -> int:
     marker = item.get_closest_marker("xdist_group")
     name = (marker.args or [marker.kwargs.get("name")])[0] if marker else None
     return FIRST.index(name) if name in FIRST else last
+
+
+_TIMES = GroupTimes()
+"""Each group's and worker's share of this run (filled on the controller, or on the one
+process of a run without workers)."""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Add one test phase's duration to its group and worker (`_TIMES`)."""
+    if hasattr(report, "node") or os.environ.get("PYTEST_XDIST_WORKER") is None:
+        node = getattr(report, "node", None)
+        worker = node.gateway.id if node is not None else "main"
+        _TIMES.add(report.nodeid, report.when, report.duration, worker)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say where the run's time went: the busiest workers first, then the longest groups
+    (the run lasts as long as its busiest worker)."""
+    lines = _TIMES.summary()
+    if lines:
+        terminalreporter.section("time by worker and group")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture
