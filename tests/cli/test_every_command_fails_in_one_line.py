@@ -178,7 +178,6 @@ def _assert_one_line(argv: list[str], code: int | None, err: str) -> None:
 
 @settings(
     max_examples=300,
-    deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(argv=command_lines())

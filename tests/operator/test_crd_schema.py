@@ -345,7 +345,7 @@ def test_entries_the_sidecar_would_refuse_are_refused_by_both(server: str) -> No
     ),
     st.lists(st.integers(min_value=-5, max_value=70000), min_size=1, max_size=3),
 )
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 def test_parse_policy_and_the_api_server_agree_on_random_policies(
     numbers: dict[str, int], ports: list[int]
 ) -> None:
@@ -358,7 +358,7 @@ def test_parse_policy_and_the_api_server_agree_on_random_policies(
 
 
 @given(st.from_regex(BOOTSTRAP_ENTRY, fullmatch=True))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 def test_every_bootstrap_entry_the_crd_accepts_the_sidecar_accepts(entry: str) -> None:
     endpoint = parse_endpoint(entry)
     assert 1 <= endpoint.port <= 65535

@@ -420,7 +420,7 @@ def _fleets(
     return pods, previous, current, list(order), the_policy
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(_fleets())
 def test_early_decisions_agree_with_the_rounds_end_and_never_act_twice(
     fleet: tuple[list[WatchedPod], dict[str, PodReport], dict[str, PodReport], list[str], Policy],

@@ -535,7 +535,7 @@ _json = st.recursive(
 )
 
 
-@settings(deadline=None, max_examples=60)
+@settings(max_examples=60)
 @given(
     spec=st.dictionaries(
         st.sampled_from(["selector", "roles", "kafka", "processView", "sidecar", "detection"]),

@@ -121,7 +121,7 @@ def test_a_taint_added_between_read_and_write_survives_cordon() -> None:
     assert api.node["metadata"]["annotations"][CORDONED_BY_ANNOTATION] == POLICY
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(races=st.integers(0, NODE_PATCH_ATTEMPTS - 1), before=st.integers(0, 3))
 def test_concurrent_taints_survive_cordon_then_uncordon(races: int, before: int) -> None:
     existing = [{"key": f"pre/{i}", "effect": "NoSchedule"} for i in range(before)]

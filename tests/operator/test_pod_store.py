@@ -119,7 +119,7 @@ STEPS = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(STEPS)
 def test_any_sequence_of_events_leaves_what_a_plain_model_holds(steps: list[Any]) -> None:
     store = PodStore([None], PORT)
@@ -150,7 +150,7 @@ def test_any_sequence_of_events_leaves_what_a_plain_model_holds(steps: list[Any]
     assert len(store) == sum(len(v) for v in expected.values())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     st.text(max_size=10),
     st.dictionaries(

@@ -266,7 +266,7 @@ steps = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(steps=steps)
 def test_any_sequence_of_events_leaves_exactly_the_valid_policies(
     steps: list[tuple[Any, ...]],
@@ -325,7 +325,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     kind=st.sampled_from(["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "X"]),
     obj=st.dictionaries(

@@ -138,7 +138,7 @@ def test_only_remediations_carried_out_are_exported_and_each_for_an_hour() -> No
 _TEXT = st.text(max_size=40)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(
     namespace=_TEXT.filter(bool),
     name=_TEXT.filter(bool),

@@ -67,7 +67,7 @@ def test_a_lease_is_trusted_until_its_duration_minus_the_margin() -> None:
     assert Lease("", 100.0, DURATION).free(100.0)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(
     st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=30),
     st.dictionaries(
@@ -150,7 +150,7 @@ EVENTS = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(EVENTS, st.lists(st.floats(-0.9, 0.9), min_size=6, max_size=6))
 def test_replicas_following_plan_leases_hold_every_shard_once(
     events: list[tuple[str, list[int]]], skews: list[float]

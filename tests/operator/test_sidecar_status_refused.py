@@ -97,7 +97,7 @@ def test_a_body_over_the_read_limit_is_refused() -> None:
 STATUS_PATHS = paths(body())
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(path=st.sampled_from(STATUS_PATHS), value=json_values)
 def test_any_value_anywhere_gives_a_report_or_a_refusal(path: tuple[Any, ...], value: Any) -> None:
     try:
@@ -109,7 +109,7 @@ def test_any_value_anywhere_gives_a_report_or_a_refusal(path: tuple[Any, ...], v
     assert report.evaluated_ts is not None and math.isfinite(report.evaluated_ts)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(raw=st.binary(max_size=3000) | json_values.map(dumps))
 def test_any_bytes_give_a_report_or_a_refusal(raw: bytes) -> None:
     with contextlib.suppress(StatusFormatError):

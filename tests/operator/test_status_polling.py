@@ -279,7 +279,7 @@ def test_answers_that_are_not_a_sidecars_are_refused(answer: bytes, error: str) 
     assert report.error.startswith(error)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.binary(max_size=300))
 def test_parse_answer_returns_or_refuses_any_bytes(raw: bytes) -> None:
     try:
@@ -289,7 +289,7 @@ def test_parse_answer_returns_or_refuses_any_bytes(raw: bytes) -> None:
     assert code >= 0 and len(body) <= len(raw)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.integers(100, 599), st.binary(max_size=2000), st.booleans())
 def test_parse_answer_reads_back_any_status_and_body(code: int, body: bytes, length: bool) -> None:
     head = f"HTTP/1.1 {code} Whatever\r\nContent-Type: application/json\r\n"

@@ -188,7 +188,7 @@ CONTAINER = st.fixed_dictionaries(
     init=st.lists(CONTAINER, max_size=2),
     containers=st.lists(CONTAINER, min_size=1, max_size=3),
 )
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 def test_no_pod_is_watched_unless_its_annotation_names_the_policy(
     labels: dict[str, str],
     annotations: dict[str, str],

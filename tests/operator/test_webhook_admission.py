@@ -250,7 +250,7 @@ def _valid_answer(body: bytes) -> dict[str, Any]:
     return dict(answer["response"])
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(
     st.sampled_from(["", "request", "request.object", "request.object.metadata"]),
     _JSON,
@@ -270,7 +270,7 @@ def test_any_value_anywhere_is_answered(path: str, value: Any) -> None:
     _valid_answer(_injector().answer(json.dumps(review).encode()))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(st.binary(max_size=256))
 def test_any_bytes_are_answered(data: bytes) -> None:
     response = _valid_answer(_injector().answer(data))

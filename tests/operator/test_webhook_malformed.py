@@ -322,7 +322,6 @@ def _mutated_reviews(draw: st.DrawFn) -> Any:
 _VALID = admission_review(executor_pod(), "spark-jobs")
 _FUZZ = settings(
     max_examples=100,
-    deadline=None,  # each example is a real HTTPS round trip
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

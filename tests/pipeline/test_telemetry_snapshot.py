@@ -129,7 +129,7 @@ CODES = st.sampled_from(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(
     topics=st.lists(TEXT, max_size=150),
     failures=st.lists(st.tuples(CODES, TEXT), max_size=30),

@@ -143,7 +143,7 @@ HEADER = records.Run(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(
     start=st.builds(
         records.Start,
@@ -186,7 +186,7 @@ def test_any_valid_record_reads_back_unchanged(
     assert (scenario.start, scenario.events, scenario.row) == (start, mine, row)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     lines=st.lists(
         st.one_of(

@@ -176,7 +176,7 @@ def test_a_report_file_that_cannot_be_written_is_one_line_and_exit_3(tmp_path: P
 offsets = st.floats(min_value=0, max_value=3600, allow_nan=False)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=10)
 @given(
     times=st.lists(offsets.map(lambda t: 1.7e9 + t), min_size=1, max_size=12),
     verdicts=st.lists(st.sampled_from([*Verdict, "producer_silent", "gone"]), min_size=1),

@@ -150,7 +150,6 @@ def test_fifos_and_links_are_never_opened_blocking(sidecar: SidecarLoop) -> None
 
 @settings(
     max_examples=60,
-    deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(path=st.sampled_from(TELEMETRY_PATHS), value=json_values)

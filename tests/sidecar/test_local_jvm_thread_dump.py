@@ -162,7 +162,7 @@ def test_headers_states_locks_and_the_vm_own_threads() -> None:
     assert local.spark_executor and [t.task_id for t in local.dump.tasks] == [9]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.text(max_size=3000))
 def test_any_text_parses_without_raising(text: str) -> None:
     local = parse_local_dump(text)
@@ -185,7 +185,7 @@ _LINES = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.lists(st.one_of(_LINES, st.text(max_size=80)), max_size=200))
 def test_dump_shaped_text_parses_without_raising(lines: list[str]) -> None:
     parse_local_dump("\n".join(lines))
@@ -215,7 +215,7 @@ def test_options_that_forbid_a_sigquit(options: list[bytes], refused: str | None
     assert (why is None) if refused is None else (why is not None and refused in why)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.lists(st.binary(max_size=60), max_size=40))
 def test_any_command_line_decides_without_raising(words: list[bytes]) -> None:
     _refusal(words)

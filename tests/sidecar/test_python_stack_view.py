@@ -197,7 +197,7 @@ _thread = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.binary(max_size=400) | st.lists(_thread, max_size=4).map(msgspec.json.encode))
 def test_any_bytes_are_threads_or_a_one_line_error(raw: bytes) -> None:
     try:

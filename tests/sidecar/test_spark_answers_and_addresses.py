@@ -86,7 +86,7 @@ JSON = st.recursive(
 NEAR_STAGE = st.fixed_dictionaries({k: JSON | st.just(v) for k, v in STAGE.items()})
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(JSON | NEAR_STAGE | st.lists(NEAR_STAGE, max_size=2))
 def test_any_json_is_a_value_or_one_answer_error(doc: Any) -> None:
     for call in (
@@ -135,7 +135,7 @@ def test_unusable_ui_urls(text: str) -> None:
         parse_ui_url(text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.text(max_size=60), st.text(max_size=60), st.integers(-5, 70000))
 def test_any_address_text_resolves_or_is_one_address_error(
     ui_url: str, driver_url: str, port: int

@@ -205,7 +205,7 @@ def test_wrong_answers_become_one_line(status: int, body: bytes, kind: str) -> N
         assert "spark.acls.enable" in str(error)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(
     st.binary(max_size=300)
     | st.text(max_size=200).map(str.encode)

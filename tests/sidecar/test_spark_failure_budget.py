@@ -134,7 +134,7 @@ executor_entries = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     version=st.one_of(st.fixed_dictionaries({"spark": st.text(max_size=12)}),
                       st.sampled_from(["3.4.1", "3.5.0", "4.2.0", "4.0.0-preview2"])

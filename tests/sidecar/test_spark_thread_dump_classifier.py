@@ -175,7 +175,7 @@ ENTRY = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.one_of(JSON, st.lists(ENTRY | JSON, max_size=12)))
 def test_any_json_is_a_dump_or_one_error(doc: Any) -> None:
     try:

@@ -100,7 +100,7 @@ def test_the_size_bound_holds_and_keeps_what_the_operator_reads(
     assert decoded.sidecar.evaluated_ts is not None and decoded.brokers
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(evidence=st.dictionaries(st.text(max_size=30), json_values, max_size=6))
 def test_any_evidence_encodes_within_the_bound(evidence: dict[str, Any]) -> None:
     body = status.encode(status_document(state(evidence)))

@@ -108,7 +108,7 @@ def test_deep_nesting_is_refused(where: str) -> None:
     assert refused.value.problem in (Problem.INVALID_JSON, Problem.NOT_AN_OBJECT)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(path=st.sampled_from(TELEMETRY_PATHS), value=json_values)
 def test_any_value_anywhere_decodes_or_is_refused(path: tuple[Any, ...], value: Any) -> None:
     try:
@@ -119,7 +119,7 @@ def test_any_value_anywhere_decodes_or_is_refused(path: tuple[Any, ...], value: 
     assert wire.decode(wire.encode(doc)) == doc
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(raw=st.binary(max_size=2000) | json_values.map(dumps))
 def test_any_bytes_decode_or_are_refused(raw: bytes) -> None:
     try:
