@@ -33,6 +33,11 @@ from hypothesis import HealthCheck, settings
 
 from hangwatch_lab import Lab, netfilter
 from hangwatch_testing.group_times import GroupTimes
+from hangwatch_testing.spark_conf import defaults_dir
+
+os.environ["SPARK_CONF_DIR"] = str(defaults_dir())
+"""Every Spark application of the run (in this process or a child) runs its JVMs with
+Spark's defaults for short local runs (`hangwatch_testing.spark_conf`)."""
 
 settings.register_profile(
     "hangwatch",

@@ -42,7 +42,12 @@ from hangwatch.errors import HangwatchError
 from hangwatch_demo import interceptor
 from hangwatch_pipeline import job, spark_kafka
 from hangwatch_pipeline.connector_sink import query_name
-from hangwatch_pipeline.run_options import SINK_CONNECTOR, SINK_WRAPPER, RunOptions
+from hangwatch_pipeline.run_options import (
+    SINK_CONNECTOR,
+    SINK_WRAPPER,
+    RunOptions,
+    short_run_conf,
+)
 from hangwatch_pipeline.run_report import Summary
 
 log = logging.getLogger(__name__)
@@ -66,6 +71,8 @@ SPARK_CONF = {
     "spark.python.worker.reuse": "true",
     # The driver's UI serves the REST API the sidecars' Spark view reads (running tasks).
     "spark.ui.enabled": "true",
+    # JVMs that live for the demo's minutes on a small machine: C1 only, serial GC.
+    **short_run_conf(),
 }
 DRIVER_LOG4J = """\
 rootLogger.level = warn

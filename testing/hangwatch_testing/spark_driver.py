@@ -91,6 +91,19 @@ def local_cluster_driver(
                 os.environ[name] = value
 
 
+def executor_jvms(application_id: str) -> list[int]:
+    """Executor JVMs of the application still running (local-cluster starts them)."""
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes()
+        except OSError:
+            continue
+        if b"CoarseGrainedExecutorBackend" in text and application_id.encode() in text:
+            pids.append(int(cmdline.parent.name))
+    return pids
+
+
 def stop_spark(spark: SparkSession) -> None:
     """Stop the session, then end the JVM pyspark launched and forget its gateway."""
     gateway = SparkContext._gateway

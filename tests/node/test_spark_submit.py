@@ -304,7 +304,9 @@ class Submission:
             *("--run-id", run_id, "--json"),
         ]
         env = {
-            **{k: v for k, v in os.environ.items() if k != "SPARK_HOME"},
+            # the suite's SPARK_CONF_DIR (short-run JVM options) stays out: the pods run
+            # the example as a user submits it
+            **{k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "SPARK_CONF_DIR")},
             "PATH": f"{spark_submit_bin(line)}{os.pathsep}{os.environ.get('PATH', '')}",
             "K8S_API": node.server,
             "KUBECONFIG": str(submitter_kubeconfig(node, workdir)),

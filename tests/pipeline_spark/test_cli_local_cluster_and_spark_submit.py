@@ -25,24 +25,12 @@ import pyspark
 
 from hangwatch_lab import Lab
 from hangwatch_pipeline import job
+from hangwatch_testing.spark_driver import executor_jvms
 from hangwatch_testing.waiting import wait_for
 
 from .helpers import TelemetryWatcher
 
 SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-
-
-def executor_jvms(application_id: str) -> list[int]:
-    """Executor JVMs of the application still running (local-cluster starts them)."""
-    pids = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            text = cmdline.read_bytes()
-        except OSError:
-            continue
-        if b"CoarseGrainedExecutorBackend" in text and application_id.encode() in text:
-            pids.append(int(cmdline.parent.name))
-    return pids
 
 
 def _env() -> dict[str, str]:

@@ -1,7 +1,8 @@
 """Spark's view of an executor, read from a real Spark driver's REST API.
 
 One `local-cluster[1,2,1024]` application for the module (a standalone worker whose
-executor is a separate JVM, as on Kubernetes), its UI on a free port. Covers:
+executor is a separate JVM, as on Kubernetes), its UI on a free port, its JVMs with the
+suite's short-run options. Covers:
 - a PySpark stage where one task sleeps while its seven peers finish: the reader sees
   the task running on executor 0 by its TID and stage from the real thread dump, reads
   the stage's counts and its finished tasks' median from the real driver, and the
@@ -29,13 +30,14 @@ from pathlib import Path
 import pytest
 
 from hangwatch_lab import Lab
+from hangwatch_pipeline.run_options import SHORT_RUN_JVM_OPTIONS
 from hangwatch_sidecar.spark.client import DriverClient, DriverReader
 from hangwatch_sidecar.spark.judge import judge_spark
 from hangwatch_sidecar.spark.tracking import SparkTracker
 from hangwatch_sidecar.spark.types import Activity, ProducerThread, SparkView, ThreadRole
 from hangwatch_sidecar.spark.watch import SparkWatch
 from hangwatch_testing.clients.producer_states import SPARK_KAFKA_CLIENTS, states_frame, udf_jars
-from hangwatch_testing.spark_driver import Driver, local_cluster_driver
+from hangwatch_testing.spark_driver import Driver, executor_jvms, local_cluster_driver
 from hangwatch_testing.waiting import wait_for
 
 from .sidecar_process import sidecar_process
@@ -90,6 +92,23 @@ def _watch(driver: Driver, pool: ThreadPoolExecutor) -> SparkWatch:
     reader = DriverReader(DriverClient(driver.ui, 20.0), driver.application_id, driver.executor_id)
     tracker = SparkTracker(STALL, driver.executor_id)
     return SparkWatch(reader, tracker, pool, 0.5, max_age_seconds=120.0)
+
+
+def test_the_suites_spark_jvms_run_with_the_short_run_options(driver: Driver) -> None:
+    """The driver's and the executor's JVM took `SHORT_RUN_JVM_OPTIONS` from the suite's
+    SPARK_CONF_DIR (hangwatch_testing.spark_conf) next to the options the application
+    sets itself (the executor's heap)."""
+    jvm = driver.spark.sparkContext._jvm
+    assert jvm is not None
+    bean = jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    driver_args = list(bean.getInputArguments())
+    executors = executor_jvms(driver.application_id)
+    assert len(executors) == 1, executors
+    executor_args = Path(f"/proc/{executors[0]}/cmdline").read_bytes().decode().split("\0")
+    for option in SHORT_RUN_JVM_OPTIONS.split():
+        assert option in driver_args, driver_args
+        assert option in executor_args, executor_args
+    assert "-Xmx512M" in executor_args, executor_args
 
 
 def test_running_task_stage_peers_and_straggler_from_the_real_driver(driver: Driver) -> None:
