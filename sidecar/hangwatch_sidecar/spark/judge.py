@@ -138,24 +138,33 @@ def _callback(obs: ThreadObservation, heartbeat: float, healthy: bool) -> SparkF
     return SparkFinding(Verdict.PRODUCER_HUNG, reason, (t.name,))
 
 
-def _wait(
-    obs: ThreadObservation,
-    tasks: dict[int, RunningTask],
-    stall: float,
-    healthy: bool,
-    absent_topics: tuple[str, ...] = (),
-    io_alive: bool = False,
-    viewed: bool = True,
-) -> SparkFinding:
-    t = obs.thread
+@dataclass(frozen=True)
+class _Round:
+    """What every wait of one view is judged against (`judge_spark`'s inputs, and what
+    it reads once from the view)."""
+
+    tasks: dict[int, RunningTask]
+    """The running tasks by TID."""
+    stall_seconds: float
+    cluster_healthy: bool
+    absent_topics: tuple[str, ...]
+    io_alive: bool
+    """`io_thread_in_its_loop`: a throttle explains a straggling flush."""
+    viewed: bool
+    """`had_a_view`: the driver says this executor has finished a task (rule 5c)."""
+
+
+def _wait(obs: ThreadObservation, context: _Round) -> SparkFinding:
+    t, tasks = obs.thread, context.tasks
     task = tasks.get(t.task_id) if t.task_id is not None else None
     reason = (
         f"{_who(obs, tasks)} has waited {_WAITS[t.activity]} for {obs.held_seconds:.0f} s "
-        f"(threshold {stall:.0f} s) in {t.frame}"
+        f"(threshold {context.stall_seconds:.0f} s) in {t.frame}"
     )
     ids = (t.task_id,) if t.task_id is not None else ()
-    if not healthy:
+    if not context.cluster_healthy:
         return SparkFinding(None, reason + _UNHEALTHY, (t.name,), ids)
+    absent_topics = context.absent_topics
     if t.activity is Activity.AWAITING_METADATA and absent_topics:
         reason += (
             f" while the cluster's metadata does not have topic {', '.join(absent_topics)} "
@@ -164,7 +173,7 @@ def _wait(
             + kafka_errors.hint_clause(kafka_errors.by_name("_UNKNOWN_TOPIC"))
         )
         return SparkFinding(Verdict.WRITES_REJECTED, reason, (t.name,), ids)
-    if t.activity is Activity.AWAITING_METADATA and not viewed:
+    if t.activity is Activity.AWAITING_METADATA and not context.viewed:
         return SparkFinding(None, reason + FIRST_VIEW, (t.name,), ids)
     if t.activity is Activity.AWAITING_METADATA:
         reason += (
@@ -177,7 +186,7 @@ def _wait(
         return SparkFinding(Verdict.PRODUCER_HUNG, reason, (t.name,), ids)
     if task is not None and task.straggler:
         reason += f", and its task {_compare(task)}, while every broker answers"
-        if io_alive:
+        if context.io_alive:
             return SparkFinding(None, f"{reason}; {THROTTLE_EXPLAINS}", (t.name,), ids)
         return SparkFinding(Verdict.PRODUCER_HUNG, reason, (t.name,), ids)
     return SparkFinding(None, reason, (t.name,), ids)
@@ -256,17 +265,21 @@ def judge_spark(
     have - a wait for metadata is then theirs, not a wrong view of the cluster."""
     if view is None or not view.available:
         return ()
-    tasks = {t.task.task_id: t for t in view.tasks}
-    io_alive, viewed = io_thread_in_its_loop(view), had_a_view(view)
+    context = _Round(
+        tasks={t.task.task_id: t for t in view.tasks},
+        stall_seconds=stall_seconds,
+        cluster_healthy=cluster_healthy,
+        absent_topics=absent_topics,
+        io_alive=io_thread_in_its_loop(view),
+        viewed=had_a_view(view),
+    )
     found: list[SparkFinding] = refused_attempts(view)
     for obs in view.threads:
         activity = obs.thread.activity
         if activity is Activity.IN_CALLBACK and obs.held_seconds >= heartbeat_seconds:
             found.append(_callback(obs, heartbeat_seconds, cluster_healthy))
         elif activity in _WAITS and obs.held_seconds >= stall_seconds:
-            found.append(
-                _wait(obs, tasks, stall_seconds, cluster_healthy, absent_topics, io_alive, viewed)
-            )
+            found.append(_wait(obs, context))
     found += _corroborating(view.tasks)
     order = {Verdict.WRITES_REJECTED: -1, Verdict.PRODUCER_HUNG: 0, Verdict.METADATA_STALE: 1}
     return tuple(sorted(found, key=lambda f: order.get(f.verdict, 9) if f.verdict else 9))
