@@ -69,6 +69,26 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
   [ -z "$added_policy" ] || $SUDO rm -f /usr/sbin/policy-rc.d
 fi
+# The Kubernetes of tests/kube (control plane only) and tests/node (a node that runs
+# pods): Kubernetes, etcd and containerd from the Go module proxy (20-40 minutes cold on
+# 2 cores, docs/testing-tiers.md), a no-op when cached; then the floor release of
+# tests/kube (the oldest minor the chart's kubeVersion admits): its control plane only,
+# 10-15 minutes cold, a no-op when cached; HANGWATCH_KUBE_FLOOR=0 (`make test
+# KUBE_FLOOR=0`) leaves it out, and its tests with it. Both build in the background, in a
+# session of their own, while the steps below download and install (their lines are
+# interleaved, each named by its tool); setup waits for them at the end and fails with
+# them, and stops them should setup itself fail or be interrupted.
+kube_pid=""
+stop_kube() { [ -z "$kube_pid" ] || kill -- "-$kube_pid" 2>/dev/null || true; }
+if [ -n "$build_kube" ]; then
+  floor="${HANGWATCH_KUBE_FLOOR:-1}"
+  setsid --wait bash -c 'bash scripts/build-kube.sh && { [ "$1" = 0 ] || bash scripts/build-kube.sh --floor; }' \
+    build-kube "$floor" &
+  kube_pid=$!
+  trap stop_kube EXIT
+  trap 'stop_kube; exit 130' INT
+  trap 'stop_kube; exit 143' TERM
+fi
 # Everything Python goes into the project's own virtual environment (HANGWATCH_VENV,
 # default .venv; the Makefile runs everything through its python): the machine's Python
 # and its site-packages are left as they were.
@@ -98,14 +118,13 @@ echo "setup: installing hangwatch-producer and hangwatch with its dev extras int
 # The incidents' own clients at their own versions (Go module proxy, Maven Central), built
 # into ~/.cache/hangwatch/incident-clients; a no-op when cached.
 bash scripts/build-clients.sh >/dev/null
-# The Kubernetes of tests/kube (control plane only) and tests/node (a node that runs
-# pods): Kubernetes, etcd and containerd from the Go module proxy (20-40 minutes cold on
-# 2 cores, docs/testing-tiers.md), a no-op when cached.
-[ -z "$build_kube" ] || bash scripts/build-kube.sh
-# The floor release of tests/kube (the oldest minor the chart's kubeVersion admits): its
-# control plane only, 10-15 minutes cold, a no-op when cached; HANGWATCH_KUBE_FLOOR=0
-# (`make test KUBE_FLOOR=0`) leaves it out, and its tests with it.
-[ -z "$build_kube" ] || [ "${HANGWATCH_KUBE_FLOOR:-1}" = 0 ] || bash scripts/build-kube.sh --floor
+# The Kubernetes builds started above: their exit status is setup's.
+if [ -n "$kube_pid" ]; then
+  status=0
+  wait "$kube_pid" || status=$?
+  kube_pid=""
+  [ "$status" -eq 0 ] || { echo "setup: the Kubernetes build failed (its lines above say why)" >&2; exit "$status"; }
+fi
 # helm-docs, which generates the chart's values reference (docs/reference/chart-values.md;
 # tests/docs checks it is current): `go install` from the Go module proxy into
 # ~/.cache/hangwatch/tools, a no-op when there. It needs Go >= 1.22, which the Kubernetes
