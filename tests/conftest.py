@@ -125,7 +125,8 @@ FIRST = ("spark", "node", "kube", "five-minute-soak", "python39")
 the producer distribution under Debian bullseye's Python 3.9, whose first run
 debootstraps; their tests name those groups themselves). The Makefile's
 `--no-loadscope-reorder` keeps this order: pytest-xdist otherwise hands out the groups
-with the most tests first, and the soak (one test, five minutes) started last."""
+with the most tests first, and the soak (one test, five minutes) started 135th of 148
+groups."""
 
 
 class Terminated(KeyboardInterrupt):

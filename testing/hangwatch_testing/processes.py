@@ -1,7 +1,7 @@
 """Real sidecar processes: the `hangwatch sidecar` command line, and what a running
 process costs, from /proc: CPU seconds and peak resident memory (`SidecarCost` sums
 them up against the sidecar's targets); `running`, whether a process a test started is
-still there.
+still there; `command_lines`, every running process's arguments.
 
 Shared by the benchmarks that run and measure a real sidecar process (detection, real
 clients, probing cost), the real-client harness and the tests that start one.
@@ -26,6 +26,19 @@ def sidecar_command(
         *("--topics", topics, "--port", str(port), "--telemetry-dir", str(telemetry_dir)),
         *options,
     ]
+
+
+def command_lines() -> dict[int, list[str]]:
+    """Every running process's command line (its arguments) by pid, from /proc; a process
+    that ends while being read is left out."""
+    found = {}
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            raw = cmdline.read_bytes()
+        except OSError:
+            continue
+        found[int(cmdline.parent.name)] = raw.decode(errors="replace").split("\0")[:-1]
+    return found
 
 
 def running(pid: int) -> bool:

@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 from hangwatch.spark_driver import DriverUi, parse_ui_url
 from hangwatch_demo.spark_cluster import private_spark_home
 from hangwatch_sidecar.spark.client import API, DriverClient
+from hangwatch_testing.processes import command_lines
 from hangwatch_testing.waiting import wait_for
 
 MASTER = "local-cluster[1,2,1024]"
@@ -93,15 +94,12 @@ def local_cluster_driver(
 
 def executor_jvms(application_id: str) -> list[int]:
     """Executor JVMs of the application still running (local-cluster starts them)."""
-    pids = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            text = cmdline.read_bytes()
-        except OSError:
-            continue
-        if b"CoarseGrainedExecutorBackend" in text and application_id.encode() in text:
-            pids.append(int(cmdline.parent.name))
-    return pids
+    return [
+        pid
+        for pid, args in command_lines().items()
+        if any("CoarseGrainedExecutorBackend" in arg for arg in args)
+        and any(application_id in arg for arg in args)
+    ]
 
 
 def stop_spark(spark: SparkSession) -> None:

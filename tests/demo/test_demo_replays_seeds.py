@@ -28,6 +28,7 @@ from pathlib import Path
 from hangwatch_demo.report import records
 from hangwatch_lab import netfilter
 from hangwatch_testing.browser import open_page
+from hangwatch_testing.processes import command_lines
 from hangwatch_testing.waiting import wait_for
 
 
@@ -128,15 +129,8 @@ def _sidecar_logs_name_their_executor(kept: Path) -> None:
 
 def _processes_mentioning(text: str) -> list[str]:
     """Command lines of running processes that contain `text` (the demo's Spark dir)."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            args = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in args:
-            found.append(args)
-    return found
+    lines = (" ".join(args) for args in command_lines().values())
+    return [line for line in lines if text in line]
 
 
 def test_unknown_scenario_is_a_one_line_usage_error() -> None:

@@ -37,6 +37,7 @@ from hangwatch_sidecar.spark.tracking import SparkTracker
 from hangwatch_sidecar.spark.types import Activity, ProducerThread, SparkView, ThreadRole
 from hangwatch_sidecar.spark.watch import SparkWatch
 from hangwatch_testing.clients.producer_states import SPARK_KAFKA_CLIENTS, states_frame, udf_jars
+from hangwatch_testing.processes import command_lines
 from hangwatch_testing.spark_driver import Driver, executor_jvms, local_cluster_driver
 from hangwatch_testing.waiting import wait_for
 
@@ -104,7 +105,7 @@ def test_the_suites_spark_jvms_run_with_the_short_run_options(driver: Driver) ->
     driver_args = list(bean.getInputArguments())
     executors = executor_jvms(driver.application_id)
     assert len(executors) == 1, executors
-    executor_args = Path(f"/proc/{executors[0]}/cmdline").read_bytes().decode().split("\0")
+    executor_args = command_lines()[executors[0]]
     for option in SHORT_RUN_JVM_OPTIONS.split():
         assert option in driver_args, driver_args
         assert option in executor_args, executor_args
