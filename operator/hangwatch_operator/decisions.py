@@ -27,7 +27,14 @@ that holds is the reason it is suppressed:
 4. `storm` — more than `maxUnhealthyShare` of the watched pods (and at least
    `STORM_MIN_PODS`) are unhealthy: a shared cause, not a hang. A pod whose sidecar
    does not answer is watched (it counts in the whole) but not unhealthy: its owner can
-   silence it at will, and it must not switch remediation off for everyone else;
+   silence it at will, and it must not switch remediation off for everyone else. One
+   exception (`recalled`): a pod whose sidecar answered unhealthy less than
+   `policies.stale_after_seconds` ago (three probe rounds and their timeouts, as long as
+   a sidecar's own /status stays believable) and has not answered since counts as it
+   last answered: one answer missed under load must not open the gate and let the
+   other unhealthy pods of a storm be restarted (seen in CI: 2 of 3 pods hung, one
+   sidecar late by a poll, both restarted). Its owner could have kept answering
+   unhealthy, so this gives a tenant nothing it did not have;
 5. `cooldown` — the same pod (or node) was acted on (or tried) within
    `podCooldownSeconds`;
 6. `rate_limit` — `maxActionsPerApplicationPerHour` other pods of the pod's
@@ -61,7 +68,7 @@ from hangwatch.wire.status import FailureBudget
 from hangwatch_operator.correlation import Findings, PodFinding
 from hangwatch_operator.history import History
 from hangwatch_operator.operations import DISRUPTIVE, Operation, Outcome, Suppression
-from hangwatch_operator.policies import Policy, Role
+from hangwatch_operator.policies import Policy, Role, stale_after_seconds
 from hangwatch_operator.settings import OperatorSettings
 from hangwatch_operator.watched import WatchedPod
 
@@ -161,20 +168,41 @@ def assess_gates(
     elif history.last_election_ts is not None and now - history.last_election_ts < grace:
         ago = now - history.last_election_ts
         election = f"a leader election ended {ago:.0f} s ago (electionGraceSeconds {grace})"
-    return Gates(cluster, election, storm_gate(findings, policy, elsewhere))
+    recalled_pods = recalled(findings, policy, history, now)
+    return Gates(cluster, election, storm_gate(findings, policy, elsewhere, recalled_pods))
+
+
+def recalled(findings: Findings, policy: Policy, history: History, now: float) -> int:
+    """Watched pods whose sidecar did not answer this round and answered unhealthy less
+    than `stale_after_seconds(policy)` ago: the storm gate counts them as unhealthy."""
+    window = stale_after_seconds(policy)
+    seen = history.unhealthy_seen
+    return sum(
+        1
+        for f in findings.watched
+        if f.unobservable and f.pod.key in seen and now - seen[f.pod.key] < window
+    )
 
 
 def storm_gate(
-    findings: Findings, policy: Policy, elsewhere: tuple[int, int] = (0, 0)
+    findings: Findings, policy: Policy, elsewhere: tuple[int, int] = (0, 0), recalled: int = 0
 ) -> str | None:
     """Why the unhealthy share closes the gate (at least `STORM_MIN_PODS` unhealthy pods,
-    more than `maxUnhealthyShare` of the watched ones, `elsewhere` counted), else None."""
+    more than `maxUnhealthyShare` of the watched ones, `elsewhere` and `recalled` pods
+    counted), else None."""
     watched = len(findings.watched) + elsewhere[0]
-    bad = sum(1 for f in findings.watched if f.unhealthy) + elsewhere[1]
+    bad = sum(1 for f in findings.watched if f.unhealthy) + elsewhere[1] + recalled
     share = policy.safety.max_unhealthy_share
     if bad >= STORM_MIN_PODS and bad > share * watched:
+        late = (
+            f" ({recalled} by its last answer: its sidecar did not answer this round)"
+            if recalled == 1
+            else f" ({recalled} by their last answer: their sidecars did not answer this round)"
+            if recalled
+            else ""
+        )
         return (
-            f"{bad} of {watched} watched pods are unhealthy, more than "
+            f"{bad} of {watched} watched pods are unhealthy{late}, more than "
             f"maxUnhealthyShare {share:g}: a shared cause, not a hang"
         )
     return None

@@ -93,6 +93,9 @@ class History:
     """Nodes this policy cordoned (from their annotations) -> since when."""
     cordoned_elsewhere: frozenset[str] = frozenset()
     """Nodes another policy cordoned: never cordoned twice, never uncordoned from here."""
+    unhealthy_seen: Mapping[str, float] = field(default_factory=dict)
+    """Pod key -> the last round its sidecar answered with an unhealthy verdict, kept
+    while the sidecar does not answer (the storm gate's memory: `decisions.recalled`)."""
 
     def recent(self, now: float, seconds: float) -> Iterable[ActionRecord]:
         return (r for r in self.records if now - r.time < seconds)
@@ -133,10 +136,15 @@ def remember(
     faulty_nodes: Iterable[str],
     now: float,
     partial: bool = False,
+    unhealthy: Iterable[str] = (),
+    unanswered: Iterable[str] = (),
 ) -> History:
     """History after a round: new records first, notices only for what is still current.
     `partial`: `current` is a part of a round decided before its end (`rounds.early_slice`):
-    the other notices, the last election and the node faults stay as they were."""
+    the other notices, the last election, the node faults and the unhealthy pods stay as
+    they were. `unhealthy`, `unanswered`: keys of the watched pods whose sidecar answered
+    an unhealthy verdict, and of those whose sidecar did not answer; a pod in neither
+    (healthy, or gone) is forgotten in `unhealthy_seen`."""
     reported_keys = {item.key for item in reported}
     notified = {
         item.key: Notice(item.signature, now)
@@ -158,6 +166,10 @@ def remember(
         notified=notified,
         last_election_ts=now if election_seen else history.last_election_ts,
         node_fault_ts={n: t for n, t in faults.items() if n in history.cordoned or t == now},
+        unhealthy_seen={
+            **{k: history.unhealthy_seen[k] for k in unanswered if k in history.unhealthy_seen},
+            **dict.fromkeys(unhealthy, now),
+        },
     )
 
 

@@ -255,5 +255,7 @@ def settle_round(plan: Plan, done: Sequence[Decision]) -> Settled:
         faulty_nodes=findings.faulty_nodes,
         now=plan.now,
         partial=plan.partial,
+        unhealthy=[f.pod.key for f in findings.watched if f.unhealthy],
+        unanswered=[f.pod.key for f in findings.watched if f.unobservable],
     )
     return Settled(decisions, reported, tuple(events), tuple(records), history)

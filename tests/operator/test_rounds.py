@@ -29,7 +29,7 @@ from hangwatch.contracts import Verdict
 from hangwatch_operator.decisions import Decision
 from hangwatch_operator.history import History
 from hangwatch_operator.operations import Operation, Outcome, Suppression
-from hangwatch_operator.policies import Policy
+from hangwatch_operator.policies import Policy, stale_after_seconds
 from hangwatch_operator.rounds import SILENCE_REASON, plan_round, settle_round
 from hangwatch_operator.settings import OperatorSettings
 from hangwatch_operator.watched import CordonedNode, WatchedPod
@@ -149,6 +149,35 @@ def test_settling_remembers_elections_and_trims_records_to_an_hour() -> None:
     after = settle_round(plan, []).history
     assert after.last_election_ts == NOW + 3600
     assert [r.operation for r in after.records] == [Operation.ALERT], "the old restart is gone"
+
+
+def _round(entries: list[Any], history: History, now: float) -> tuple[list[Decision], History]:
+    plan = plan_round(reports(*entries), policy(), history, now, policy_key=KEY)
+    settled = settle_round(plan, [_done(d) for d in plan.to_carry_out])
+    return [d for d in settled.decisions if d.operation is Operation.RESTART], settled.history
+
+
+def test_a_storm_holds_through_a_missed_answer_and_no_longer() -> None:
+    """2 of 3 pods hung: a storm. One hung pod's sidecar then misses its answers: for as
+    long as a /status stays believable it counts as it last answered, so the other hung
+    pod is not restarted; past that, silence is no evidence and the other is restarted.
+    A pod that answers healthy, or was never heard unhealthy, is not recalled."""
+    e1, e2, e3 = pod("e1"), pod("e2"), pod("e3")
+    window = stale_after_seconds(policy())
+    restarts, history = _round([(e1, HUNG), (e2, HUNG), (e3, OK)], History(), NOW)
+    assert [d.suppression for d in restarts] == [Suppression.STORM] * 2
+    assert dict(history.unhealthy_seen) == {"jobs/e1": NOW, "jobs/e2": NOW}
+    later = NOW + window - 1
+    (held,), history = _round([(e1, None), (e2, HUNG), (e3, OK)], history, later)
+    assert (held.pod, held.suppression) == (e2, Suppression.STORM)
+    assert "2 of 3 watched pods are unhealthy (1 by its last answer" in held.limit
+    assert dict(history.unhealthy_seen) == {"jobs/e1": NOW, "jobs/e2": later}
+    (freed,), _ = _round([(e1, None), (e2, HUNG), (e3, OK)], history, NOW + window)
+    assert (freed.pod, freed.outcome) == (e2, Outcome.ACTED)
+    (healthy_now,), after = _round([(e1, OK), (e2, HUNG), (e3, None)], history, later + 1)
+    assert healthy_now.outcome is Outcome.ACTED and dict(after.unhealthy_seen) == {
+        "jobs/e2": later + 1
+    }
 
 
 # The cordon walk ------------------------------------------------------------------
