@@ -24,14 +24,15 @@ def run_demo(
         text=True,
     ) as proc:
         out, err = proc.communicate(timeout=timeout_seconds)
-    assert proc.returncode == 0, _failure(out, err)
+    assert proc.returncode == 0, _failure(out, err, keep)
     assert netfilter.list_chains(proc.pid) == [], "the demo left kernel rules behind"
     return {r["scenario"]: r for r in json.loads(out)["scenarios"]}, proc.pid
 
 
-def _failure(out: str, err: str) -> str:
-    """What a failed demo run says: each row's outcome and every failing row's reasons and
-    problems (from its JSON), else the end of its stderr."""
+def _failure(out: str, err: str, keep: Path) -> str:
+    """What a failed demo run says: each row's outcome, every failing row's problems, its
+    sidecars' log lines in short and its reasons (from its JSON), else the end of its
+    stderr."""
     try:
         rows = json.loads(out)["scenarios"]
     except (ValueError, KeyError, TypeError):
@@ -44,6 +45,29 @@ def _failure(out: str, err: str) -> str:
     for r in rows:
         if not r["ok"]:
             lines.append(f"{r['scenario']} problems: {r['problems']}")
+            lines.extend(sidecar_log_lines(keep, r["scenario"]))
             lines.append(f"{r['scenario']} reasons: {r['reasons']}")
             lines.append(f"{r['scenario']} changes: {r['changes']}")
     return "\n".join(lines)
+
+
+LOGGED = ("verdict", "error", "source", "spark_available", "tasks")
+"""The fields of a sidecar's log line kept in a failure's summary (reasons are long and
+already in the row)."""
+
+
+def sidecar_log_lines(keep: Path, scenario: str, limit: int = 12) -> list[str]:
+    """A kept scenario's sidecar logs in short: the last `limit` lines of each, as
+    `<sidecar> <time> <message> <field>=<value>...`, so a failure says what each
+    sidecar saw (its Spark view coming and going, its verdicts) without the logs."""
+    out = []
+    for log in sorted(keep.glob(f"hangwatch-demo-{scenario}-*/sidecar-*.log")):
+        for raw in log.read_text(errors="replace").splitlines()[-limit:]:
+            try:
+                entry = json.loads(raw)
+                fields = " ".join(f"{k}={entry[k]}" for k in LOGGED if k in entry)
+                line = f"{entry.get('ts', '')[11:23]} {entry.get('msg', '')} {fields}"
+            except (ValueError, AttributeError, TypeError):
+                line = raw
+            out.append(f"  {log.stem}: {line[:240]}")
+    return out
