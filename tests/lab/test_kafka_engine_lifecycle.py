@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from hangwatch.errors import LabSetupError
-from hangwatch_lab import Lab, kafka, netfilter
-from hangwatch_lab.kafka import DATA_PREFIX, remove_stale_data_dirs, run_state
+from hangwatch_lab import Lab, netfilter
+from hangwatch_lab.kafka import DATA_PREFIX, nodes, remove_stale_data_dirs, run_state
 from hangwatch_testing.waiting import wait_for
 from tests.lab.clients import connect_outcome, lab_cli, lab_command
 from tests.lab.kafka_clients import processes_with
@@ -167,7 +167,7 @@ def test_a_picked_port_taken_before_its_broker_binds_starts_again_on_new_ports(
     process bound a port between the lab's pick and its broker's bind. Here the first
     pick hands out a port a squatter listens on; the lab starts again on new ports."""
     picks: list[list[int]] = []
-    real = kafka._free_ports
+    real = nodes.free_ports
 
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
@@ -179,7 +179,7 @@ def test_a_picked_port_taken_before_its_broker_binds_starts_again_on_new_ports(
             picks.append([taken, *ports[1:]] if not picks else ports)
             return picks[-1]
 
-        monkeypatch.setattr(kafka, "_free_ports", racing)
+        monkeypatch.setattr(nodes, "free_ports", racing)
         with Lab(brokers=1, engine="kafka") as lab:
             assert len(picks) == 2 and picks[0][0] == taken
             assert lab.bootstrap == f"127.0.0.1:{picks[1][0]}" != f"127.0.0.1:{taken}"

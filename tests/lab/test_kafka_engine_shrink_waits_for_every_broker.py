@@ -44,10 +44,11 @@ def test_the_wait_ends_only_after_every_kept_broker_dropped_the_removed_one(
 
 
 def _fake_clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """`time.monotonic` of the lab module advanced only by its `time.sleep`."""
+    """`time.monotonic` of the faults module advanced only by its `time.sleep`."""
     now = [1000.0]
-    monkeypatch.setattr("hangwatch_lab.kafka.time.monotonic", lambda: now[0])
-    monkeypatch.setattr("hangwatch_lab.kafka.time.sleep", lambda s: now.__setitem__(0, now[0] + s))
+    clock = "hangwatch_lab.kafka.faults.time"
+    monkeypatch.setattr(f"{clock}.monotonic", lambda: now[0])
+    monkeypatch.setattr(f"{clock}.sleep", lambda s: now.__setitem__(0, now[0] + s))
     return now
 
 
