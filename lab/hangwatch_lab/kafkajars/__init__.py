@@ -31,7 +31,7 @@ from hangwatch.errors import LabSetupError, UsageError
 
 log = logging.getLogger(__name__)
 
-POMS = Path(__file__).resolve().parent.parent / "kafka"
+POMS = Path(__file__).resolve().parents[2] / "kafka"
 """`<line>/pom.xml` per Kafka line (in the repository, beside the package)."""
 
 LINES = ("4", "3")
@@ -213,7 +213,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"resolve-kafka: error: {exc}", file=sys.stderr)
         return exc.exit_code
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
