@@ -60,8 +60,9 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--keep",
         type=Path,
         metavar="DIR",
-        help="keep each scenario's work directory (sidecar logs, decisions, read-back) and "
-        "Spark's (executor logs, producer telemetry) under DIR",
+        help="keep each scenario's work directory (sidecar logs, decisions, read-back; the "
+        "sidecars' last /status without the wrapper) and Spark's (executor logs, producer "
+        "telemetry) under DIR",
     )
     add_report_option(parser)
 

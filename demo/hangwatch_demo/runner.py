@@ -183,6 +183,9 @@ class _Run:
     silence_cleared: list[str] = field(default_factory=list)
     """Why the sidecars cleared a silence (the evidence ladder): the first reason each
     source gave (the source is the reason's text up to its first colon)."""
+    last_status: dict[str, Any] = field(default_factory=dict)
+    """Plain producers and Spark's sink: each sidecar's last /status document, by pod name
+    (written to the kept directory as `sidecar-<pod>.status.json`)."""
     detect: float | None = None
     restart_at: float | None = None
     """Seconds from the fault to the first restart."""
@@ -315,6 +318,7 @@ def _note_silence(run: _Run) -> None:
         try:
             with urllib.request.urlopen(status_url(pod), timeout=1.0) as answer:
                 doc = json.load(answer)
+            run.last_status[pod.name] = doc
             silent = (doc.get("sockets") or {}).get("silent_seconds")
             cleared = ((doc.get("latest") or {}).get("evidence") or {}).get("silence_cleared")
         except (OSError, ValueError, AttributeError):
@@ -689,6 +693,8 @@ def run_demo_scenario(
         checked = verify(lab.bootstrap, TOPIC, options.events or 0, options.run_id, 30.0)
         if not checked.complete:
             run.problems.append("the topic could not be read back completely")
+        for pod_name, doc in run.last_status.items():
+            (work / f"sidecar-{pod_name}.status.json").write_text(json.dumps(doc, indent=2))
         (work / "status.json").write_text(
             json.dumps(
                 {"changes": run.changes, "actions": run.actions, "verify": checked.as_json()},

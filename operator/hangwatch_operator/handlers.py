@@ -6,7 +6,7 @@ own list and watch of every pod the webhook labelled `hangwatch.dev/policy`: a k
 index of thousands of pods takes minutes to start, see `pod_store`) and serves the
 operator's /metrics; `hangwatch_cordons` indexes nodes hangwatch cordoned;
 `remediate_policy` is a daemon per ProducerHealthPolicy that runs
-`remediation.PolicyWatch.round` once per probe interval until the policy is deleted or
+`remediation.PolicyRemediation.round` once per probe interval until the policy is deleted or
 this replica stops leading (kopf peering pauses every handler of a standby replica),
 from the first complete list of the pods on. With sharding (`OperatorSettings.shards`
 above 0) start-up also starts `replica_leases.ReplicaLeases`, kopf peering is off, and
@@ -35,7 +35,7 @@ from hangwatch_operator.kube_api import KubeApi
 from hangwatch_operator.pod_watch import PodWatch
 from hangwatch_operator.policies import GROUP, PLURAL, VERSION
 from hangwatch_operator.policy_watch import watch_plan
-from hangwatch_operator.remediation import PolicyWatch, Runtime
+from hangwatch_operator.remediation import PolicyRemediation, Runtime
 from hangwatch_operator.replica_leases import ReplicaLeases
 from hangwatch_operator.settings import OperatorSettings, SettingsError
 from hangwatch_operator.watched import CORDONED_LABEL, CordonedNode, cordoned_node
@@ -151,23 +151,23 @@ async def remediate_policy(
         if stopped:
             return
         await stopped.wait(LIST_WAIT_STEP_SECONDS)
-    watch = PolicyWatch(started.runtime, namespace or "", name, body.get("status"))
+    remediation = PolicyRemediation(started.runtime, namespace or "", name, body.get("status"))
     store = started.pods.store
 
     def present() -> set[str]:
-        return {pod.key for pod in store.pods(watch.namespace, name)}
+        return {pod.key for pod in store.pods(remediation.namespace, name)}
 
     try:
         while not stopped:
             began = time.monotonic()
-            pods = started.pods.store.pods(watch.namespace, name)
+            pods = started.pods.store.pods(remediation.namespace, name)
             elsewhere: frozenset[str] = frozenset()
             if leases is not None:
                 owned = leases.owned()
                 elsewhere = frozenset(p.key for p in pods if not leases.judges(p.uid, owned))
                 pods = [pod for pod in pods if leases.judges(pod.uid, owned)]
             cordons = [node for store in hangwatch_cordons.values() for node in store]
-            interval = await watch.round(
+            interval = await remediation.round(
                 body,
                 pods,
                 cordons,
@@ -177,6 +177,6 @@ async def remediate_policy(
             )
             await stopped.wait(max(0.0, interval - (time.monotonic() - began)))
     finally:
-        operator_metrics.forget_policy(watch.key)
+        operator_metrics.forget_policy(remediation.key)
         if leases is not None:
-            leases.forget(watch.key)
+            leases.forget(remediation.key)

@@ -105,7 +105,7 @@ class Runtime:
     """This replica's shards and the shared limits; None without sharding."""
 
 
-class PolicyWatch:
+class PolicyRemediation:
     """The remediation state of one ProducerHealthPolicy across its rounds."""
 
     def __init__(

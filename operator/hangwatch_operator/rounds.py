@@ -1,7 +1,7 @@
 """One remediation round, pure: from the sidecars' reports to what to do and what to say.
 
 The one definition of a round, which both of its drivers call: the operator's
-`remediation.PolicyWatch.round` (reports polled over HTTP from the pods' sidecars,
+`remediation.PolicyRemediation.round` (reports polled over HTTP from the pods' sidecars,
 decisions carried out against the Kubernetes API) and the demo's
 `hangwatch_demo.local_operator` (the same polling of real sidecar processes, a restart
 carried out by killing the executor's JVM). A round has two pure halves around the

@@ -54,20 +54,48 @@ def _failure(out: str, err: str, keep: Path) -> str:
 LOGGED = ("verdict", "error", "source", "spark_available", "tasks")
 """The fields of a sidecar's log line kept in a failure's summary (reasons are long and
 already in the row)."""
+TOLD = ("verdict", "view")
+"""Log messages kept in a failure's summary: verdict changes and each view coming and
+going (Spark's, the Python stacks'), which say what a sidecar could see."""
 
 
-def sidecar_log_lines(keep: Path, scenario: str, limit: int = 12) -> list[str]:
-    """A kept scenario's sidecar logs in short: the last `limit` lines of each, as
-    `<sidecar> <time> <message> <field>=<value>...`, so a failure says what each
-    sidecar saw (its Spark view coming and going, its verdicts) without the logs."""
+def sidecar_log_lines(keep: Path, scenario: str, limit: int = 8) -> list[str]:
+    """A kept scenario's sidecar logs in short: of each, the last `limit` lines that tell
+    a verdict or a view's change, as `<sidecar> <time> <message> <field>=<value>...`, so a
+    failure says what each sidecar saw without the logs."""
     out = []
     for log in sorted(keep.glob(f"hangwatch-demo-{scenario}-*/sidecar-*.log")):
-        for raw in log.read_text(errors="replace").splitlines()[-limit:]:
+        told = []
+        for raw in log.read_text(errors="replace").splitlines():
             try:
                 entry = json.loads(raw)
+                message = str(entry.get("msg", ""))
                 fields = " ".join(f"{k}={entry[k]}" for k in LOGGED if k in entry)
-                line = f"{entry.get('ts', '')[11:23]} {entry.get('msg', '')} {fields}"
+                line = f"{str(entry.get('ts', ''))[11:23]} {message} {fields}"
             except (ValueError, AttributeError, TypeError):
-                line = raw
-            out.append(f"  {log.stem}: {line[:240]}")
+                message, line = raw, raw
+            if any(word in message for word in TOLD):
+                told.append(f"  {log.stem}: {line[:200]}")
+        out.extend(told[-limit:])
+    for status in sorted(keep.glob(f"hangwatch-demo-{scenario}-*/sidecar-*.status.json")):
+        out.append(f"  {status.name.split('.')[0]} last /status: {_spark_seen(status)}")
     return out
+
+
+def _spark_seen(status: Path) -> str:
+    """What a sidecar's last /status says of Spark's view: available or why not, tasks,
+    and each Kafka producer thread's activity and how long it held."""
+    try:
+        doc = json.loads(status.read_text())
+        spark = doc.get("spark") or {}
+        threads = ", ".join(
+            f"{t.get('role')} {t.get('activity')} {t.get('held_seconds', 0):.0f}s"
+            for t in spark.get("producer_threads") or []
+        )
+        return (
+            f"verdict={doc.get('verdict')} spark available={spark.get('available')} "
+            f"error={spark.get('error')} tasks={spark.get('tasks_total')} "
+            f"producer threads=[{threads}]"
+        )[:300]
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
+        return f"unreadable ({exc})"
