@@ -10,7 +10,6 @@ of a process and the cleanup of data directories a killed lab left.
 from __future__ import annotations
 
 import base64
-import logging
 import os
 import queue
 import re
@@ -27,8 +26,6 @@ from typing import Any
 
 from hangwatch.errors import LabSetupError
 from hangwatch_lab import netfilter
-
-log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 
