@@ -84,7 +84,15 @@ DeliveryCallback = Callable[[Optional[KafkaError], Message], None]
 ERROR_LOG_INTERVAL_SECONDS = 60.0
 """The same client error code is logged at most once per this interval (with a count)."""
 
+THREAD_ROLES = ("poll", "telemetry", "callbacks")
+"""Each producer's threads are named `hangwatch-<role>-<n>`, n its number (`thread_name`)."""
+
 _numbers = itertools.count(1)
+
+
+def thread_name(role: str, number: int) -> str:
+    """The name of producer `number`'s thread doing `role` (one of `THREAD_ROLES`)."""
+    return f"hangwatch-{role}-{number}"
 
 
 class ProducerError(HangwatchError):
@@ -154,7 +162,7 @@ class HangwatchProducer:
             max_recorded_errors=self.settings.max_recorded_errors,
         )
         self._error_log = ErrorLogThrottle(ERROR_LOG_INTERVAL_SECONDS)
-        self._callbacks = CallbackRunner(f"hangwatch-callbacks-{self.number}")
+        self._callbacks = CallbackRunner(thread_name("callbacks", self.number))
         self._progress = threading.Event()  # set by the poll thread when it served events
         self._stop_poll = threading.Event()
         self._state = "running"
@@ -185,11 +193,11 @@ class HangwatchProducer:
             self._snapshot,
             max_bytes=self.settings.telemetry_max_bytes,
             housekeeping=self._log_errors,
-            thread_name=f"hangwatch-telemetry-{self.number}",
+            thread_name=thread_name("telemetry", self.number),
         )
         self._publisher.publish_now()
         self._poll_thread = threading.Thread(
-            target=self._poll_loop, name=f"hangwatch-poll-{self.number}", daemon=True
+            target=self._poll_loop, name=thread_name("poll", self.number), daemon=True
         )
         self._poll_thread.start()
         self._publisher.start()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 
 def free_port(host: str = "0.0.0.0") -> int:
@@ -13,3 +14,26 @@ def free_port(host: str = "0.0.0.0") -> int:
         sock.bind((host, 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def listeners(port: int) -> list[str]:
+    """The local addresses listening on TCP `port` now (IPv4 and IPv6), from /proc: what an
+    "address already in use" names, so its message says who holds the port."""
+    found = []
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            address, hex_port = fields[1].split(":")
+            if fields[3] != "0A" or int(hex_port, 16) != port:  # 0A: LISTEN
+                continue
+            raw = bytes.fromhex(address)
+            if width == 8:
+                found.append(f"{socket.inet_ntop(socket.AF_INET, raw[::-1])}:{port}")
+            else:
+                words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+                found.append(f"[{socket.inet_ntop(socket.AF_INET6, words)}]:{port}")
+    return found

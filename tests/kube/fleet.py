@@ -12,6 +12,7 @@ injected, so the operator polls `http://<pod IP>:<port>/status` exactly as in a 
 
 from __future__ import annotations
 
+import errno
 import json
 import random
 import threading
@@ -22,6 +23,7 @@ from typing import Any
 from kubernetes import client
 
 from hangwatch.contracts import Verdict
+from hangwatch_testing.ports import listeners
 from hangwatch_testing.remediation_cluster import BROKERS, FAST, FakeSidecar
 from hangwatch_testing.structural import policy_document
 from tests.kube.cluster import LocalCluster
@@ -110,10 +112,40 @@ def launch(
     wait_for_policy_status(cluster, namespace, policy)
     _, executors = submit_application(cluster, namespace, len(nodes), suffix=f"-{namespace}")
     fleet = Fleet(cluster, namespace)
-    for executor, node in zip(executors, nodes, strict=True):
-        assert executor["metadata"]["labels"].get("hangwatch.dev/policy") == policy, executor
-        fleet.pods.append(run_pod(cluster, executor, node, sidecar_port))
+    try:
+        for executor, node in zip(executors, nodes, strict=True):
+            assert executor["metadata"]["labels"].get("hangwatch.dev/policy") == policy, executor
+            fleet.pods.append(run_pod(cluster, executor, node, sidecar_port))
+    except BaseException:
+        fleet.close()  # the sidecars started so far: nobody else holds this fleet yet
+        raise
     return fleet
+
+
+_POD_IPS = (
+    f"127.{a}.{b}.{c}"
+    for a in range(random.randint(10, 60), 100)
+    for b in range(256)
+    for c in range(2, 255)
+)
+"""Pod IPs, each handed out once per test process (random ones collided: 240 pods in
+6.4 million addresses meet 1 time in 200), from a random start so that two processes
+rarely share a range."""
+
+
+def _listening_sidecar(port: int, attempts: int = 5) -> tuple[str, FakeSidecar]:
+    """A started `FakeSidecar` on `port` at a fresh pod IP. An address someone else holds
+    is passed over; a port held on every address fails naming its listeners."""
+    for _ in range(attempts):
+        ip = next(_POD_IPS)
+        try:
+            return ip, FakeSidecar(host=ip, listen_port=port).start()
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+    raise AssertionError(
+        f"port {port} in use at {attempts} fresh pod IPs; its listeners: {listeners(port)}"
+    )
 
 
 def run_pod(
@@ -123,8 +155,7 @@ def run_pod(
     where a healthy `FakeSidecar` listens on `sidecar_port` (close it: `Fleet.close`)."""
     meta = stored["metadata"]
     namespace, name = meta["namespace"], meta["name"]
-    ip = f"127.{random.randint(1, 99)}.{random.randint(0, 255)}.{random.randint(2, 254)}"
-    sidecar = FakeSidecar(host=ip, listen_port=sidecar_port).start()
+    ip, sidecar = _listening_sidecar(sidecar_port)
     with admin_api(cluster) as api:
         core = client.CoreV1Api(api)
         binding = client.V1Binding(

@@ -14,6 +14,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from hangwatch_lab import Lab
 from hangwatch_pipeline import ProducerSettings
+from hangwatch_producer.producer import THREAD_ROLES, thread_name
 from hangwatch_testing.waiting import wait_for
 
 IDENTITY_ENV = (
@@ -30,8 +31,10 @@ FAST = ProducerSettings(message_timeout_ms=3_000, flush_timeout_seconds=10.0)
 
 
 def producer_threads() -> list[str]:
-    """Names of the wrapper's threads still alive."""
-    return [t.name for t in threading.enumerate() if t.name.startswith("hangwatch-")]
+    """Names of the wrapper's threads still alive (not other hangwatch threads a test on
+    the same worker may have left, such as a sidecar's HTTP server)."""
+    prefixes = tuple(thread_name(role, 0)[:-1] for role in THREAD_ROLES)
+    return [t.name for t in threading.enumerate() if t.name.startswith(prefixes)]
 
 
 def read_doc(path: Path) -> dict[str, Any]:
