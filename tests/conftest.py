@@ -71,6 +71,7 @@ five-minute soak is a group of its own, so that the rest of its module runs besi
 
 TIERS = {
     "kube": "kube",
+    "kube/test_lasting_ports.py": "unit",
     "node": "node",
     "image": "image",
     "demo": "spark",

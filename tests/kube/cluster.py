@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import random
 import shutil
 import signal
@@ -146,6 +147,26 @@ LASTING_PORTS = range(20000, 32000)
 takes its ports."""
 
 
+def _worker_share(ports: range) -> range:
+    """This pytest-xdist worker's slice of `ports` (all of them outside xdist): the kube
+    and node tiers run in different workers, and two of their releases must never fix
+    the same port."""
+    worker, count = (
+        os.environ.get("PYTEST_XDIST_WORKER"),
+        os.environ.get("PYTEST_XDIST_WORKER_COUNT"),
+    )
+    if worker is None or count is None:
+        return ports
+    size = len(ports) // int(count)
+    start = ports.start + int(worker.removeprefix("gw")) * size
+    return range(start, start + size)
+
+
+_LASTING_TAKEN: set[int] = set()
+"""Ports `lasting_port` handed out in this process: none twice (a release's webhook and
+sidecar ports are both free until the operator binds one of them)."""
+
+
 def lasting_port(host: str = "0.0.0.0") -> int:
     """A free port for a listener that a release fixes at install and that binds much
     later, maybe in another process (the chart's webhook port, bound each time an operator
@@ -153,13 +174,16 @@ def lasting_port(host: str = "0.0.0.0") -> int:
     anything else in the meantime can be it (a `free_port` webhook port was once taken
     by another test's listener 20 minutes later: "address already in use")."""
     for _ in range(200):
-        port = random.choice(LASTING_PORTS)
+        port = random.choice(_worker_share(LASTING_PORTS))
+        if port in _LASTING_TAKEN:
+            continue
         with socket.socket() as sock:
             try:
                 sock.bind((host, port))
             except OSError:
                 continue
-            return port
+        _LASTING_TAKEN.add(port)
+        return port
     raise ClusterUnavailableError(f"no free port in {LASTING_PORTS}")
 
 
