@@ -37,9 +37,10 @@ from pathlib import Path
 
 from machine import add_engine_option, describe, reported, run_report, unwind_on_sigterm
 
+from hangwatch.child_processes import stop_process
 from hangwatch.errors import HangwatchError, one_line
 from hangwatch_demo.demo_cli import add_report_option
-from hangwatch_demo.harness import run_scenario, stop_process, workload
+from hangwatch_demo.harness import run_scenario, workload
 from hangwatch_demo.report.recorder import Recorder
 from hangwatch_demo.scenarios import SCENARIOS, TOPIC, Timing
 from hangwatch_lab import Lab, kafkajars

@@ -38,7 +38,7 @@ from typing import Any
 
 from machine import add_engine_option, describe, unwind_on_sigterm
 
-from hangwatch_demo.harness import stop_process
+from hangwatch.child_processes import stop_process
 from hangwatch_demo.sidecars import announced_port
 from hangwatch_lab import Lab
 from hangwatch_testing.processes import sidecar_command

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hangwatch.child_processes import stop_process
 from hangwatch.contracts import Verdict
 from hangwatch.errors import UsageError
 from hangwatch_demo.report.recorder import Recorder, ScenarioRecorder
@@ -115,18 +116,6 @@ def start_workload(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-
-
-def stop_process(proc: subprocess.Popen[Any], grace_seconds: float = 5.0) -> None:
-    """SIGTERM (a workload flushes and checkpoints, a sidecar closes its server), SIGKILL
-    after the grace period."""
-    if proc.poll() is None:
-        proc.terminate()
-    try:
-        proc.wait(timeout=grace_seconds)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def sidecar_settings(bootstrap: str, telemetry_dir: Path, timing: Timing) -> SidecarSettings:

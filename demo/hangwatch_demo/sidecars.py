@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hangwatch_demo.harness import stop_process
+from hangwatch.child_processes import stop_process
 from hangwatch_demo.spark_cluster import Executor
 from hangwatch_operator.watched import WatchedPod
 from hangwatch_sidecar.settings import SidecarSettings

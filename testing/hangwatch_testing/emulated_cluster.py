@@ -28,7 +28,7 @@ from typing import Any, Protocol, Self
 
 import kmock
 
-from hangwatch_demo.harness import stop_process
+from hangwatch.child_processes import stop_process
 from hangwatch_testing.structural import crd
 from hangwatch_testing.waiting import wait_for
 

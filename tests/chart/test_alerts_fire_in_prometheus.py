@@ -143,7 +143,8 @@ def test_real_sidecar_on_the_lab_fires_producer_hung_and_resolves(
     """S4 on the lab: a real producer's I/O thread blocks -> the real sidecar process says
     producer_hung -> Prometheus fires HangwatchProducerHung; replacing the producer (what
     the operator's restart does) resolves it."""
-    from hangwatch_demo.harness import start_workload, stop_process
+    from hangwatch.child_processes import stop_process
+    from hangwatch_demo.harness import start_workload
     from hangwatch_demo.scenarios import Timing
 
     target, telemetry, lab = lab_with_sidecar_process

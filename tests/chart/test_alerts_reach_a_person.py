@@ -37,7 +37,8 @@ from typing import Any
 
 from prometheus_client import start_http_server
 
-from hangwatch_demo.harness import start_workload, stop_process
+from hangwatch.child_processes import stop_process
+from hangwatch_demo.harness import start_workload
 from hangwatch_demo.local_operator import POLICY_KEY, LocalOperator
 from hangwatch_demo.scenarios import Timing
 from hangwatch_operator import operator_metrics

@@ -48,7 +48,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from hangwatch_demo.harness import stop_process
+from hangwatch.child_processes import stop_process
 from hangwatch_testing.ports import free_port
 from tests.kube.pki import Authority, Issued, service_account_keys
 

@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 import hangwatch_sidecar
-from hangwatch_demo.harness import stop_process
+from hangwatch.child_processes import stop_process
 from hangwatch_testing.waiting import wait_for
 
 NOBODY = 65534

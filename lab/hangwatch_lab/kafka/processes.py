@@ -23,6 +23,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._metadata import ClusterMetadata
 
+from hangwatch.child_processes import stop_process
 from hangwatch.errors import LabError, LabSetupError, UsageError
 from hangwatch_lab import kafkajars
 from hangwatch_lab.kafka import nodes
@@ -492,13 +493,7 @@ class KafkaProcesses(Lab):
         self.brokers[node.id].frozen = False
         if kill:
             proc.kill()
-        else:
-            proc.terminate()
-        try:
-            proc.wait(timeout=STOP_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, STOP_TIMEOUT_SECONDS)
 
     def _freeze(self, node: Node) -> None:
         """SIGSTOP the broker's JVM and return once the kernel shows it stopped (every

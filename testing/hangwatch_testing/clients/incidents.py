@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hangwatch.child_processes import stop_process
 from hangwatch.errors import LabError
-from hangwatch_demo.harness import stop_process
 from hangwatch_lab import Lab, kafkajars
 from hangwatch_testing.clients.runs import TOPIC, SidecarProcess, SidecarTiming
 

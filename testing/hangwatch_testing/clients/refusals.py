@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hangwatch_demo.harness import stop_process, telemetry_docs
+from hangwatch.child_processes import stop_process
+from hangwatch_demo.harness import telemetry_docs
 from hangwatch_demo.scenarios import Timing
 from hangwatch_lab import Lab
 from hangwatch_testing.clients.runs import SidecarProcess, SidecarTiming

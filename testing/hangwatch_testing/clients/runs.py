@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hangwatch_demo.harness import stop_process
+from hangwatch.child_processes import stop_process
 from hangwatch_demo.sidecars import announced_port
 from hangwatch_lab import Lab
 from hangwatch_testing.clients.workloads import Rhythm, Workload

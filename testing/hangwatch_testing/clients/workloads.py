@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hangwatch_demo.harness import stop_process
+from hangwatch.child_processes import stop_process
 from hangwatch_testing.clients.build import built
 
 CLIENTS = ("sarama", "kafka-go", "kcat", "confluent-kafka")
