@@ -26,7 +26,7 @@ import ssl
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 
@@ -35,11 +35,10 @@ from hangwatch.logs import IDENTITY_ENV
 from hangwatch_producer.secrets import redact
 from hangwatch_sidecar import budget, telemetry_reader
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
+from hangwatch_sidecar.metadata_keeper import MetadataKeeper
 from hangwatch_sidecar.observing import endpoints_to_probe, observe_cluster
-from hangwatch_sidecar.probe.metadata import MetadataClient
 from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings, parse_bootstrap
 from hangwatch_sidecar.probe.tls import tls_context
-from hangwatch_sidecar.probe.types import ClusterMetadata
 from hangwatch_sidecar.prober import BrokerProber
 from hangwatch_sidecar.pystacks.judge import HeldView
 from hangwatch_sidecar.pystacks.reader import MAX_PROCESSES, StackReader
@@ -88,21 +87,21 @@ class SidecarLoop:
         )
         self.tracker = ProducerTracker()
         self.debouncer = Debouncer(hold=settings.hysteresis_intervals)
-        self.metadata: ClusterMetadata | None = None
-        self.known_nodes: dict[Endpoint, int] = {}
-        """Every address the metadata ever advertised, with its node id (for naming)."""
-        self.metadata_error: str | None = None
-        self.metadata_at: float | None = None
-        self.metadata_ts: float | None = None
+        self.metadata = MetadataKeeper(
+            self.bootstrap,
+            self.probe_settings,
+            settings.topic_set,
+            interval_seconds=settings.metadata_interval_seconds,
+            stall_seconds=settings.stall_seconds,
+            new_client_each_fetch=settings.probe_mode == "fresh",
+            wall=wall,
+        )
         self.leaderless_since: float | None = None
         self.disagreeing_since: dict[str, float] = {}
         """Per producer, since when its leaders disagree with the cluster's (none: agree)."""
         self.probe_errors: Counter[str] = Counter()
         self.verdict_changes: Counter[str] = Counter()
         self.telemetry_problems: Counter[str] = Counter()
-        self.metadata_requests = 0
-        self.metadata_clients = 0
-        self._metadata_client: MetadataClient | None = None
         self.producer_configs: dict[str, Mapping[str, budget.ConfigValue] | None] = {}
         """Each producer's configuration as its latest telemetry states it."""
         self._exited: set[str] = set()
@@ -145,64 +144,6 @@ class SidecarLoop:
             self._state = state
 
     # -- one round -----------------------------------------------------------------------------
-    def _metadata_due(
-        self,
-        now: float,
-        previous: ClusterObservation | None,
-        producers: Sequence[ProducerObservation] = (),
-    ) -> bool:
-        if self.metadata_at is None:
-            return True
-        # A producer's messages have waited half the stall threshold: metadata fetched
-        # after the wait began says, before any stall verdict, whether the cluster has its
-        # topics at all (once a wait: a producer under steady load waits without a break).
-        half, fetched = self.thresholds.stall_seconds / 2, self.metadata_at
-        if any(
-            p.pending > 0 and p.pending_seconds > half and fetched < now - p.pending_seconds
-            for p in producers
-        ):
-            return True
-        if now - self.metadata_at >= self.settings.metadata_interval_seconds:
-            return True
-        if any(since > self.metadata_at for since in self.disagreeing_since.values()):
-            return True  # a producer's leaders disagree with ours: ours may be the old ones
-        if previous is None:
-            return False
-        looks_wrong = bool(previous.failing) or bool(previous.leaderless_for(frozenset()))
-        return looks_wrong or not previous.metadata_ok
-
-    def _fetch_metadata(self, now: float, fresh: bool = False) -> None:
-        """Metadata through the kept metadata client; a new client after a failure, and when
-        `fresh` (brokers failed last round: a kept client may still send to one of them)."""
-        if fresh:
-            self._drop_metadata_client()
-        try:
-            if self._metadata_client is None:
-                self._metadata_client = MetadataClient(self.bootstrap, self.probe_settings)
-                self.metadata_clients += 1
-            result = self._metadata_client.fetch(sorted(self.settings.topic_set))
-            self.metadata_requests += 1
-        except Exception as exc:  # noqa: BLE001 - a failing client must not stop the loop
-            self._drop_metadata_client()
-            self.metadata_error = f"metadata client failed: {type(exc).__name__}"
-            log.warning("metadata fetch failed", extra={"error": str(exc)[:200]})
-            return
-        self.metadata_at = now
-        if self.settings.probe_mode == "fresh":
-            self._drop_metadata_client()  # the old behaviour: a new client every fetch
-        if result.metadata is not None:
-            self.metadata, self.metadata_ts = result.metadata, self.wall()
-            self.known_nodes.update({b.endpoint: b.id for b in result.metadata.brokers})
-        else:
-            self.metadata = None
-            self._drop_metadata_client()
-        self.metadata_error = result.error or None
-
-    def _drop_metadata_client(self) -> None:
-        if self._metadata_client is not None:
-            self._metadata_client.close()
-            self._metadata_client = None
-
     def _read_producers(self, now: float) -> list[ProducerObservation]:
         s = self.settings
         reads, problems = telemetry_reader.scan(
@@ -263,8 +204,13 @@ class SidecarLoop:
         previous = self.state()
         doubt = previous.cluster is not None and bool(previous.cluster.failing)
         fetching = (
-            self._pool.submit(self._fetch_metadata, started, doubt)
-            if self._metadata_due(started, previous.cluster, previous.producers)
+            self._pool.submit(self.metadata.fetch, started, doubt)
+            if self.metadata.due(
+                started,
+                previous.cluster,
+                previous.producers,
+                self.disagreeing_since.values(),
+            )
             else None
         )
         sampling = None
@@ -275,7 +221,7 @@ class SidecarLoop:
             else:
                 self.stacks.skip()
         probes, passive, view = self.prober.probe(
-            endpoints_to_probe(self.bootstrap, self.metadata), started
+            endpoints_to_probe(self.bootstrap, self.metadata.metadata), started
         )
         if fetching is not None:
             fetching.result()
@@ -287,11 +233,11 @@ class SidecarLoop:
             now,
             self.bootstrap,
             probes,
-            self.metadata,
-            self.metadata_error,
-            self.known_nodes,
+            self.metadata.metadata,
+            self.metadata.error,
+            self.metadata.known_nodes,
             all_topics=not self.settings.topic_set,
-            metadata_age_seconds=None if self.metadata_at is None else now - self.metadata_at,
+            metadata_age_seconds=self.metadata.age_seconds(now),
         )
         cluster = replace(
             cluster,
@@ -335,7 +281,7 @@ class SidecarLoop:
             assessment=assessment,
             cluster=cluster,
             cluster_ts=wall_now,
-            metadata_ts=self.metadata_ts,
+            metadata_ts=self.metadata.fetched_ts,
             producers=tuple(producers),
             rounds=previous.rounds + 1,
             evaluated_ts=wall_now,
@@ -344,7 +290,7 @@ class SidecarLoop:
             verdict_changes=dict(self.verdict_changes),
             telemetry_problems=dict(self.telemetry_problems),
             sockets=view,
-            probe_counts=self.prober.counts(self.metadata_requests, self.metadata_clients),
+            probe_counts=self.prober.counts(self.metadata.requests, self.metadata.clients),
             time_to_error=budget.time_to_error(
                 self.producer_configs, self.settings.time_to_error_budget_seconds
             ),
@@ -398,7 +344,7 @@ class SidecarLoop:
                 watch.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._stack_pool.shutdown(wait=False, cancel_futures=True)
-        self._drop_metadata_client()
+        self.metadata.close()
         self.prober.close()
 
 

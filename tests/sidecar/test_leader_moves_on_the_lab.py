@@ -57,7 +57,7 @@ def test_a_producer_that_learns_new_leaders_first_makes_the_sidecar_fetch_again(
                 moved = {tp: old[tp] % 3 + 1 for tp in old if tp[0] == TOPIC}
                 for (topic, partition), broker in moved.items():
                     lab.move_leader(topic, partition, broker)
-                fetched = loop.metadata_requests
+                fetched = loop.metadata.requests
                 learned = _rounds(
                     loop,
                     lambda s: all(s.producers[0].leaders.get(tp) == b for tp, b in moved.items()),
@@ -69,7 +69,7 @@ def test_a_producer_that_learns_new_leaders_first_makes_the_sidecar_fetch_again(
                     lambda s: all(s.cluster.leaders.get(tp) == b for tp, b in moved.items()),
                     "the sidecar fetching the new leaders",
                 )
-                assert loop.metadata_requests > fetched
+                assert loop.metadata.requests > fetched
                 assert seen.rounds - learned.rounds <= 2, (learned.rounds, seen.rounds)
                 assert seen.producers[0].disagreeing_seconds == 0.0
             finally:
