@@ -26,20 +26,20 @@ import ssl
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 
 from hangwatch.contracts import Reachability
 from hangwatch.logs import IDENTITY_ENV
 from hangwatch_producer.secrets import redact
-from hangwatch_sidecar import budget, telemetry_reader
-from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
+from hangwatch_sidecar import budget
 from hangwatch_sidecar.metadata_keeper import MetadataKeeper
 from hangwatch_sidecar.observing import endpoints_to_probe, observe_cluster
 from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings, parse_bootstrap
 from hangwatch_sidecar.probe.tls import tls_context
 from hangwatch_sidecar.prober import BrokerProber
+from hangwatch_sidecar.producer_reader import ProducerReader
 from hangwatch_sidecar.pystacks.judge import HeldView
 from hangwatch_sidecar.pystacks.reader import MAX_PROCESSES, StackReader
 from hangwatch_sidecar.pystacks.watch import StackWatch
@@ -50,8 +50,7 @@ from hangwatch_sidecar.spark.tracking import SparkTracker
 from hangwatch_sidecar.spark.types import ReadStats, SparkView
 from hangwatch_sidecar.spark.watch import SparkWatch
 from hangwatch_sidecar.state import SidecarState, not_judged
-from hangwatch_sidecar.tracking import ProducerTracker
-from hangwatch_sidecar.verdicts import Debouncer, Thresholds, evaluate, leader_disagreements
+from hangwatch_sidecar.verdicts import Debouncer, Thresholds, evaluate
 
 log = logging.getLogger(__name__)
 JITTER = 0.2
@@ -85,8 +84,8 @@ class SidecarLoop:
             producer_request_timeout_seconds=settings.producer_request_timeout_seconds,
             expected_write_interval_seconds=settings.expected_write_interval_seconds or None,
         )
-        self.tracker = ProducerTracker()
         self.debouncer = Debouncer(hold=settings.hysteresis_intervals)
+        self.producers = ProducerReader(settings, wall)
         self.metadata = MetadataKeeper(
             self.bootstrap,
             self.probe_settings,
@@ -97,15 +96,8 @@ class SidecarLoop:
             wall=wall,
         )
         self.leaderless_since: float | None = None
-        self.disagreeing_since: dict[str, float] = {}
-        """Per producer, since when its leaders disagree with the cluster's (none: agree)."""
         self.probe_errors: Counter[str] = Counter()
         self.verdict_changes: Counter[str] = Counter()
-        self.telemetry_problems: Counter[str] = Counter()
-        self.producer_configs: dict[str, Mapping[str, budget.ConfigValue] | None] = {}
-        """Each producer's configuration as its latest telemetry states it."""
-        self._exited: set[str] = set()
-        """Producers seen exited whose files are still there (logged once each)."""
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="hangwatch-probe")
         self.prober = BrokerProber(settings, self.probe_settings, self.tls, self._pool, clock)
         self._lock = threading.Lock()
@@ -144,60 +136,6 @@ class SidecarLoop:
             self._state = state
 
     # -- one round -----------------------------------------------------------------------------
-    def _read_producers(self, now: float) -> list[ProducerObservation]:
-        s = self.settings
-        reads, problems = telemetry_reader.scan(
-            s.telemetry_path, s.telemetry_max_bytes, s.max_producers
-        )
-        for problem in problems:
-            self.telemetry_problems[str(problem.kind)] += 1
-        observations: list[ProducerObservation] = []
-        present: set[str] = set()
-        self.producer_configs = {}
-        for read in reads:
-            if read.alive is False:
-                self._note_exited(read.key)
-                continue
-            if read.alive is None and self.wall() - read.mtime > 10 * s.heartbeat_seconds:
-                continue
-            present.add(read.key)
-            if read.doc is None:
-                self.telemetry_problems[str(read.kind)] += 1
-                observations.append(_unusable(read.key, read.alive, read.problem or "unusable"))
-                continue
-            observations.append(
-                self.tracker.observe(read.key, read.doc, read.alive, now, self.wall())
-            )
-            self.producer_configs[read.key] = read.doc.config
-        self.tracker.forget(present)
-        self._exited &= {read.key for read in reads}
-        return observations
-
-    def _with_disagreement(
-        self, cluster: ClusterObservation, producers: list[ProducerObservation], now: float
-    ) -> list[ProducerObservation]:
-        """Each producer with how long its leaders have disagreed with the cluster's."""
-        since: dict[str, float] = {}
-        out = []
-        for p in producers:
-            if leader_disagreements(p, cluster):
-                since[p.key] = self.disagreeing_since.get(p.key, now)
-                out.append(replace(p, disagreeing_seconds=now - since[p.key]))
-            else:
-                out.append(p)
-        self.disagreeing_since = since
-        return out
-
-    def _note_exited(self, key: str) -> None:
-        """A producer whose lock is free exited without removing its files: ignored (and
-        forgotten), logged once; the next producer opening in the directory removes them."""
-        if key not in self._exited:
-            self._exited.add(key)
-            log.info(
-                "producer exited without closing: its telemetry is ignored",
-                extra={"producer": key},
-            )
-
     def round(self) -> SidecarState:
         """One full evaluation round; returns (and publishes) the new state."""
         started = self.clock()
@@ -209,7 +147,7 @@ class SidecarLoop:
                 started,
                 previous.cluster,
                 previous.producers,
-                self.disagreeing_since.values(),
+                self.producers.disagreeing_since.values(),
             )
             else None
         )
@@ -250,7 +188,7 @@ class SidecarLoop:
             self.leaderless_since = self.leaderless_since or now
         else:
             self.leaderless_since = None
-        producers = self._with_disagreement(cluster, self._read_producers(now), now)
+        producers = self.producers.with_disagreement(cluster, self.producers.read(now), now)
         spark = self._thread_view()
         stacks: HeldView | None = sampling.result() if sampling is not None else None
         assessment = evaluate(
@@ -288,11 +226,11 @@ class SidecarLoop:
             round_seconds=self.clock() - started,
             probe_errors=dict(self.probe_errors),
             verdict_changes=dict(self.verdict_changes),
-            telemetry_problems=dict(self.telemetry_problems),
+            telemetry_problems=dict(self.producers.telemetry_problems),
             sockets=view,
             probe_counts=self.prober.counts(self.metadata.requests, self.metadata.clients),
             time_to_error=budget.time_to_error(
-                self.producer_configs, self.settings.time_to_error_budget_seconds
+                self.producers.configs, self.settings.time_to_error_budget_seconds
             ),
             spark=spark,
             spark_reads=self._reads(spark, previous),
@@ -346,23 +284,6 @@ class SidecarLoop:
         self._stack_pool.shutdown(wait=False, cancel_futures=True)
         self.metadata.close()
         self.prober.close()
-
-
-def _unusable(key: str, alive: bool | None, problem: str) -> ProducerObservation:
-    return ProducerObservation(
-        key=key,
-        pid=0,
-        alive=alive,
-        pending=0,
-        delivered_total=0,
-        failed_total=0,
-        topics=frozenset(),
-        heartbeat_age_seconds=0.0,
-        progress_age_seconds=None,
-        pending_seconds=0.0,
-        failing_seconds=0.0,
-        problem=problem,
-    )
 
 
 def _spark_watch(

@@ -93,7 +93,7 @@ HOSTILE = {
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_a_bad_file_makes_that_producer_unknown(sidecar: SidecarLoop, case: str) -> None:
     path, value, kind = HOSTILE[case]
-    before = sidecar.telemetry_problems[kind]
+    before = sidecar.producers.telemetry_problems[kind]
     state = round_with(
         sidecar,
         {
@@ -108,7 +108,7 @@ def test_a_bad_file_makes_that_producer_unknown(sidecar: SidecarLoop, case: str)
     )
     assert bad.verdict is Verdict.UNKNOWN and bad.reasons and len(bad.reasons[0]) <= 240
     assert good.verdict is Verdict.HEALTHY
-    assert sidecar.telemetry_problems[kind] == before + 1
+    assert sidecar.producers.telemetry_problems[kind] == before + 1
     assert_served(state)
 
 

@@ -66,16 +66,16 @@ def test_only_max_producers_are_tracked_and_the_rest_reported(
     )
     try:
         state = loop.round()
-        assert len(state.producers) == 64 and len(loop.tracker) == 64
+        assert len(state.producers) == 64 and len(loop.producers.tracker) == 64
         assert {p.key for p in state.producers} == {f"producer-{i}-1" for i in range(16, 80)}
         assert state.telemetry_problems == {"too_many_producers": 1}
         assert state.assessment is not None and str(state.assessment.pod.verdict) == "healthy"
         locks.close()  # every producer exits: their locks are free
         state = loop.round()  # the 64 newest are seen exited and forgotten at once ...
-        assert state.producers == () and len(loop.tracker) == 0
+        assert state.producers == () and len(loop.producers.tracker) == 0
         assert len(list(directory.glob("producer-*.json"))) == 80  # ... and never deleted
         state = loop.round()
-        assert state.producers == () and len(loop.tracker) == 0
+        assert state.producers == () and len(loop.producers.tracker) == 0
     finally:
         loop.close()
 
