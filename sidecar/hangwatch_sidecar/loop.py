@@ -50,7 +50,7 @@ from hangwatch_sidecar.spark.tracking import SparkTracker
 from hangwatch_sidecar.spark.types import ReadStats, SparkView
 from hangwatch_sidecar.spark.watch import SparkWatch
 from hangwatch_sidecar.state import SidecarState, not_judged
-from hangwatch_sidecar.verdicts import Debouncer, Thresholds, evaluate
+from hangwatch_sidecar.verdicts import Debouncer, RoundEvidence, Thresholds, evaluate
 
 log = logging.getLogger(__name__)
 JITTER = 0.2
@@ -192,15 +192,17 @@ class SidecarLoop:
         spark = self._thread_view()
         stacks: HeldView | None = sampling.result() if sampling is not None else None
         assessment = evaluate(
-            cluster,
-            producers,
+            RoundEvidence(
+                cluster,
+                producers,
+                leaderless_since=self.leaderless_since,
+                topics=self.settings.topic_set,
+                sockets=view,
+                spark=spark,
+                stacks=stacks,
+            ),
             thresholds=self.thresholds,
             now=now,
-            leaderless_since=self.leaderless_since,
-            topics=self.settings.topic_set,
-            sockets=view,
-            spark=spark,
-            stacks=stacks,
         )
         wall_now = self.wall()
         if self.debouncer.update(assessment.pod.verdict, wall_now, held=assessment.pod.held):

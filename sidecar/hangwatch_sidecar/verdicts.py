@@ -413,126 +413,179 @@ _PRODUCER_ORDER = (
 )
 
 
-def evaluate(
-    cluster: ClusterObservation | None,
-    producers: Sequence[ProducerObservation],
-    *,
-    thresholds: Thresholds,
-    now: float,
-    leaderless_since: float | None = None,
-    topics: frozenset[str] = frozenset(),
-    sockets: SocketObservation | None = None,
-    spark: SparkView | None = None,
-    spark_task_running: bool | None = None,
-    stacks: HeldView | None = None,
-) -> PodAssessment:
-    """The pod's verdict now; `leaderless_since` is when leaderless partitions were first seen.
+@dataclass(frozen=True)
+class RoundEvidence:
+    """Everything one round observed: what `evaluate` judges."""
 
-    `sockets`: this round's view of the pod's own connections to brokers (None: not
-    read). `spark`: Spark's view of this executor this round (None: the Spark view is
-    off). `spark_task_running` (True: one of its tasks runs; False: none; None: unknown)
-    is combined with the socket view's silence; by default it comes from `spark`.
-    `stacks`: the newest sample of the executor's Python stacks (None: not sampled)."""
+    cluster: ClusterObservation | None
+    """None until a probe round has completed."""
+    producers: Sequence[ProducerObservation] = ()
+    """The wrapper's telemetry, one per producer."""
+    leaderless_since: float | None = None
+    """When leaderless partitions were first seen."""
+    topics: frozenset[str] = frozenset()
+    """The topics the sidecar was told the pod writes (besides the producers' own)."""
+    sockets: SocketObservation | None = None
+    """This round's view of the pod's own connections to brokers (None: not read)."""
+    spark: SparkView | None = None
+    """Spark's view of this executor this round (None: the Spark view is off)."""
+    spark_task_running: bool | None = None
+    """True: one of this executor's tasks runs; False: none; None: unknown. Combined with
+    the socket view's silence; by default it comes from `spark`."""
+    stacks: HeldView | None = None
+    """The newest sample of the executor's Python stacks (None: not sampled)."""
+
+    @property
+    def task_running(self) -> bool | None:
+        if self.spark_task_running is None and self.spark is not None:
+            return self.spark.task_running  # None while the view is unavailable
+        return self.spark_task_running
+
+
+def evaluate(evidence: RoundEvidence, *, thresholds: Thresholds, now: float) -> PodAssessment:
+    """The pod's verdict now: the first rule of the module's order that judges."""
+    cluster = evidence.cluster
     if cluster is None:
         return PodAssessment(Assessment(Verdict.UNKNOWN, ("no probe round has completed yet",)), {})
     brokers = _brokers_evidence(cluster)
     if not cluster.answering:
-        failing = ", ".join(f"{b.address} {b.reachability}" for b in cluster.brokers)
-        seen = judge_sockets(
-            sockets,
-            stall_seconds=thresholds.stall_seconds,
-            request_timeout_seconds=thresholds.producer_request_timeout_seconds,
-            cluster_healthy=False,
-        )
-        pod = Assessment(
-            Verdict.CLUSTER_UNREACHABLE,
-            (
-                f"no broker answers from this pod: {failing or 'no brokers configured'}",
-                *(f.reason for f in seen if f.verdict is Verdict.BROKER_DEGRADED),
-            ),
-            _with_sockets({"brokers": brokers}, sockets),
-        )
-        return PodAssessment(pod, {p.key: pod for p in producers})
-    written = topics.union(*(p.topics for p in producers)) if producers else topics
-    leaderless = cluster.leaderless_for(frozenset(written))
-    if leaderless:
-        held = 0.0 if leaderless_since is None else now - leaderless_since
-        within = held <= thresholds.election_grace_seconds
-        pod = Assessment(
-            Verdict.LEADER_ELECTION,
-            (
-                f"{len(leaderless)} partitions without a leader for {held:.1f} s "
-                + (
-                    "(within grace: expected during an election)"
-                    if within
-                    else f"(beyond the {thresholds.election_grace_seconds:.0f} s grace)"
-                ),
-            ),
-            {
-                "leaderless": leaderless[:50],
-                "leaderless_seconds": round(held, 3),
-                "brokers": brokers,
-            },
-        )
-        return PodAssessment(pod, {p.key: pod for p in producers})
+        return _unreachable(evidence, cluster, brokers, thresholds)
+    if election := _election(evidence, cluster, brokers, thresholds, now):
+        return election
     # Dead bootstrap entries the cluster does not advertise (S1) are a configuration
     # smell, not a cluster problem: judge producers by the brokers that are members.
     members_failing = [b for b in cluster.failing if b.advertised]
     cluster_healthy = not members_failing and cluster.metadata_ok
     per_producer = {
-        p.key: assess_producer(p, cluster, thresholds, cluster_healthy) for p in producers
+        p.key: assess_producer(p, cluster, thresholds, cluster_healthy) for p in evidence.producers
     }
-    if spark_task_running is None and spark is not None:
-        spark_task_running = spark.task_running  # None while the view is unavailable
-    socket_findings, spark_findings, stack_findings, silence, weighed = _findings(
-        frozenset(b.address for b in cluster.failing),
-        producers,
-        thresholds,
-        cluster_healthy,
-        sockets,
-        spark,
-        spark_task_running,
-        stacks,
-        tuple(cluster.absent_for(topics)),
+    found = _findings(evidence, cluster, thresholds, cluster_healthy)
+    return _producer_verdict(evidence, cluster, brokers, per_producer, found) or _quiet(
+        evidence, brokers, per_producer, found
     )
+
+
+def _unreachable(
+    evidence: RoundEvidence,
+    cluster: ClusterObservation,
+    brokers: dict[str, Any],
+    thresholds: Thresholds,
+) -> PodAssessment:
+    """Rule 2: no broker answers from this pod."""
+    failing = ", ".join(f"{b.address} {b.reachability}" for b in cluster.brokers)
+    seen = judge_sockets(
+        evidence.sockets,
+        stall_seconds=thresholds.stall_seconds,
+        request_timeout_seconds=thresholds.producer_request_timeout_seconds,
+        cluster_healthy=False,
+    )
+    pod = Assessment(
+        Verdict.CLUSTER_UNREACHABLE,
+        (
+            f"no broker answers from this pod: {failing or 'no brokers configured'}",
+            *(f.reason for f in seen if f.verdict is Verdict.BROKER_DEGRADED),
+        ),
+        _with_sockets({"brokers": brokers}, evidence.sockets),
+    )
+    return PodAssessment(pod, {p.key: pod for p in evidence.producers})
+
+
+def _election(
+    evidence: RoundEvidence,
+    cluster: ClusterObservation,
+    brokers: dict[str, Any],
+    thresholds: Thresholds,
+    now: float,
+) -> PodAssessment | None:
+    """Rule 3: partitions the producers write to have no leader."""
+    producers, topics = evidence.producers, evidence.topics
+    written = topics.union(*(p.topics for p in producers)) if producers else topics
+    leaderless = cluster.leaderless_for(frozenset(written))
+    if not leaderless:
+        return None
+    since = evidence.leaderless_since
+    held = 0.0 if since is None else now - since
+    within = held <= thresholds.election_grace_seconds
+    pod = Assessment(
+        Verdict.LEADER_ELECTION,
+        (
+            f"{len(leaderless)} partitions without a leader for {held:.1f} s "
+            + (
+                "(within grace: expected during an election)"
+                if within
+                else f"(beyond the {thresholds.election_grace_seconds:.0f} s grace)"
+            ),
+        ),
+        {
+            "leaderless": leaderless[:50],
+            "leaderless_seconds": round(held, 3),
+            "brokers": brokers,
+        },
+    )
+    return PodAssessment(pod, {p.key: pod for p in producers})
+
+
+def _producer_verdict(
+    evidence: RoundEvidence,
+    cluster: ClusterObservation,
+    brokers: dict[str, Any],
+    per_producer: dict[str, Assessment],
+    found: _Findings,
+) -> PodAssessment | None:
+    """Rules 4-8: the first verdict of `_PRODUCER_ORDER` that a producer's telemetry, a
+    view's finding or the evidence ladder gives, with every source's reasons."""
+    sockets, spark = evidence.sockets, evidence.spark
+    socket_findings, spark_findings, stack_findings, silence, weighed = found
     also = [f"{_label(spark)}: {f.reason}" for f in spark_findings if f.verdict is None]
     also += [f.reason for f in stack_findings if f.verdict is None and not f.clears_silence]
     for verdict in _PRODUCER_ORDER:
         hit = [(k, a) for k, a in per_producer.items() if a.verdict is verdict]
-        found = [f for f in socket_findings if f.verdict is verdict]
+        seen = [f for f in socket_findings if f.verdict is verdict]
         judged = [f for f in spark_findings if f.verdict is verdict]
         ladder = weighed if weighed is not None and weighed.verdict is verdict else None
         stacked = [f for f in stack_findings if f.verdict is verdict and ladder is None]
         reasons = [f"producer {k}: {r}" for k, a in hit for r in a.reasons]
-        if verdict is Verdict.BROKER_DEGRADED and (hit or found or judged or cluster.failing):
+        if verdict is Verdict.BROKER_DEGRADED and (hit or seen or judged or cluster.failing):
             reasons += [_broker_reason(b) for b in cluster.failing]
             refusing = [b.address for b in cluster.failing if b.reachability == "refused"]
             if corroboration := failed_connects_reason(sockets, refusing):
                 reasons.append(f"socket view: {corroboration}")
-        if hit or found or judged or stacked or ladder or reasons:
-            reasons += [f"socket view: {f.reason}" for f in found]
-            reasons += [f.reason for f in stacked]
-            reasons += list(ladder.reasons) if ladder else []
-            reasons += [f"{_label(spark)}: {f.reason}" for f in judged] + also
-            evidence = {"producers": [k for k, _ in hit], "brokers": brokers}
-            named = [c for f in found for c in f.connections]
-            named += list(silence.connections) if ladder and silence else []
-            if named:
-                evidence["connections_judged"] = sorted(set(named))[:MAX_CONNECTIONS_SHOWN]
-            evidence |= _spark_evidence(judged + [f for f in spark_findings if f.verdict is None])
-            evidence |= _stack_evidence(stacked, ladder)
-            return PodAssessment(
-                Assessment(
-                    verdict,
-                    tuple(reasons),
-                    _with_sockets(evidence, sockets),
-                    held=bool(ladder and silence and silence.past_write_interval),
-                ),
-                per_producer,
-            )
+        if not (hit or seen or judged or stacked or ladder or reasons):
+            continue
+        reasons += [f"socket view: {f.reason}" for f in seen]
+        reasons += [f.reason for f in stacked]
+        reasons += list(ladder.reasons) if ladder else []
+        reasons += [f"{_label(spark)}: {f.reason}" for f in judged] + also
+        shown: dict[str, Any] = {"producers": [k for k, _ in hit], "brokers": brokers}
+        named = [c for f in seen for c in f.connections]
+        named += list(silence.connections) if ladder and silence else []
+        if named:
+            shown["connections_judged"] = sorted(set(named))[:MAX_CONNECTIONS_SHOWN]
+        shown |= _spark_evidence(judged + [f for f in spark_findings if f.verdict is None])
+        shown |= _stack_evidence(stacked, ladder)
+        return PodAssessment(
+            Assessment(
+                verdict,
+                tuple(reasons),
+                _with_sockets(shown, sockets),
+                held=bool(ladder and silence and silence.past_write_interval),
+            ),
+            per_producer,
+        )
+    return None
+
+
+def _quiet(
+    evidence: RoundEvidence,
+    brokers: dict[str, Any],
+    per_producer: dict[str, Assessment],
+    found: _Findings,
+) -> PodAssessment:
+    """Rules 9-10: nothing to judge (`unknown`), else `healthy`."""
+    sockets, spark = evidence.sockets, evidence.spark
     connected = sockets is not None and sockets.available and bool(sockets.connections)
     jvm_producer = spark is not None and spark.producer_visible
-    if not producers and not connected and not jvm_producer:
+    if not evidence.producers and not connected and not jvm_producer:
         return PodAssessment(
             Assessment(
                 Verdict.UNKNOWN,
@@ -542,6 +595,7 @@ def evaluate(
             per_producer,
         )
     healthy: dict[str, Any] = {"brokers": brokers}
+    weighed = found[4]
     if weighed is not None:  # silence cleared by a source that shows the task busy elsewhere
         healthy["silence_cleared"] = list(weighed.reasons)
     return PodAssessment(
@@ -559,25 +613,21 @@ _Findings = tuple[
 
 
 def _findings(
-    failing_brokers: frozenset[str],
-    producers: Sequence[ProducerObservation],
+    evidence: RoundEvidence,
+    cluster: ClusterObservation,
     thresholds: Thresholds,
     cluster_healthy: bool,
-    sockets: SocketObservation | None,
-    spark: SparkView | None,
-    spark_task_running: bool | None,
-    stacks: HeldView | None,
-    absent_topics: tuple[str, ...] = (),
 ) -> _Findings:
     """Each view's findings, the silence finding (taken out of the socket findings) and
     what the evidence ladder made of it."""
+    producers, sockets, spark = evidence.producers, evidence.sockets, evidence.spark
     socket_findings = judge_sockets(
         sockets,
         stall_seconds=thresholds.stall_seconds,
         request_timeout_seconds=thresholds.producer_request_timeout_seconds,
         cluster_healthy=cluster_healthy,
-        spark_task_running=spark_task_running,
-        failing_brokers=failing_brokers,
+        spark_task_running=evidence.task_running,
+        failing_brokers=frozenset(b.address for b in cluster.failing),
         write_interval_seconds=thresholds.expected_write_interval_seconds,
         throttle_seconds=max(
             (p.throttle_seconds for p in producers if p.throttled(thresholds.stall_seconds)),
@@ -589,10 +639,10 @@ def _findings(
         stall_seconds=thresholds.stall_seconds,
         heartbeat_seconds=thresholds.heartbeat_seconds,
         cluster_healthy=cluster_healthy,
-        absent_topics=absent_topics,
+        absent_topics=tuple(cluster.absent_for(evidence.topics)),
     )
     stack_findings = judge_stacks(
-        stacks,
+        evidence.stacks,
         heartbeat_seconds=thresholds.heartbeat_seconds,
         stall_seconds=thresholds.stall_seconds,
         silent_seconds=sockets.silent_seconds if sockets and sockets.available else None,

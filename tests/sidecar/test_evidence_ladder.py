@@ -21,7 +21,7 @@ from hangwatch.contracts import Verdict as V
 from hangwatch_sidecar.pystacks.judge import HeldThread, HeldView, StackTracker
 from hangwatch_sidecar.pystacks.types import Place, StackView, ThreadPlace
 from hangwatch_sidecar.spark.types import Activity, ThreadObservation
-from hangwatch_sidecar.verdicts import Thresholds, evaluate
+from hangwatch_sidecar.verdicts import RoundEvidence, Thresholds, evaluate
 from tests.sidecar import spark_builders as sb
 from tests.sidecar.builders import cluster, connection, producer, socket_view
 
@@ -46,10 +46,11 @@ def held(*threads: tuple[ThreadPlace, float, int]) -> HeldView:
 
 
 def judge(sockets=SILENT, producers=(), **kw):  # type: ignore[no-untyped-def]
-    return evaluate(
-        kw.pop("cluster", cluster()), list(producers), thresholds=T, now=100, sockets=sockets,
+    evidence = RoundEvidence(
+        kw.pop("cluster", cluster()), list(producers), sockets=sockets,
         spark_task_running=True, **kw,
-    ).pod  # fmt: skip
+    )  # fmt: skip
+    return evaluate(evidence, thresholds=T, now=100).pod
 
 
 def test_silence_alone_is_producer_silent_and_says_it_alerts_only() -> None:

@@ -44,7 +44,7 @@ from hangwatch_sidecar.spark.types import (
     SparkView,
     TaskThread,
 )
-from hangwatch_sidecar.verdicts import Thresholds, evaluate
+from hangwatch_sidecar.verdicts import RoundEvidence, Thresholds, evaluate
 from tests.sidecar.builders import cluster
 from tests.sidecar.spark_builders import FIXTURES
 
@@ -207,7 +207,9 @@ def test_the_recorded_run_is_writes_rejected_while_its_task_retries() -> None:
 
 
 def test_the_pod_is_writes_rejected_not_a_restart_verdict() -> None:
-    result = evaluate(cluster(), [], thresholds=T, now=100.0, spark=view(EXPIRED, TOO_LARGE))
+    result = evaluate(
+        RoundEvidence(cluster(), [], spark=view(EXPIRED, TOO_LARGE)), thresholds=T, now=100.0
+    )
     assert result.pod.verdict is V.WRITES_REJECTED
     assert "TID 2" in result.pod.reasons[0] and result.pod.evidence["spark_tasks"] == [2]
 

@@ -21,7 +21,7 @@ from hangwatch.contracts import Verdict as V
 from hangwatch_producer.wire import telemetry as wire
 from hangwatch_sidecar.sockets.types import Pattern
 from hangwatch_sidecar.tracking import ProducerTracker
-from hangwatch_sidecar.verdicts import Thresholds, evaluate
+from hangwatch_sidecar.verdicts import RoundEvidence, Thresholds, evaluate
 from tests.sidecar.builders import cluster, connection, producer, socket_view
 
 T = Thresholds(
@@ -34,11 +34,11 @@ WAITING = {"pending": 400, "pending_seconds": 9, "progress_age_seconds": 7.0,
 
 
 def test_a_throttled_wait_is_healthy_with_the_throttle_in_the_evidence() -> None:
-    assert evaluate(cluster(), [producer(**WAITING)], thresholds=T, now=100).pod.verdict is (
-        V.PRODUCER_HUNG
-    )
+    assert evaluate(
+        RoundEvidence(cluster(), [producer(**WAITING)]), thresholds=T, now=100
+    ).pod.verdict is (V.PRODUCER_HUNG)
     throttled = producer(**WAITING, throttle_age_seconds=3.0, throttle_seconds=4.2)
-    result = evaluate(cluster(), [throttled], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(cluster(), [throttled]), thresholds=T, now=100)
     assert result.pod.verdict is V.HEALTHY, result.pod.reasons
     evidence = result.producers["producer-42-1"].evidence
     assert evidence["throttle_seconds"] == 4.2 and evidence["throttle_age_seconds"] == 3.0
@@ -46,21 +46,29 @@ def test_a_throttled_wait_is_healthy_with_the_throttle_in_the_evidence() -> None
 
 def test_a_wait_past_the_throttle_or_after_it_ended_is_judged_as_before() -> None:
     long_past = producer(**WAITING, throttle_age_seconds=9.3, throttle_seconds=4.2)
-    assert evaluate(cluster(), [long_past], thresholds=T, now=100).pod.verdict is V.PRODUCER_HUNG
+    assert (
+        evaluate(RoundEvidence(cluster(), [long_past]), thresholds=T, now=100).pod.verdict
+        is V.PRODUCER_HUNG
+    )
     ended = producer(**WAITING, throttle_age_seconds=1.0, throttle_seconds=0.0)
-    assert evaluate(cluster(), [ended], thresholds=T, now=100).pod.verdict is V.PRODUCER_HUNG
+    assert (
+        evaluate(RoundEvidence(cluster(), [ended]), thresholds=T, now=100).pod.verdict
+        is V.PRODUCER_HUNG
+    )
 
 
 def test_a_request_the_quota_holds_is_no_broker_finding() -> None:
     held = socket_view(connection(pattern=Pattern.UNANSWERED, waiting_seconds=7.0))
     delivering = {"pending": 40, "pending_seconds": 2, "progress_age_seconds": 0.5}
-    plain = evaluate(cluster(), [producer(**delivering)], thresholds=T, now=100, sockets=held)
+    plain = evaluate(
+        RoundEvidence(cluster(), [producer(**delivering)], sockets=held), thresholds=T, now=100
+    )
     assert plain.pod.verdict is V.BROKER_DEGRADED, plain.pod.reasons
     throttled = producer(**delivering, throttle_age_seconds=1.0, throttle_seconds=4.2)
-    result = evaluate(cluster(), [throttled], thresholds=T, now=100, sockets=held)
+    result = evaluate(RoundEvidence(cluster(), [throttled], sockets=held), thresholds=T, now=100)
     assert result.pod.verdict is V.HEALTHY, result.pod.reasons
     longer = socket_view(connection(pattern=Pattern.UNANSWERED, waiting_seconds=12.0))
-    past = evaluate(cluster(), [throttled], thresholds=T, now=100, sockets=longer)
+    past = evaluate(RoundEvidence(cluster(), [throttled], sockets=longer), thresholds=T, now=100)
     assert past.pod.verdict is V.BROKER_DEGRADED, past.pod.reasons  # longer than it explains
 
 
@@ -88,6 +96,6 @@ def test_while_a_throttle_explains_the_wait_no_restart_verdict(
 ) -> None:
     seen = producer(**{**WAITING, "pending_seconds": pending_seconds},
                     throttle_age_seconds=age, throttle_seconds=seconds)  # fmt: skip
-    verdict = evaluate(cluster(), [seen], thresholds=T, now=100).pod.verdict
+    verdict = evaluate(RoundEvidence(cluster(), [seen]), thresholds=T, now=100).pod.verdict
     if seconds > 0 and age <= seconds + T.stall_seconds:
         assert verdict not in {V.PRODUCER_HUNG, V.METADATA_STALE}

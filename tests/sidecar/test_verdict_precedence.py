@@ -25,7 +25,7 @@ import pytest
 from hangwatch.contracts import Reachability as R
 from hangwatch.contracts import Verdict as V
 from hangwatch_sidecar.evidence import BrokerObservation
-from hangwatch_sidecar.verdicts import Thresholds, evaluate
+from hangwatch_sidecar.verdicts import RoundEvidence, Thresholds, evaluate
 from tests.sidecar.builders import cluster, producer
 
 T = Thresholds(
@@ -41,15 +41,17 @@ ANSWERED_LATELY = {
 
 
 def test_no_probe_yet_is_unknown() -> None:
-    result = evaluate(None, [producer()], thresholds=T, now=0)
+    result = evaluate(RoundEvidence(None, [producer()]), thresholds=T, now=0)
     assert result.pod.verdict is V.UNKNOWN
     assert "no probe" in result.pod.reasons[0]
 
 
 def test_s0_every_broker_blackholed_is_cluster_unreachable() -> None:
     result = evaluate(
-        cluster(R.TIMEOUT, R.TIMEOUT, R.TIMEOUT),
-        [producer(pending=50, pending_seconds=300, progress_age_seconds=300)],
+        RoundEvidence(
+            cluster(R.TIMEOUT, R.TIMEOUT, R.TIMEOUT),
+            [producer(pending=50, pending_seconds=300, progress_age_seconds=300)],
+        ),
         thresholds=T,
         now=100,
     )
@@ -90,7 +92,9 @@ def test_an_election_is_leader_election_never_producer_hung(
     named: list[str],
 ) -> None:
     stuck = producer(pending=100, pending_seconds=stuck_seconds, progress_age_seconds=stuck_seconds)
-    result = evaluate(cluster(**leaderless), [stuck], thresholds=T, now=now, leaderless_since=since)
+    result = evaluate(
+        RoundEvidence(cluster(**leaderless), [stuck], leaderless_since=since), thresholds=T, now=now
+    )
     assert result.pod.verdict is V.LEADER_ELECTION
     assert reason in result.pod.reasons[0]
     assert result.pod.evidence["leaderless"] == named
@@ -98,11 +102,11 @@ def test_an_election_is_leader_election_never_producer_hung(
 
 def test_leaderless_partitions_of_other_topics_are_ignored() -> None:
     result = evaluate(
-        cluster(leaderless_topics=frozenset({"other"})),
-        [producer()],
+        RoundEvidence(
+            cluster(leaderless_topics=frozenset({"other"})), [producer()], leaderless_since=90
+        ),
         thresholds=T,
         now=100,
-        leaderless_since=90,
     )
     assert result.pod.verdict is V.HEALTHY
 
@@ -146,7 +150,7 @@ BLAMED: dict[str, tuple[dict[str, Any], V, str]] = {
 def test_one_producer_on_a_healthy_cluster_is_blamed(
     fields: dict[str, Any], verdict: V, reason: str
 ) -> None:
-    result = evaluate(cluster(), [producer(**fields)], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(cluster(), [producer(**fields)]), thresholds=T, now=100)
     assert result.pod.verdict is verdict
     assert reason in result.pod.reasons[0]
     assert result.pod.evidence["producers"] == ["producer-42-1"]
@@ -154,20 +158,25 @@ def test_one_producer_on_a_healthy_cluster_is_blamed(
 
 def test_pending_but_recently_delivering_is_healthy() -> None:
     busy = producer(pending=5000, pending_seconds=600, progress_age_seconds=0.2)
-    assert evaluate(cluster(), [busy], thresholds=T, now=100).pod.verdict is V.HEALTHY
+    assert (
+        evaluate(RoundEvidence(cluster(), [busy]), thresholds=T, now=100).pod.verdict is V.HEALTHY
+    )
 
 
 def test_stale_heartbeat_without_known_liveness_or_after_exit_is_not_hung() -> None:
     unknown = producer(alive=None, pending=10, heartbeat_age_seconds=100, pending_seconds=5)
     exited = producer(alive=False, pending=10, heartbeat_age_seconds=100, pending_seconds=5)
-    assert evaluate(cluster(), [unknown], thresholds=T, now=100).pod.verdict is V.HEALTHY
-    result = evaluate(cluster(), [exited], thresholds=T, now=100)
+    assert (
+        evaluate(RoundEvidence(cluster(), [unknown]), thresholds=T, now=100).pod.verdict
+        is V.HEALTHY
+    )
+    result = evaluate(RoundEvidence(cluster(), [exited]), thresholds=T, now=100)
     assert result.producers["producer-42-1"].verdict is V.UNKNOWN
 
 
 def test_stalled_during_broker_failure_is_broker_degraded_never_hung() -> None:
     stuck = producer(pending=100, pending_seconds=90, progress_age_seconds=90)
-    result = evaluate(cluster(R.OK, R.TIMEOUT, R.OK), [stuck], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(cluster(R.OK, R.TIMEOUT, R.OK), [stuck]), thresholds=T, now=100)
     assert result.pod.verdict is V.BROKER_DEGRADED
 
 
@@ -180,14 +189,16 @@ def test_s1_leader_disagreement_with_old_metadata_is_metadata_stale() -> None:
         pending=12,
         pending_seconds=2.0,
     )
-    result = evaluate(cluster(), [stale], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(cluster(), [stale]), thresholds=T, now=100)
     assert result.pod.verdict is V.METADATA_STALE
     assert result.producers["producer-42-1"].evidence["leader_disagreements"] == [
         "t/0: producer says 3, cluster says 1"
     ]
     assert "for 60 s" in result.pod.reasons[0]
     fresh = replace(stale, metadata_age_seconds=5)  # within election grace
-    assert evaluate(cluster(), [fresh], thresholds=T, now=100).pod.verdict is V.HEALTHY
+    assert (
+        evaluate(RoundEvidence(cluster(), [fresh]), thresholds=T, now=100).pod.verdict is V.HEALTHY
+    )
 
 
 def test_leaders_that_just_moved_are_no_proof_however_old_the_producers_metadata() -> None:
@@ -197,11 +208,15 @@ def test_leaders_that_just_moved_are_no_proof_however_old_the_producers_metadata
     moved = producer(
         leaders={("t", 0): 3}, metadata_age_seconds=40, disagreeing_seconds=0.0, pending=12
     )
-    assert evaluate(cluster(), [moved], thresholds=T, now=100).pod.verdict is V.HEALTHY
+    assert (
+        evaluate(RoundEvidence(cluster(), [moved]), thresholds=T, now=100).pod.verdict is V.HEALTHY
+    )
     within = replace(moved, disagreeing_seconds=T.election_grace_seconds)
-    assert evaluate(cluster(), [within], thresholds=T, now=100).pod.verdict is V.HEALTHY
+    assert (
+        evaluate(RoundEvidence(cluster(), [within]), thresholds=T, now=100).pod.verdict is V.HEALTHY
+    )
     past = replace(moved, disagreeing_seconds=T.election_grace_seconds + 1)
-    result = evaluate(cluster(), [past], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(cluster(), [past]), thresholds=T, now=100)
     assert result.pod.verdict is V.METADATA_STALE
     assert result.producers["producer-42-1"].evidence["disagreeing_seconds"] == 16.0
 
@@ -211,13 +226,15 @@ def test_an_idle_producer_with_leaders_from_before_an_election_is_healthy() -> N
     # next send refreshes them (NOT_LEADER), or its periodic refresh: no restart for that
     # (the false-restart soak restarted such executors before this rule).
     idle = producer(leaders={("t", 0): 3}, metadata_age_seconds=50, pending=0)
-    result = evaluate(cluster(), [idle], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(cluster(), [idle]), thresholds=T, now=100)
     assert result.pod.verdict is V.HEALTHY
     assert result.producers["producer-42-1"].evidence["leader_disagreements"]
 
 
 def test_s3_blackholed_and_refused_brokers_are_named_with_their_class() -> None:
-    result = evaluate(cluster(R.OK, R.TIMEOUT, R.REFUSED), [producer()], thresholds=T, now=100)
+    result = evaluate(
+        RoundEvidence(cluster(R.OK, R.TIMEOUT, R.REFUSED), [producer()]), thresholds=T, now=100
+    )
     assert result.pod.verdict is V.BROKER_DEGRADED
     assert result.pod.reasons == (
         "broker 10.0.0.2:9092 (node 2) is timeout",
@@ -227,14 +244,14 @@ def test_s3_blackholed_and_refused_brokers_are_named_with_their_class() -> None:
 
 
 def test_no_telemetry_yet_is_unknown_with_a_reason() -> None:
-    result = evaluate(cluster(), [], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(cluster(), []), thresholds=T, now=100)
     assert result.pod.verdict is V.UNKNOWN
     assert "no producer telemetry" in result.pod.reasons[0]
 
 
 def test_unusable_telemetry_is_unknown_for_that_producer_only() -> None:
     bad = producer(key="producer-7-1", problem="telemetry is not valid JSON")
-    result = evaluate(cluster(), [producer(), bad], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(cluster(), [producer(), bad]), thresholds=T, now=100)
     assert result.pod.verdict is V.HEALTHY
     assert result.producers["producer-7-1"].verdict is V.UNKNOWN
     assert result.producers["producer-7-1"].reasons == ("telemetry is not valid JSON",)
@@ -243,7 +260,7 @@ def test_unusable_telemetry_is_unknown_for_that_producer_only() -> None:
 def test_hung_outranks_stale_and_degraded_across_producers() -> None:
     hung = producer(key="a", pending=10, pending_seconds=40, progress_age_seconds=40)
     stale = producer(key="b", failed_total=9, failing_seconds=40)
-    result = evaluate(cluster(), [stale, hung], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(cluster(), [stale, hung]), thresholds=T, now=100)
     assert result.pod.verdict is V.PRODUCER_HUNG
     assert result.producers["b"].verdict is V.METADATA_STALE
 
@@ -255,9 +272,9 @@ def test_s1_dead_bootstrap_entries_do_not_excuse_a_failing_producer() -> None:
     )
     with_dead = replace(base, brokers=(*base.brokers, dead))
     failing = producer(failed_total=500, failing_seconds=40, progress_age_seconds=40)
-    result = evaluate(with_dead, [failing], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(with_dead, [failing]), thresholds=T, now=100)
     assert result.pod.verdict is V.METADATA_STALE
-    healthy = evaluate(with_dead, [producer()], thresholds=T, now=100)
+    healthy = evaluate(RoundEvidence(with_dead, [producer()]), thresholds=T, now=100)
     assert healthy.pod.verdict is V.BROKER_DEGRADED
     assert healthy.pod.reasons == ("bootstrap entry 10.0.0.9:9092 is refused",)
 
@@ -272,7 +289,9 @@ def test_a_broker_gone_from_metadata_keeps_its_name() -> None:
         advertised=False,
     )
     result = evaluate(
-        replace(base, brokers=(*base.brokers, gone)), [producer()], thresholds=T, now=100
+        RoundEvidence(replace(base, brokers=(*base.brokers, gone)), [producer()]),
+        thresholds=T,
+        now=100,
     )
     assert result.pod.verdict is V.BROKER_DEGRADED
     assert result.pod.reasons == (
@@ -282,14 +301,18 @@ def test_a_broker_gone_from_metadata_keeps_its_name() -> None:
 
 def test_s4_heartbeat_stopped_counts_even_if_last_snapshot_had_nothing_pending() -> None:
     blocked = producer(pending=0, heartbeat_age_seconds=16)
-    result = evaluate(cluster(), [blocked], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(cluster(), [blocked]), thresholds=T, now=100)
     assert result.pod.verdict is V.PRODUCER_HUNG
 
 
 def test_metadata_older_than_allowed_is_stale_but_normal_refresh_age_is_not() -> None:
     assert (
-        evaluate(cluster(), [producer(metadata_age_seconds=59)], thresholds=T, now=100).pod.verdict
+        evaluate(
+            RoundEvidence(cluster(), [producer(metadata_age_seconds=59)]), thresholds=T, now=100
+        ).pod.verdict
         is V.HEALTHY
     )
-    old = evaluate(cluster(), [producer(metadata_age_seconds=200)], thresholds=T, now=100)
+    old = evaluate(
+        RoundEvidence(cluster(), [producer(metadata_age_seconds=200)]), thresholds=T, now=100
+    )
     assert old.pod.verdict is V.METADATA_STALE

@@ -24,7 +24,7 @@ from dataclasses import replace
 from hangwatch.contracts import Reachability as R
 from hangwatch.contracts import Verdict as V
 from hangwatch_sidecar.sockets.types import Pattern
-from hangwatch_sidecar.verdicts import MAX_CONNECTIONS_SHOWN, Thresholds, evaluate
+from hangwatch_sidecar.verdicts import MAX_CONNECTIONS_SHOWN, RoundEvidence, Thresholds, evaluate
 from tests.sidecar.builders import cluster, connection, producer, socket_view
 
 T = Thresholds(
@@ -47,7 +47,9 @@ view = socket_view
 
 
 def test_unanswered_request_without_telemetry_is_producer_hung_naming_it() -> None:
-    result = evaluate(cluster(), [], thresholds=T, now=100, sockets=view(UNANSWERED, IDLE))
+    result = evaluate(
+        RoundEvidence(cluster(), [], sockets=view(UNANSWERED, IDLE)), thresholds=T, now=100
+    )
     assert result.pod.verdict is V.PRODUCER_HUNG
     (reason,) = result.pod.reasons
     assert reason.startswith("socket view: connection 10.0.0.9:40000->10.0.0.1:9092")
@@ -58,28 +60,36 @@ def test_unanswered_request_without_telemetry_is_producer_hung_naming_it() -> No
 
 def test_unanswered_during_an_election_or_a_broker_failure_is_not_hung() -> None:
     election = evaluate(
-        cluster(leaderless_topics=frozenset({"t"})),
-        [],
+        RoundEvidence(
+            cluster(leaderless_topics=frozenset({"t"})),
+            [],
+            leaderless_since=99,
+            topics=frozenset({"t"}),
+            sockets=view(UNANSWERED),
+        ),
         thresholds=T,
         now=100,
-        leaderless_since=99,
-        topics=frozenset({"t"}),
-        sockets=view(UNANSWERED),
     )
     assert election.pod.verdict is V.LEADER_ELECTION
     failing = evaluate(
-        cluster(R.OK, R.TIMEOUT, R.OK), [], thresholds=T, now=100, sockets=view(UNANSWERED)
+        RoundEvidence(cluster(R.OK, R.TIMEOUT, R.OK), [], sockets=view(UNANSWERED)),
+        thresholds=T,
+        now=100,
     )
     assert failing.pod.verdict is V.BROKER_DEGRADED
     assert any("not judged a producer fault" in r for r in failing.pod.reasons)
 
 
 def test_blackholed_connection_names_its_broker_even_when_the_probe_answered() -> None:
-    result = evaluate(cluster(), [], thresholds=T, now=100, sockets=view(IDLE, BLACKHOLED))
+    result = evaluate(
+        RoundEvidence(cluster(), [], sockets=view(IDLE, BLACKHOLED)), thresholds=T, now=100
+    )
     assert result.pod.verdict is V.BROKER_DEGRADED
     assert any("broker 10.0.0.2:9092" in r and "blackholed" in r for r in result.pod.reasons)
     probed = evaluate(
-        cluster(R.OK, R.TIMEOUT, R.OK), [], thresholds=T, now=100, sockets=view(IDLE, BLACKHOLED)
+        RoundEvidence(cluster(R.OK, R.TIMEOUT, R.OK), [], sockets=view(IDLE, BLACKHOLED)),
+        thresholds=T,
+        now=100,
     )
     assert probed.pod.verdict is V.BROKER_DEGRADED
     assert probed.pod.reasons[0].startswith("broker 10.0.0.2:9092 (node 2) is timeout")
@@ -88,11 +98,9 @@ def test_blackholed_connection_names_its_broker_even_when_the_probe_answered() -
 
 def test_every_broker_unreachable_is_cluster_unreachable_with_corroboration() -> None:
     result = evaluate(
-        cluster(R.TIMEOUT, R.TIMEOUT, R.TIMEOUT),
-        [],
+        RoundEvidence(cluster(R.TIMEOUT, R.TIMEOUT, R.TIMEOUT), [], sockets=view(BLACKHOLED)),
         thresholds=T,
         now=100,
-        sockets=view(BLACKHOLED),
     )
     assert result.pod.verdict is V.CLUSTER_UNREACHABLE
     assert len(result.pod.reasons) == 2 and "blackholed" in result.pod.reasons[1]
@@ -113,14 +121,14 @@ def test_unanswered_on_a_removed_broker_that_fails_the_probes_is_the_brokers_fau
     waiting = replace(
         UNANSWERED, connection="10.0.0.9:40007->10.0.0.7:9092", broker="10.0.0.7:9092"
     )
-    result = evaluate(shrunk, [], thresholds=T, now=100, sockets=view(waiting))
+    result = evaluate(RoundEvidence(shrunk, [], sockets=view(waiting)), thresholds=T, now=100)
     assert result.pod.verdict is V.BROKER_DEGRADED
     assert any("evidence against the broker, not the producer" in r for r in result.pod.reasons)
     # the same wait on a member that answers the probes is the producer's
     member = replace(UNANSWERED)
-    assert evaluate(shrunk, [], thresholds=T, now=100, sockets=view(member)).pod.verdict is (
-        V.PRODUCER_HUNG
-    )
+    assert evaluate(
+        RoundEvidence(shrunk, [], sockets=view(member)), thresholds=T, now=100
+    ).pod.verdict is (V.PRODUCER_HUNG)
 
 
 def test_refused_entries_with_failed_connects_are_corroborated() -> None:
@@ -139,11 +147,9 @@ def test_refused_entries_with_failed_connects_are_corroborated() -> None:
         ),
     )
     result = evaluate(
-        dead,
-        [],
+        RoundEvidence(dead, [], sockets=view(IDLE, failed_connects=9, failed_connects_seconds=5.0)),
         thresholds=T,
         now=100,
-        sockets=view(IDLE, failed_connects=9, failed_connects_seconds=5.0),
     )
     assert result.pod.verdict is V.BROKER_DEGRADED
     assert result.pod.reasons[0] == "bootstrap entry 10.0.0.7:9092 is refused"
@@ -152,13 +158,20 @@ def test_refused_entries_with_failed_connects_are_corroborated() -> None:
 
 def test_idle_connections_are_healthy_and_silence_needs_a_running_task() -> None:
     quiet = view(replace(IDLE, quiet_seconds=120.0))
-    assert evaluate(cluster(), [], thresholds=T, now=100, sockets=quiet).pod.verdict is V.HEALTHY
+    assert (
+        evaluate(RoundEvidence(cluster(), [], sockets=quiet), thresholds=T, now=100).pod.verdict
+        is V.HEALTHY
+    )
     for running in (None, False):
         result = evaluate(
-            cluster(), [], thresholds=T, now=100, sockets=quiet, spark_task_running=running
+            RoundEvidence(cluster(), [], sockets=quiet, spark_task_running=running),
+            thresholds=T,
+            now=100,
         )
         assert result.pod.verdict is V.HEALTHY
-    silent = evaluate(cluster(), [], thresholds=T, now=100, sockets=quiet, spark_task_running=True)
+    silent = evaluate(
+        RoundEvidence(cluster(), [], sockets=quiet, spark_task_running=True), thresholds=T, now=100
+    )
     assert silent.pod.verdict is V.PRODUCER_SILENT
     assert "silent for 120 s" in silent.pod.reasons[0]
     assert "alert only" in silent.pod.reasons[-1]
@@ -170,31 +183,40 @@ def test_a_declared_write_interval_makes_silence_producer_silent_without_spark()
     silence past that is producer_silent (alert only), before the stall threshold."""
     declared = replace(T, expected_write_interval_seconds=10.0)
     quiet = view(replace(IDLE, quiet_seconds=12.0))
-    assert evaluate(cluster(), [], thresholds=T, now=100, sockets=quiet).pod.verdict is V.HEALTHY
-    silent = evaluate(cluster(), [], thresholds=declared, now=100, sockets=quiet)
+    assert (
+        evaluate(RoundEvidence(cluster(), [], sockets=quiet), thresholds=T, now=100).pod.verdict
+        is V.HEALTHY
+    )
+    silent = evaluate(RoundEvidence(cluster(), [], sockets=quiet), thresholds=declared, now=100)
     assert silent.pod.verdict is V.PRODUCER_SILENT
     assert "longer than the expected write interval (10 s" in silent.pod.reasons[0]
     assert "alert only" in silent.pod.reasons[-1]
     assert silent.pod.evidence["connections_judged"] == [IDLE.connection]
     assert silent.pod.held  # the silence lasted the whole declared interval
     within = evaluate(
-        cluster(), [], thresholds=declared, now=100, sockets=view(replace(IDLE, quiet_seconds=9.0))
+        RoundEvidence(cluster(), [], sockets=view(replace(IDLE, quiet_seconds=9.0))),
+        thresholds=declared,
+        now=100,
     )
     assert within.pod.verdict is V.HEALTHY
     between_tasks = evaluate(
-        cluster(), [], thresholds=declared, now=100, sockets=quiet, spark_task_running=False
+        RoundEvidence(cluster(), [], sockets=quiet, spark_task_running=False),
+        thresholds=declared,
+        now=100,
     )
     assert between_tasks.pod.verdict is V.HEALTHY
 
 
 def test_nothing_to_judge_is_unknown_with_why() -> None:
-    none = evaluate(cluster(), [], thresholds=T, now=100, sockets=view())
+    none = evaluate(RoundEvidence(cluster(), [], sockets=view()), thresholds=T, now=100)
     assert none.pod.verdict is V.UNKNOWN
     assert none.pod.reasons == (
         "no producer telemetry and no connection of the pod to a broker; cluster answers",
     )
     broken = evaluate(
-        cluster(), [], thresholds=T, now=100, sockets=view(error="sock_diag netlink unavailable: x")
+        RoundEvidence(cluster(), [], sockets=view(error="sock_diag netlink unavailable: x")),
+        thresholds=T,
+        now=100,
     )
     assert (
         broken.pod.verdict is V.UNKNOWN and "sock_diag netlink unavailable" in broken.pod.reasons[0]
@@ -203,11 +225,15 @@ def test_nothing_to_judge_is_unknown_with_why() -> None:
 
 def test_with_telemetry_the_socket_view_corroborates() -> None:
     stuck = producer(pending=100, pending_seconds=60, progress_age_seconds=60, awaiting_responses=3)
-    result = evaluate(cluster(), [stuck], thresholds=T, now=100, sockets=view(UNANSWERED))
+    result = evaluate(
+        RoundEvidence(cluster(), [stuck], sockets=view(UNANSWERED)), thresholds=T, now=100
+    )
     assert result.pod.verdict is V.PRODUCER_HUNG
     assert result.pod.reasons[0].startswith("producer producer-42-1:")
     assert result.pod.reasons[1].startswith("socket view: connection")
-    healthy = evaluate(cluster(), [producer()], thresholds=T, now=100, sockets=view(IDLE))
+    healthy = evaluate(
+        RoundEvidence(cluster(), [producer()], sockets=view(IDLE)), thresholds=T, now=100
+    )
     assert healthy.pod.verdict is V.HEALTHY
 
 
@@ -215,7 +241,7 @@ def test_evidence_lists_a_bounded_number_of_connections() -> None:
     many = [
         replace(UNANSWERED, connection=f"10.0.0.9:{41000 + i}->10.0.0.1:9092") for i in range(200)
     ]
-    result = evaluate(cluster(), [], thresholds=T, now=100, sockets=view(*many))
+    result = evaluate(RoundEvidence(cluster(), [], sockets=view(*many)), thresholds=T, now=100)
     sockets = result.pod.evidence["sockets"]
     assert sockets["connections_total"] == 200
     assert len(sockets["connections"]) == MAX_CONNECTIONS_SHOWN

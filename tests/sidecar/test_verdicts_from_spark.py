@@ -22,7 +22,7 @@ from hangwatch.contracts import Reachability, Verdict
 from hangwatch.wire import status
 from hangwatch_sidecar.spark.types import Activity, RunningTask, SparkView, ThreadObservation
 from hangwatch_sidecar.state import SPARK_SHOWN, SidecarState, status_document
-from hangwatch_sidecar.verdicts import Debouncer, Thresholds, evaluate
+from hangwatch_sidecar.verdicts import Debouncer, RoundEvidence, Thresholds, evaluate
 
 from .builders import cluster, producer
 from .spark_builders import network, peers, task, thread, view
@@ -35,12 +35,7 @@ STRAGGLER = RunningTask(task(7), 95.0, peers(), straggler=True)
 
 def _pod(spark: SparkView | None, producers: tuple[object, ...] = (), **kw: object) -> object:
     return evaluate(
-        kw.pop("c", cluster()),  # type: ignore[arg-type]
-        producers,  # type: ignore[arg-type]
-        thresholds=T,
-        now=100.0,
-        spark=spark,
-        **kw,  # type: ignore[arg-type]
+        RoundEvidence(kw.pop("c", cluster()), producers, spark=spark, **kw), thresholds=T, now=100.0
     ).pod
 
 

@@ -23,7 +23,7 @@ from hangwatch.contracts import Verdict as V
 from hangwatch_producer.wire import telemetry as wire
 from hangwatch_sidecar.evidence import ErrorObserved
 from hangwatch_sidecar.tracking import ProducerTracker
-from hangwatch_sidecar.verdicts import Debouncer, Thresholds, evaluate
+from hangwatch_sidecar.verdicts import Debouncer, RoundEvidence, Thresholds, evaluate
 from tests.sidecar.builders import cluster, producer
 
 T = Thresholds(
@@ -47,10 +47,12 @@ TOO_LARGE_FAILING = {
 
 
 def test_message_too_large_is_writes_rejected_never_metadata_stale() -> None:
-    before = evaluate(cluster(), [producer(**{**TOO_LARGE_FAILING, "errors": ()})],
-                      thresholds=T, now=100)  # fmt: skip
+    without_codes = producer(**{**TOO_LARGE_FAILING, "errors": ()})
+    before = evaluate(RoundEvidence(cluster(), [without_codes]), thresholds=T, now=100)
     assert before.pod.verdict is V.METADATA_STALE  # what the code alone cannot tell
-    result = evaluate(cluster(), [producer(**TOO_LARGE_FAILING)], thresholds=T, now=100)
+    result = evaluate(
+        RoundEvidence(cluster(), [producer(**TOO_LARGE_FAILING)]), thresholds=T, now=100
+    )
     assert result.pod.verdict is V.WRITES_REJECTED
     (reason,) = result.pod.reasons
     parts = (
@@ -76,9 +78,12 @@ def test_a_refusal_outranks_the_restart_verdicts_its_symptoms_look_like(
     code: str, shape: dict[str, float], without: V
 ) -> None:
     stuck = {"pending": 100, "pending_seconds": 11, "progress_age_seconds": 40, **shape}
-    assert evaluate(cluster(), [producer(**stuck)], thresholds=T, now=100).pod.verdict is without
+    assert (
+        evaluate(RoundEvidence(cluster(), [producer(**stuck)]), thresholds=T, now=100).pod.verdict
+        is without
+    )
     refused = producer(**stuck, errors=(met(code, topic="" if code[0] == "_" else "orders"),))
-    result = evaluate(cluster(), [refused], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(cluster(), [refused]), thresholds=T, now=100)
     assert result.pod.verdict is V.WRITES_REJECTED
     assert code in result.pod.reasons[0]
 
@@ -95,30 +100,43 @@ def test_a_refusal_outranks_the_restart_verdicts_its_symptoms_look_like(
 )
 def test_errors_that_live_in_the_client_keep_the_restart_verdict(code: str) -> None:
     failing = producer(**{**TOO_LARGE_FAILING, "errors": (met(code),)})
-    assert evaluate(cluster(), [failing], thresholds=T, now=100).pod.verdict is V.METADATA_STALE
+    assert (
+        evaluate(RoundEvidence(cluster(), [failing]), thresholds=T, now=100).pod.verdict
+        is V.METADATA_STALE
+    )
 
 
 def test_a_blocked_poll_loop_is_hung_whatever_it_met_before() -> None:
     blocked = producer(**TOO_LARGE_FAILING, heartbeat_age_seconds=20, pending=5)
-    assert evaluate(cluster(), [blocked], thresholds=T, now=100).pod.verdict is V.PRODUCER_HUNG
+    assert (
+        evaluate(RoundEvidence(cluster(), [blocked]), thresholds=T, now=100).pod.verdict
+        is V.PRODUCER_HUNG
+    )
 
 
 def test_a_refusal_long_past_with_deliveries_since_is_healthy() -> None:
     past = producer(errors=(met("MSG_SIZE_TOO_LARGE", count=1, first=600, last=600),))
-    assert evaluate(cluster(), [past], thresholds=T, now=100).pod.verdict is V.HEALTHY
+    assert (
+        evaluate(RoundEvidence(cluster(), [past]), thresholds=T, now=100).pod.verdict is V.HEALTHY
+    )
 
 
 def test_a_young_refusal_among_deliveries_waits_for_the_stall_threshold() -> None:
     young = producer(errors=(met("MSG_SIZE_TOO_LARGE", count=3, first=4, last=1),))
-    assert evaluate(cluster(), [young], thresholds=T, now=100).pod.verdict is V.HEALTHY
+    assert (
+        evaluate(RoundEvidence(cluster(), [young]), thresholds=T, now=100).pod.verdict is V.HEALTHY
+    )
     held = producer(errors=(met("MSG_SIZE_TOO_LARGE", count=9, first=11, last=1),))
-    assert evaluate(cluster(), [held], thresholds=T, now=100).pod.verdict is V.WRITES_REJECTED
+    assert (
+        evaluate(RoundEvidence(cluster(), [held]), thresholds=T, now=100).pod.verdict
+        is V.WRITES_REJECTED
+    )
 
 
 def test_old_telemetry_with_only_the_last_error_still_classifies() -> None:
     old = producer(**{**TOO_LARGE_FAILING, "errors": (met("MSG_SIZE_TOO_LARGE", topic="",
                                                            first=None),)})  # fmt: skip
-    result = evaluate(cluster(), [old], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(cluster(), [old]), thresholds=T, now=100)
     assert result.pod.verdict is V.WRITES_REJECTED
     assert "the producer's connections refused" in result.pod.reasons[0]
 
@@ -126,7 +144,7 @@ def test_old_telemetry_with_only_the_last_error_still_classifies() -> None:
 def test_the_pod_names_a_refusal_before_another_producers_hang() -> None:
     hung = producer(key="a", pending=10, pending_seconds=40, progress_age_seconds=40)
     refused = producer(key="b", **TOO_LARGE_FAILING)
-    result = evaluate(cluster(), [hung, refused], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(cluster(), [hung, refused]), thresholds=T, now=100)
     assert result.pod.verdict is V.WRITES_REJECTED
     assert result.producers["a"].verdict is V.PRODUCER_HUNG
 
@@ -174,11 +192,13 @@ WAITING = {"pending": 100, "pending_seconds": 11, "progress_age_seconds": None,
 )
 def test_a_topic_the_cluster_does_not_have_is_writes_rejected(told: dict[str, object]) -> None:
     assert (
-        evaluate(cluster(), [producer(**WAITING)], thresholds=T, now=100).pod.verdict
+        evaluate(RoundEvidence(cluster(), [producer(**WAITING)]), thresholds=T, now=100).pod.verdict
         is V.METADATA_STALE
     )  # without the cluster's word on the topic
     result = evaluate(
-        cluster(metadata_age_seconds=3.0, **told), [producer(**WAITING)], thresholds=T, now=100
+        RoundEvidence(cluster(metadata_age_seconds=3.0, **told), [producer(**WAITING)]),
+        thresholds=T,
+        now=100,
     )
     assert result.pod.verdict is V.WRITES_REJECTED
     (reason,) = result.pod.reasons
@@ -211,7 +231,9 @@ def test_a_topic_the_cluster_does_not_have_is_writes_rejected(told: dict[str, ob
 def test_the_cluster_must_say_the_topic_is_absent_after_the_wait_began(
     told: dict[str, object], shape: dict[str, object]
 ) -> None:
-    result = evaluate(cluster(**told), [producer(**WAITING, **shape)], thresholds=T, now=100)
+    result = evaluate(
+        RoundEvidence(cluster(**told), [producer(**WAITING, **shape)]), thresholds=T, now=100
+    )
     assert result.pod.verdict is V.METADATA_STALE, result.pod.reasons
 
 
@@ -220,7 +242,10 @@ def test_an_absent_topic_among_deliveries_is_not_judged() -> None:
     producer that keeps delivering is healthy (its absent topic fails by itself later)."""
     moving = {**WAITING, "progress_age_seconds": 1.0, "delivered_total": 500}
     told = cluster(absent_topics=frozenset({"t"}), metadata_age_seconds=3.0)
-    assert evaluate(told, [producer(**moving)], thresholds=T, now=100).pod.verdict is V.HEALTHY
+    assert (
+        evaluate(RoundEvidence(told, [producer(**moving)]), thresholds=T, now=100).pod.verdict
+        is V.HEALTHY
+    )
 
 
 def test_an_unknown_topic_error_is_a_refusal_when_the_cluster_lacks_the_topic_too() -> None:
@@ -232,10 +257,10 @@ def test_an_unknown_topic_error_is_a_refusal_when_the_cluster_lacks_the_topic_to
     failing = {"pending": 0, "pending_seconds": 0, "progress_age_seconds": None,
                "delivered_total": 0, "failed_total": 1501, "failing_seconds": 11,
                "errors": (unknown,)}  # fmt: skip
-    unsure = evaluate(cluster(), [producer(**failing)], thresholds=T, now=100)
+    unsure = evaluate(RoundEvidence(cluster(), [producer(**failing)]), thresholds=T, now=100)
     assert unsure.pod.verdict is V.METADATA_STALE  # the cluster may have the topic
     told = cluster(absent_topics=frozenset({"t"}), metadata_age_seconds=25.0)
-    result = evaluate(told, [producer(**failing)], thresholds=T, now=100)
+    result = evaluate(RoundEvidence(told, [producer(**failing)]), thresholds=T, now=100)
     assert result.pod.verdict is V.WRITES_REJECTED
     (reason,) = result.pod.reasons
     assert "UNKNOWN_TOPIC_OR_PART (UNKNOWN_TOPIC_OR_PARTITION)" in reason, reason

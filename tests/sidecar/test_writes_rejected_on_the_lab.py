@@ -25,7 +25,7 @@ from hangwatch_lab import Lab
 from hangwatch_producer import DeliveryFailed, ProducerSettings, producer
 from hangwatch_producer.wire import telemetry as wire
 from hangwatch_sidecar.tracking import ProducerTracker
-from hangwatch_sidecar.verdicts import Thresholds, evaluate
+from hangwatch_sidecar.verdicts import RoundEvidence, Thresholds, evaluate
 from tests.sidecar.builders import cluster
 
 pytestmark = pytest.mark.xdist_group("kafka-engine")
@@ -70,7 +70,7 @@ def test_message_too_large_is_writes_rejected_naming_the_topic(
     observed = tracker.observe("p", before, True, now=0.1, wall_now=time.time())
     later = tracker.observe("p", before, True, now=11.0, wall_now=time.time() + 11)
     assert observed.failing_seconds == 0.0 and later.failing_seconds > 10
-    result = evaluate(cluster(), [later], thresholds=thresholds, now=11.0)
+    result = evaluate(RoundEvidence(cluster(), [later]), thresholds=thresholds, now=11.0)
     assert result.pod.verdict is V.WRITES_REJECTED, result.pod.reasons
     (reason,) = result.pod.reasons
     assert (
@@ -83,11 +83,11 @@ def test_message_too_large_is_writes_rejected_naming_the_topic(
         old.counters, failed=0)), True, now=0.0, wall_now=time.time())  # fmt: skip
     tracker2.observe("q", old, True, now=0.1, wall_now=time.time())
     legacy = tracker2.observe("q", old, True, now=11.0, wall_now=time.time() + 11)
-    assert evaluate(cluster(), [legacy], thresholds=thresholds, now=11.0).pod.verdict is (
-        V.WRITES_REJECTED
-    )
+    assert evaluate(
+        RoundEvidence(cluster(), [legacy]), thresholds=thresholds, now=11.0
+    ).pod.verdict is (V.WRITES_REJECTED)
     # What the issue saw: the same failures without an error code are metadata_stale.
     blind = dataclasses.replace(later, errors=())
-    assert evaluate(cluster(), [blind], thresholds=thresholds, now=11.0).pod.verdict is (
-        V.METADATA_STALE
-    )
+    assert evaluate(
+        RoundEvidence(cluster(), [blind]), thresholds=thresholds, now=11.0
+    ).pod.verdict is (V.METADATA_STALE)
