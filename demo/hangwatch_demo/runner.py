@@ -154,8 +154,10 @@ class DemoRow:
     on its problem ("not started ...") and `lost` stays 0."""
 
 
-@dataclass
-class _Run:
+@dataclass(frozen=True)
+class _Setup:
+    """What a scenario's run is given, fixed for the run."""
+
     scenario: Scenario
     timing: Timing
     lab: Lab
@@ -164,8 +166,15 @@ class _Run:
     operator: LocalOperator
     progress: Callable[[str], None]
     record: ScenarioRecorder
-    dead: list[str] = field(default_factory=list)
+    dead: tuple[str, ...] = ()
     """Dead bootstrap entries the producers are configured with (S1)."""
+
+
+@dataclass
+class _Run:
+    """What a scenario's run finds out as it goes (its row is made of it)."""
+
+    setup: _Setup
     fault_at: float = 0.0
     fault_wall: float = 0.0
     actions: list[str] = field(default_factory=list)
@@ -200,19 +209,19 @@ class _Run:
     """An event of the run was written (`_until_started`): only then can events be lost."""
 
     def say(self, message: str) -> None:
-        self.progress(f"{self.scenario.name}: {message}")
+        self.setup.progress(f"{self.setup.scenario.name}: {message}")
 
     def poll(self) -> list[PodReport]:
-        self.fleet.sync(self.cluster.executors())
-        reports = self.operator.poll(self.fleet.pods())
-        self.record.observe(time.time(), {r.pod.name: _verdict_of(r) for r in reports})
+        self.setup.fleet.sync(self.setup.cluster.executors())
+        reports = self.setup.operator.poll(self.setup.fleet.pods())
+        self.setup.record.observe(time.time(), {r.pod.name: _verdict_of(r) for r in reports})
         return reports
 
     def fault_ends(self, how: str) -> None:
         """The fault is over (healed, or its producer restarted): once, for the report."""
         if not self.fault_ended:
             self.fault_ended = True
-            self.record.fault_end(time.time(), how)
+            self.setup.record.fault_end(time.time(), how)
 
 
 def _verdict_of(report: PodReport) -> str:
@@ -221,7 +230,7 @@ def _verdict_of(report: PodReport) -> str:
 
 def _telemetry(run: _Run) -> list[dict[str, Any]]:
     """Producer telemetry of every executor of the application, live or gone."""
-    root = run.cluster.work_root / run.cluster.application_id
+    root = run.setup.cluster.work_root / run.setup.cluster.application_id
     dirs = sorted(root.glob(f"*/{TELEMETRY_SUBDIR}"))
     return [doc for d in dirs for doc in telemetry_docs(d)]
 
@@ -229,10 +238,10 @@ def _telemetry(run: _Run) -> list[dict[str, Any]]:
 def _delivering_executors(run: _Run) -> set[str]:
     """Executors whose producers delivered; for plain producers (no telemetry) every
     executor: their sidecar's `healthy` says it sees their connections."""
-    if run.scenario.producer != "wrapper":
-        return {e.id for e in run.cluster.executors()}
+    if run.setup.scenario.producer != "wrapper":
+        return {e.id for e in run.setup.cluster.executors()}
     found = set()
-    for executor in run.cluster.executors():
+    for executor in run.setup.cluster.executors():
         docs = telemetry_docs(executor.telemetry_dir)
         if any(int(d["counters"].get("delivered", 0)) > 0 for d in docs):
             found.add(executor.id)
@@ -248,7 +257,7 @@ def _until_started(run: _Run, job: PipelineJob) -> None:
     topic's end offsets for plain producers); `NotStartedError` past the bound."""
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while not _written(run):
-        ended = not job.running and not run.scenario.idles_after_run
+        ended = not job.running and not run.setup.scenario.idles_after_run
         if ended or time.monotonic() > deadline:
             state = "running" if job.running else job.error or "ended"
             raise NotStartedError(
@@ -256,7 +265,7 @@ def _until_started(run: _Run, job: PipelineJob) -> None:
                 f"of its submission (job: {state})"
             )
         run.poll()
-        time.sleep(run.timing.probe_interval_seconds)
+        time.sleep(run.setup.timing.probe_interval_seconds)
 
 
 def _written(run: _Run) -> bool:
@@ -269,29 +278,29 @@ def _written(run: _Run) -> bool:
 def _until_baseline(run: _Run, job: PipelineJob) -> None:
     _until_started(run, job)
     run.started = True
-    baseline = run.scenario.baseline
+    baseline = run.setup.scenario.baseline
     # Slower timing (the policy defaults' 10 s probes) needs more rounds' time to settle.
-    allowed = max(BASELINE_TIMEOUT_SECONDS, 8 * run.timing.probe_interval_seconds)
+    allowed = max(BASELINE_TIMEOUT_SECONDS, 8 * run.setup.timing.probe_interval_seconds)
     deadline = time.monotonic() + allowed
     while True:
         reports = run.poll()
         verdicts = {r.pod.name: r.status.verdict if r.status else None for r in reports}
         delivering = _delivering_executors(run)
         if (
-            run.fleet.ready()
+            run.setup.fleet.ready()
             and reports
             and all(v is baseline for v in verdicts.values())
             and all(r.pod.executor_id in delivering for r in reports)
         ):
             return
-        ended = not job.running and not run.scenario.idles_after_run
+        ended = not job.running and not run.setup.scenario.idles_after_run
         if ended or time.monotonic() > deadline:
             raise ScenarioError(
                 f"no {baseline} baseline within {allowed:.0f} s "
                 f"(sidecars: {verdicts}; delivering executors: {sorted(delivering)}; "
                 f"job: {'running' if job.running else job.error or 'ended'})"
             )
-        time.sleep(run.timing.probe_interval_seconds)
+        time.sleep(run.setup.timing.probe_interval_seconds)
 
 
 def _note_verdicts(run: _Run, reports: list[PodReport], elapsed: float) -> None:
@@ -301,11 +310,15 @@ def _note_verdicts(run: _Run, reports: list[PodReport], elapsed: float) -> None:
         if run.verdicts.get(name) != verdict:
             first_seen = name not in run.verdicts
             run.verdicts[name] = verdict
-            if first_seen and verdict == str(run.scenario.baseline):
+            if first_seen and verdict == str(run.setup.scenario.baseline):
                 continue
             run.changes.append((round(elapsed, 2), f"{name} {verdict}"))
             run.say(f"{elapsed:5.1f} s  {name} sidecar verdict {verdict}")
-            if report.status and report.status.reasons and verdict == str(run.scenario.expect):
+            if (
+                report.status
+                and report.status.reasons
+                and verdict == str(run.setup.scenario.expect)
+            ):
                 run.reasons = list(report.status.reasons)
 
 
@@ -314,7 +327,7 @@ def _note_silence(run: _Run) -> None:
     producers: how long their connections were idle, as their socket view saw it) and
     what cleared such a silence (`latest.evidence.silence_cleared`: the evidence ladder's
     sources that showed the task busy elsewhere, the first reason of each)."""
-    for pod in run.fleet.pods():
+    for pod in run.setup.fleet.pods():
         try:
             with urllib.request.urlopen(status_url(pod), timeout=1.0) as answer:
                 doc = json.load(answer)
@@ -341,19 +354,21 @@ def _carry_out(run: _Run, decision: Decision) -> Decision:
 
 def _restart(run: _Run, decision: Decision) -> str:
     assert decision.pod is not None
-    executor = next((e for e in run.cluster.executors() if e.id == decision.pod.executor_id), None)
+    executor = next(
+        (e for e in run.setup.cluster.executors() if e.id == decision.pod.executor_id), None
+    )
     pid = executor.pid if executor else "-"
     run.say(
         f"operator restarts {decision.pod.name} ({decision.verdict}): "
         f"killing executor JVM pid {pid}"
     )
     if executor is not None:
-        run.cluster.kill(executor, RESTART_GRACE_SECONDS)
-    if run.scenario.seed == "S1" and not run.restarted:
-        run.lab.restore()
+        run.setup.cluster.kill(executor, RESTART_GRACE_SECONDS)
+    if run.setup.scenario.seed == "S1" and not run.restarted:
+        run.setup.lab.restore()
     note = f"executor JVM pid {pid} killed"
-    run.record.action(time.time(), str(decision.operation), "acted", decision.pod.name, note)
-    if run.scenario.restart_helps:
+    run.setup.record.action(time.time(), str(decision.operation), "acted", decision.pod.name, note)
+    if run.setup.scenario.restart_helps:
         run.fault_ends(f"{decision.pod.name} restarted: a new client")
     run.restarted.append((decision.pod.name, str(decision.verdict)))
     if run.restart_at is None:
@@ -365,7 +380,7 @@ def _restart(run: _Run, decision: Decision) -> str:
 
 def _operate(run: _Run, reports: list[PodReport]) -> None:
     """One operator round on these reports: restarts happen, the rest is noted."""
-    for decision in run.operator.decide(reports, time.time(), lambda d: _carry_out(run, d)):
+    for decision in run.setup.operator.decide(reports, time.time(), lambda d: _carry_out(run, d)):
         who = decision.pod.name if decision.pod else "-"
         if decision.operation is Operation.ALERT:
             note = f"alert {who} ({alert_subject(decision.verdict, decision.reasons)})"
@@ -379,7 +394,7 @@ def _operate(run: _Run, reports: list[PodReport]) -> None:
             run.actions.append(note)
             why = [str(decision.suppression or ""), decision.limit, decision.note]
             named = decision.verdict is Verdict.WRITES_REJECTED and decision.reasons
-            run.record.action(
+            run.setup.record.action(
                 time.time(),
                 str(decision.operation),
                 str(decision.outcome),
@@ -415,7 +430,7 @@ def detect_bound(scenario: Scenario, timing: Timing) -> float:
 
 
 def _watch(run: _Run) -> None:
-    s, t = run.scenario, run.timing
+    s, t = run.setup.scenario, run.setup.timing
     watch_for = _watch_seconds(s, t)
     acted_at: float | None = None
     while True:
@@ -428,7 +443,7 @@ def _watch(run: _Run) -> None:
         seen = any(r.status and r.status.verdict is s.expect for r in reports)
         if not s.control and run.detect is None and seen:
             run.detect = round(elapsed, 2)
-            run.record.detected(time.time(), str(s.expect))
+            run.setup.record.detected(time.time(), str(s.expect))
         if run.detect is not None or s.control:
             before = len(run.actions)
             _operate(run, reports)
@@ -454,25 +469,25 @@ def _watch(run: _Run) -> None:
 
 def _heal(run: _Run) -> None:
     """Undo the scenario's own fault that `Lab.restore` does not (`Scenario.heal`)."""
-    if run.scenario.heal is not None and run.context is not None:
-        run.scenario.heal(run.context)
+    if run.setup.scenario.heal is not None and run.context is not None:
+        run.setup.scenario.heal(run.context)
 
 
 def _recover(run: _Run) -> float | None:
     """Heal the cluster if nothing was restarted (a scenario's own `heal` also after a
     restart: a restart cannot clear its fault); seconds from the fault until a producer
     delivered again after the restart or heal (None for controls: nothing stopped)."""
-    if run.scenario.control:
+    if run.setup.scenario.control:
         return None
     if not run.restarted:
         run.say("nothing restarted: healing the cluster")
-        run.lab.restore()
+        run.setup.lab.restore()
         _heal(run)
-        for executor in run.cluster.executors():
+        for executor in run.setup.cluster.executors():
             (executor.work_dir / spark_tasks.WEDGE_FILE).unlink(missing_ok=True)
         _resumed(run)
         run.fault_ends("healed: nothing was restarted")
-    elif run.scenario.heal is not None:
+    elif run.setup.scenario.heal is not None:
         run.say("a restart cannot clear this fault: healing the cluster")
         _heal(run)
         _resumed(run)
@@ -481,17 +496,17 @@ def _recover(run: _Run) -> float | None:
     deadline = time.monotonic() + RECOVERY_TIMEOUT_SECONDS
     polled = 0.0
     while time.monotonic() < deadline:
-        if time.monotonic() - polled >= run.timing.probe_interval_seconds:
+        if time.monotonic() - polled >= run.setup.timing.probe_interval_seconds:
             run.poll()  # the replacements' verdicts, for the report
             polled = time.monotonic()
-        run.fleet.sync(run.cluster.executors())
+        run.setup.fleet.sync(run.setup.cluster.executors())
         if run.ends is not None:
             flowing = run.ends.total() > run.resumed_end
         else:
             flowing = any((d.get("last_delivery_ts") or 0) > since for d in _telemetry(run))
         if flowing:
             again = time.time() - run.fault_wall
-            run.record.flowing(time.time())
+            run.setup.record.flowing(time.time())
             run.say(f"{again:5.1f} s  events flow again")
             return round(again, 2)
         time.sleep(0.2)
@@ -546,7 +561,7 @@ class _Sampler:
             self.thread.join(timeout=10.0)
 
     def _loop(self) -> None:
-        ends = TopicEnd(self.run.lab.bootstrap) if self.run.ends is not None else None
+        ends = TopicEnd(self.run.setup.lab.bootstrap) if self.run.ends is not None else None
         try:
             while not self.stopped.is_set():
                 self._sample(ends)
@@ -560,7 +575,7 @@ class _Sampler:
     def _sample(self, ends: TopicEnd | None) -> None:
         at = time.time()
         if ends is not None:
-            self.run.record.progress(at, ends.total())
+            self.run.setup.record.progress(at, ends.total())
             return
         docs = _telemetry(self.run)
         for d in docs:
@@ -568,7 +583,7 @@ class _Sampler:
             key = (i.get("executor_id"), i.get("pid"), i.get("producer"), d.get("started_ts"))
             counters = d["counters"]
             self.counts[key] = (int(counters.get("delivered", 0)), int(counters.get("failed", 0)))
-        self.run.record.progress(at, sum(delivered for delivered, _ in self.counts.values()))
+        self.run.setup.record.progress(at, sum(delivered for delivered, _ in self.counts.values()))
         failed = sum(failed for _, failed in self.counts.values())
         if not self.run.fault_wall:
             self.failed_before_fault = failed
@@ -576,7 +591,7 @@ class _Sampler:
             errors = [d["last_error"] for d in docs if d.get("last_error")]
             latest: dict[str, Any] = max(errors, key=lambda e: e.get("ts") or 0, default={})
             what = f"{latest.get('code', '')}: {latest.get('reason', '')}".strip(": ")
-            self.run.record.producer_error(at, f"delivery failed ({what or 'no detail'})")
+            self.run.setup.record.producer_error(at, f"delivery failed ({what or 'no detail'})")
 
 
 def _resumed(run: _Run) -> None:
@@ -665,7 +680,19 @@ def run_demo_scenario(
             spark_interval_seconds=timing.spark_interval_seconds,
         )
         fleet = SidecarFleet(settings, work, cluster.application_id)
-        run = _Run(scenario, timing, lab, cluster, fleet, LocalOperator(), progress, record, dead)
+        run = _Run(
+            _Setup(
+                scenario,
+                timing,
+                lab,
+                cluster,
+                fleet,
+                LocalOperator(),
+                progress,
+                record,
+                tuple(dead),
+            )
+        )
         if scenario.producer != "wrapper":
             run.ends = TopicEnd(lab.bootstrap)
         options = job_options(scenario, timing, bootstrap)
@@ -724,9 +751,9 @@ def _replay(
     """Start the run, wait for the baseline, inject, watch and operate, recover.
 
     Returns the job (possibly still running after a problem) and the recovery time."""
-    scenario, cluster = run.scenario, run.cluster
+    scenario, cluster = run.setup.scenario, run.setup.cluster
     executors = cluster.executors()
-    if not wait_ready(run.fleet, executors, SIDECAR_START_TIMEOUT_SECONDS):
+    if not wait_ready(run.setup.fleet, executors, SIDECAR_START_TIMEOUT_SECONDS):
         raise ScenarioError("the sidecars did not start (see sidecar-exec-*.log)")
     pipeline = spark_tasks.pipeline_run(
         scenario.producer, scenario.pause, scenario.trigger_seconds, scenario.rows_per_batch
@@ -749,9 +776,9 @@ def _replay(
             run.problems.append(f"the run did not finish in {JOB_END_TIMEOUT_SECONDS:.0f} s")
     run.say(f"fault: {scenario.fault}")
     run.fault_at, run.fault_wall = time.monotonic(), time.time()
-    run.record.fault(run.fault_wall)
+    run.setup.record.fault(run.fault_wall)
     wedge = executors[0].work_dir / spark_tasks.WEDGE_FILE
-    run.context = Context(lab=run.lab, wedge_file=wedge, dead_bootstrap=run.dead)
+    run.context = Context(lab=run.setup.lab, wedge_file=wedge, dead_bootstrap=list(run.setup.dead))
     scenario.inject(run.context)
     if not scenario.injects:
         run.fault_ends("nothing injected (a control)")
@@ -769,7 +796,7 @@ def _wait_for_job(run: _Run, job: PipelineJob) -> bool:
     """Wait for the run's end (True) or `JOB_END_TIMEOUT_SECONDS`; the sidecars are polled
     every probe interval meanwhile, so the report's verdicts go on until the end."""
     deadline = time.monotonic() + JOB_END_TIMEOUT_SECONDS
-    while not job.wait(run.timing.probe_interval_seconds):
+    while not job.wait(run.setup.timing.probe_interval_seconds):
         if time.monotonic() > deadline:
             return False
         run.poll()
@@ -784,7 +811,7 @@ def _row(
     again: float | None,
     summary: Any,
 ) -> DemoRow:
-    s = run.scenario
+    s = run.setup.scenario
     seen = [c.split(" ", 1)[1] for _, c in run.changes]
     if s.control:
         behaved = not ({str(v) for v in s.forbidden} & set(seen)) and not run.restarted
@@ -819,7 +846,7 @@ def _row(
         task_retries=summary.failed_attempts if summary is not None else 0,
         longest_silence_seconds=run.longest_silence,
         silence_cleared=run.silence_cleared,
-        detect_bound_seconds=None if s.control else round(detect_bound(s, run.timing), 2),
+        detect_bound_seconds=None if s.control else round(detect_bound(s, run.setup.timing), 2),
         restart_seconds=run.restart_at,
         reasons=run.reasons,
         changes=run.changes,

@@ -240,8 +240,9 @@ class _EndsAt:
 def _unstarted_run(job_running: bool) -> tuple[SimpleNamespace, SimpleNamespace]:
     scenario = SCENARIOS["jvm-frozen-leader"]
     run = SimpleNamespace(
-        scenario=scenario,
-        timing=replace(Timing(), probe_interval_seconds=0.01),
+        setup=SimpleNamespace(
+            scenario=scenario, timing=replace(Timing(), probe_interval_seconds=0.01)
+        ),
         ends=_EndsAt(0),
         polls=0,
     )
@@ -262,8 +263,7 @@ def test_a_run_that_never_writes_fails_as_not_started_never_as_lost_events() -> 
 def test_the_row_of_a_run_that_never_started_counts_no_lost_events() -> None:
     scenario = SCENARIOS["jvm-frozen-leader"]
     run = SimpleNamespace(
-        scenario=scenario,
-        timing=Timing(),
+        setup=SimpleNamespace(scenario=scenario, timing=Timing()),
         changes=[],
         actions=[],
         restarted=[],
@@ -287,8 +287,7 @@ def test_a_refusal_row_that_saw_a_restart_verdict_fails() -> None:
     assert not scenario.control and not scenario.restart_helps
     assert {Verdict.PRODUCER_HUNG, Verdict.METADATA_STALE} <= scenario.forbidden
     run = SimpleNamespace(
-        scenario=scenario,
-        timing=Timing(),
+        setup=SimpleNamespace(scenario=scenario, timing=Timing()),
         changes=[(4.0, "exec-0 writes_rejected")],
         actions=["alert exec-0 (writes_rejected: MSG_SIZE_TOO_LARGE)"],
         restarted=[],
