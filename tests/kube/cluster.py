@@ -40,11 +40,11 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import yaml
 
@@ -471,14 +471,23 @@ class LocalCluster(ClusterFiles):
         )
 
 
+class Startable(Protocol):
+    def start(self) -> None: ...
+    def close(self) -> None: ...
+
+
+StartableT = TypeVar("StartableT", bound=Startable)
+
+
 @contextmanager
-def local_cluster(workdir: Path | None = None, *, floor: bool = False) -> Iterator[LocalCluster]:
-    """A started cluster (of the floor release with `floor`), stopped (and its directory
-    removed) afterwards."""
-    binaries = Binaries.find(floor=floor)
+def started_in(
+    workdir: Path | None, prefix: str, make: Callable[[Path], StartableT]
+) -> Iterator[StartableT]:
+    """`make(directory)` started, and closed afterwards, in `workdir` or in a directory
+    of its own (named `prefix...`, removed afterwards)."""
     own = workdir is None
-    directory = workdir or Path(tempfile.mkdtemp(prefix="hangwatch-kube-"))
-    cluster = LocalCluster(directory, binaries)
+    directory = workdir or Path(tempfile.mkdtemp(prefix=prefix))
+    cluster = make(directory)
     try:
         cluster.start()
         yield cluster
@@ -486,3 +495,12 @@ def local_cluster(workdir: Path | None = None, *, floor: bool = False) -> Iterat
         cluster.close()
         if own:
             shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextmanager
+def local_cluster(workdir: Path | None = None, *, floor: bool = False) -> Iterator[LocalCluster]:
+    """A started cluster (of the floor release with `floor`), stopped (and its directory
+    removed) afterwards."""
+    binaries = Binaries.find(floor=floor)
+    with started_in(workdir, "hangwatch-kube-", lambda d: LocalCluster(d, binaries)) as cluster:
+        yield cluster

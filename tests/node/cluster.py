@@ -52,7 +52,6 @@ import shutil
 import signal
 import ssl
 import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -75,6 +74,7 @@ from tests.kube.cluster import (
     etcd_command,
     random_service_cidr,
     spawn,
+    started_in,
     stop,
     write_kubeconfig,
 )
@@ -819,13 +819,5 @@ def node_cluster(workdir: Path | None = None) -> Iterator[NodeCluster]:
     """A started single-node cluster, stopped and cleaned afterwards (directory removed)."""
     components = Components.find()
     reap_abandoned()
-    own = workdir is None
-    directory = workdir or Path(tempfile.mkdtemp(prefix="hangwatch-node-"))
-    cluster = NodeCluster(directory, components)
-    try:
-        cluster.start()
+    with started_in(workdir, "hangwatch-node-", lambda d: NodeCluster(d, components)) as cluster:
         yield cluster
-    finally:
-        cluster.close()
-        if own:
-            shutil.rmtree(directory, ignore_errors=True)
