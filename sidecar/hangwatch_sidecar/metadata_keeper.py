@@ -51,7 +51,8 @@ class MetadataKeeper:
         """Every address the metadata ever advertised, with its node id (for naming)."""
         self.error: str | None = None
         self.fetched_at: float | None = None
-        """The loop's clock when the last fetch completed (None: never)."""
+        """The loop's clock at the start of the round whose fetch last got an answer (None:
+        never): a failed fetch leaves it, so the metadata's age keeps growing."""
         self.fetched_ts: float | None = None
         """The wall clock when metadata was last received."""
         self.requests = 0

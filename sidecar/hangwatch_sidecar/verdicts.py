@@ -50,7 +50,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from hangwatch import kafka_errors
 from hangwatch.contracts import Verdict
@@ -595,21 +595,24 @@ def _quiet(
             per_producer,
         )
     healthy: dict[str, Any] = {"brokers": brokers}
-    weighed = found[4]
-    if weighed is not None:  # silence cleared by a source that shows the task busy elsewhere
-        healthy["silence_cleared"] = list(weighed.reasons)
+    if found.weighed is not None:  # silence cleared by a source showing the task busy elsewhere
+        healthy["silence_cleared"] = list(found.weighed.reasons)
     return PodAssessment(
         Assessment(Verdict.HEALTHY, (), _with_sockets(healthy, sockets)), per_producer
     )
 
 
-_Findings = tuple[
-    tuple[SocketFinding, ...],
-    tuple[SparkFinding, ...],
-    tuple[StackFinding, ...],
-    SocketFinding | None,
-    SilenceWeighed | None,
-]
+class _Findings(NamedTuple):
+    """Each view's findings of one round (`_findings`)."""
+
+    sockets: tuple[SocketFinding, ...]
+    """The socket view's, without the silence finding."""
+    spark: tuple[SparkFinding, ...]
+    stacks: tuple[StackFinding, ...]
+    silence: SocketFinding | None
+    """The socket view's every-connection silence, if it found one."""
+    weighed: SilenceWeighed | None
+    """What the evidence ladder made of that silence."""
 
 
 def _findings(
@@ -662,7 +665,7 @@ def _findings(
         else None
     )
     others = tuple(f for f in socket_findings if f is not silence)
-    return others, spark_findings, stack_findings, silence, weighed
+    return _Findings(others, spark_findings, stack_findings, silence, weighed)
 
 
 def _label(spark: SparkView | None) -> str:
