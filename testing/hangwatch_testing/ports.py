@@ -20,7 +20,7 @@ def listeners(port: int) -> list[str]:
     """The local addresses listening on TCP `port` now (IPv4 and IPv6), from /proc: what an
     "address already in use" names, so its message says who holds the port."""
     found = []
-    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+    for table, family in (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6)):
         try:
             lines = Path(table).read_text().splitlines()[1:]
         except OSError:
@@ -31,9 +31,8 @@ def listeners(port: int) -> list[str]:
             if fields[3] != "0A" or int(hex_port, 16) != port:  # 0A: LISTEN
                 continue
             raw = bytes.fromhex(address)
-            if width == 8:
-                found.append(f"{socket.inet_ntop(socket.AF_INET, raw[::-1])}:{port}")
-            else:
-                words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
-                found.append(f"[{socket.inet_ntop(socket.AF_INET6, words)}]:{port}")
+            # the kernel prints each 32-bit word of the address in host (little-endian) order
+            words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+            host = socket.inet_ntop(family, words)
+            found.append(f"{host}:{port}" if family == socket.AF_INET else f"[{host}]:{port}")
     return found

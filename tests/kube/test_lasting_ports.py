@@ -1,5 +1,6 @@
 """`lasting_port`: the ports a release fixes at install never collide, within a test
-process or between pytest-xdist workers (unit tier: no control plane)."""
+process or between pytest-xdist workers; `listeners` names who holds a port (unit tier:
+no control plane)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import socket
 
 import pytest
 
+from hangwatch_testing.ports import listeners
 from tests.kube import cluster
 from tests.kube.cluster import LASTING_PORTS, ClusterUnavailableError, lasting_port
 
@@ -41,3 +43,11 @@ def _bindable(port: int) -> bool:
         except OSError:
             return False
         return True
+
+
+def test_listeners_names_each_address_listening_on_a_port() -> None:
+    with socket.create_server(("127.5.6.7", 0)) as four:
+        port = four.getsockname()[1]
+        with socket.create_server(("::1", port), family=socket.AF_INET6):
+            assert sorted(listeners(port)) == [f"127.5.6.7:{port}", f"[::1]:{port}"]
+    assert listeners(port) == []
