@@ -18,6 +18,7 @@ import fcntl
 import logging
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from hangwatch_producer.wire import telemetry as wire
@@ -62,22 +63,37 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
 
 def lock_state(lock_path: Path) -> bool | None:
     """True if a live process holds the lock, False if nobody does, None when unknown
-    (no lock file, not a regular file, unreadable)."""
+    (no lock file, not a regular file, unreadable).
+
+    The wrapper holds its lock with flock; the Java client's reporter (a JVM has no
+    flock) with a POSIX record lock (fcntl). The two kinds do not see each other, so
+    both are tried: the file is free only when neither is held."""
     try:
         fd = open_regular(lock_path)
     except OSError:
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-            return True
-        return None
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
+        held = _held(lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB))
+        if held is False:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            held = _held(lambda: fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB))
+            if held is False:
+                fcntl.lockf(fd, fcntl.LOCK_UN)
+        return held
     finally:
         os.close(fd)
+
+
+def _held(take: Callable[[], object]) -> bool | None:
+    """Whether `take` (a non-blocking lock call) finds the lock held (None: it failed
+    otherwise). When it returns False the caller holds the lock and gives it back."""
+    try:
+        take()
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return True
+        return None
+    return False
 
 
 def remove_dead_producers(directory: Path, limit: int = 64) -> list[str]:

@@ -91,6 +91,20 @@ class ErrorObserved:
     """None when the telemetry predates per-topic errors (only `last_error` is known)."""
     first_ts: float | None = None
     """Wall time of the first occurrence (for the reason's "since")."""
+    source: str = ""
+    """What was counted when it is not the error itself ("": the error's occurrences)."""
+
+
+@dataclass(frozen=True)
+class SplitsObserved:
+    """Batches the broker refused as too large and the Java client split to send again
+    (only a MESSAGE_TOO_LARGE answer makes it split), from its reporter's telemetry: how
+    many, and how long ago the count was first and last seen to grow (sidecar seconds)."""
+
+    count: int
+    last_age_seconds: float
+    first_age_seconds: float
+    first_ts: float
 
 
 @dataclass(frozen=True)
@@ -148,3 +162,13 @@ class ProducerObservation:
 
     problem: str | None = None
     """Set when the telemetry could not be used (garbage, too large, wrong schema...)."""
+    java: bool = False
+    """The Java client's reporter wrote the telemetry (`hangwatch_pipeline.kafka_telemetry`):
+    its refusals, throttles and splits count; its stall and heartbeat rules do not (the
+    reporter's own thread writes the file, and Spark's view of the JVM's threads judges a
+    Java producer's hangs)."""
+    counts_pending: bool = True
+    """`pending` says what awaits an answer: always for the wrapper; for the Java reporter
+    once it runs as the client's interceptor too (it counts the sends and answers)."""
+    splits: SplitsObserved | None = None
+    """The Java client's batch splits (None: none, or not a Java client)."""

@@ -18,9 +18,12 @@ kind climbs the same rungs; the first that has something to say decides:
    while that thread is in its own loop the wait is what a broker's quota throttle looks
    like too (`spark.judge.io_thread_in_its_loop`): `producer_silent`, alert only; a JVM
    producer whose threads are all in their own loop clears;
-3. the wrapper's telemetry: messages pending with no delivery, or a heartbeat stopped
-   while the process lives, is stuck (decided before the ladder); nothing pending with
-   a fresh heartbeat clears;
+3. the telemetry (the wrapper's, or the Java client's reporter): the wrapper's messages
+   pending with no delivery, or its heartbeat stopped while the process lives, is stuck
+   (decided before the ladder; the Java reporter's counters never are); nothing pending
+   with a fresh heartbeat clears (the Java reporter's only once it counts the client's
+   sends as its interceptor), and so does a broker's quota throttling a producer within
+   its throttle time plus the stall threshold;
 4. nothing said either: silence alone -> `producer_silent`.
 
 docs/evidence-ladder.md has the table: what each source proves and what it cannot see.
@@ -55,7 +58,7 @@ class SilenceWeighed:
 
 def _telemetry_idle(producers: Sequence[ProducerObservation], heartbeat: float) -> str | None:
     usable = [p for p in producers if p.problem is None and p.alive is not False]
-    if not usable:
+    if not usable or not all(p.counts_pending for p in usable):
         return None
     if all(p.pending == 0 and p.heartbeat_age_seconds <= heartbeat for p in usable):
         return (
@@ -63,6 +66,24 @@ def _telemetry_idle(producers: Sequence[ProducerObservation], heartbeat: float) 
             "loop: the task is busy elsewhere, its producer has nothing to send"
         )
     return None
+
+
+def _telemetry_throttled(producers: Sequence[ProducerObservation], stall: float) -> str | None:
+    """A broker's quota throttling one of the pod's producers explains the silence: the
+    Java client mutes a throttled broker's connection for the throttle time it is given
+    (librdkafka waits for the delayed answer instead), so a throttled producer sends
+    nothing; a restart meets the same quota."""
+    throttled = [p for p in producers if p.problem is None and p.throttled(stall)]
+    if not throttled:
+        return None
+    names = ", ".join(
+        f"{p.key} ({p.throttle_seconds:.1f} s, {p.throttle_age_seconds or 0.0:.0f} s ago)"
+        for p in throttled[:5]
+    )
+    return (
+        f"telemetry: a broker's quota throttles producer(s) {names}: the producer waits "
+        "out its throttle time, slow, not stuck"
+    )
 
 
 def _jvm(
@@ -124,6 +145,8 @@ def weigh_silence(
     clearing = [f.reason for f in stacks if f.clears_silence]
     if idle := _telemetry_idle(producers, heartbeat_seconds):
         clearing.append(idle)
+    if quota := _telemetry_throttled(producers, stall_seconds):
+        clearing.append(quota)
     if jvm_clear:
         clearing.append(jvm_clear)
     if clearing:

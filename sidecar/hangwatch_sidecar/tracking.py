@@ -13,8 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hangwatch_producer.wire.telemetry import IDENTITY_SUMMARY, Statistics, TelemetryDocument
-from hangwatch_sidecar.evidence import ErrorObserved, ProducerObservation, TopicPartition
+from hangwatch_producer.wire.telemetry import (
+    IDENTITY_SUMMARY,
+    JAVA_CLIENT,
+    Statistics,
+    TelemetryDocument,
+)
+from hangwatch_sidecar.evidence import (
+    ErrorObserved,
+    ProducerObservation,
+    SplitsObserved,
+    TopicPartition,
+)
 
 
 @dataclass
@@ -94,6 +104,20 @@ def errors_observed(doc: TelemetryDocument, wall_now: float) -> tuple[ErrorObser
     return tuple(found)
 
 
+def splits_observed(doc: TelemetryDocument, wall_now: float) -> SplitsObserved | None:
+    """The Java client's batch splits with their ages (None: it split none)."""
+    splits = doc.splits
+    if splits is None or splits.count <= 0 or splits.first_ts is None:
+        return None
+    last = splits.last_ts if splits.last_ts is not None else splits.first_ts
+    return SplitsObserved(
+        count=splits.count,
+        last_age_seconds=max(0.0, wall_now - last),
+        first_age_seconds=max(0.0, wall_now - splits.first_ts),
+        first_ts=splits.first_ts,
+    )
+
+
 def _throttle_age(doc: TelemetryDocument, wall_now: float) -> float | None:
     """Time since a broker last reported throttling the producer (None: never)."""
     if doc.throttle is None or doc.throttle.last_ts is None:
@@ -132,6 +156,7 @@ class ProducerTracker:
             if sum(per_broker.values()) > sum(memory.broker_responses.values()):
                 memory.answered_at = now
         memory.broker_responses = per_broker
+        java = doc.client is not None and doc.client.library == JAVA_CLIENT
         return ProducerObservation(
             key=key,
             pid=doc.identity.pid,
@@ -152,6 +177,9 @@ class ProducerTracker:
             errors=errors_observed(doc, wall_now),
             throttle_age_seconds=_throttle_age(doc, wall_now),
             throttle_seconds=(doc.throttle.last_seconds or 0.0) if doc.throttle else 0.0,
+            java=java,
+            counts_pending=not java or (doc.client is not None and doc.client.acknowledgements),
+            splits=splits_observed(doc, wall_now) if java else None,
         )
 
     @staticmethod

@@ -167,7 +167,11 @@ def assess_producer(
         return Assessment(Verdict.UNKNOWN, (producer.problem,), ev)
     if producer.alive is False:
         return Assessment(Verdict.UNKNOWN, ("producer process has exited",), ev)
-    if producer.heartbeat_age_seconds > thresholds.heartbeat_seconds and producer.alive is True:
+    if (
+        producer.heartbeat_age_seconds > thresholds.heartbeat_seconds
+        and producer.alive is True
+        and not producer.java  # the Java reporter's own thread writes: no I/O loop's pulse
+    ):
         # An open producer refreshes telemetry from its poll loop even when idle, so a live
         # process whose telemetry stopped has a blocked poll loop (S4). Its last snapshot's
         # pending count is stale: sends since then are queued behind the block.
@@ -213,6 +217,11 @@ def assess_producer(
         ]
         reasons = tuple(_absent_reason(t, producer, age) for t in waiting_for)
         return Assessment(Verdict.WRITES_REJECTED, reasons, ev)
+    if producer.java:
+        # The Java client's reporter names refusals and throttles; its counters alone are
+        # no proof of a hang (the client retries and expires batches by itself, and a
+        # restart-class verdict needs the JVM's threads): Spark's view judges those.
+        return Assessment(Verdict.HEALTHY, (), ev)
     # Brokers keep answering (responses grow, nothing awaits an answer) yet nothing is
     # delivered: the producer's requests are refused, its view of the cluster is wrong (S1).
     # A producer whose requests go unanswered (S2) awaits responses instead.
@@ -281,7 +290,33 @@ def refusals(
             continue
         if stuck or (first is not None and first >= thresholds.stall_seconds):
             found.append(error)
+    split = producer.splits
+    if stuck and split is not None and split.last_age_seconds <= window:
+        # The Java client splits a batch only when the broker answers MESSAGE_TOO_LARGE,
+        # and splits it to no less than its batch size: records above the topic's limit
+        # are split again until `delivery.timeout.ms` expires them, so the failures name
+        # a batch expiry, never the refusal (KAFKA-8350). Splits still growing while
+        # nothing is delivered are the refusal.
+        topics = sorted({e.topic for e in producer.errors if e.topic}) or sorted(producer.topics)
+        found += [
+            ErrorObserved(
+                code=SPLIT_REFUSAL,
+                topic=topic,
+                count=split.count,
+                last_age_seconds=split.last_age_seconds,
+                first_age_seconds=split.first_age_seconds,
+                first_ts=split.first_ts,
+                source=SPLIT_SOURCE,
+            )
+            for topic in (topics[:10] or [""])
+            if not any(e.topic == topic and e.code == SPLIT_REFUSAL for e in found)
+        ]
     return found
+
+
+SPLIT_REFUSAL = "MESSAGE_TOO_LARGE"
+"""What a Java client's growing batch splits stand for (`kafka_errors`: meets again)."""
+SPLIT_SOURCE = "batches the broker refused as too large, split by the Java client"
 
 
 UNKNOWN_TOPIC_NAMES = frozenset({"UNKNOWN_TOPIC_OR_PARTITION", "_UNKNOWN_TOPIC"})
@@ -322,8 +357,9 @@ def _refusal_reason(error: ErrorObserved, absent: bool = False) -> str:
         since = f" since {stamp.strftime('%Y-%m-%dT%H:%M:%SZ')}"
     if error.first_age_seconds is not None:
         since += f" ({error.first_age_seconds:.0f} s ago)"
+    times = f"{error.count} times" if not error.source else f"{error.count} {error.source}"
     return (
-        f"{where} refused: {name}, {error.count} times{since}, last {error.last_age_seconds:.0f} "
+        f"{where} refused: {name}, {times}{since}, last {error.last_age_seconds:.0f} "
         "s ago; the next producer meets the same refusal, a restart cannot help"
         + kafka_errors.hint_clause(info)
     )

@@ -77,6 +77,10 @@ def telemetry(seq: int = 3, **changes: Any) -> dict[str, Any]:
                              "partitions": {"0": partition, "-1": {**partition, "partition": -1,
                                                                    "leader": -1}}}},
         },
+        # the Java client's reporter's own fields (absent from the wrapper's documents)
+        "client": {"library": "kafka-clients", "version": "3.9.2", "reporter": "1",
+                   "acknowledgements": True},
+        "splits": {"count": 12, "first_ts": WALL - 20, "last_ts": WALL - 1},
     }  # fmt: skip
     doc.update(changes)
     return doc

@@ -181,6 +181,32 @@ class Throttle(msgspec.Struct, kw_only=True, frozen=True):
     broker: Name = ""
 
 
+class Splits(msgspec.Struct, kw_only=True, frozen=True):
+    """Batches the broker refused as too large and the Java client split to send again
+    (its `batch-split-total`: only a MESSAGE_TOO_LARGE answer raises it), and when the
+    count was first and last seen to grow. Written by the Java client's reporter."""
+
+    count: Count = 0
+    first_ts: Optional[Timestamp] = None
+    last_ts: Optional[Timestamp] = None
+
+
+class Client(msgspec.Struct, kw_only=True, frozen=True):
+    """Which client library wrote the document, when it is not the Python wrapper
+    (absent: the wrapper over librdkafka)."""
+
+    library: Name = ""
+    """`kafka-clients`: the Java client, through hangwatch's reporter
+    (`hangwatch_pipeline.kafka_telemetry`)."""
+    version: Name = ""
+    """The library's own version."""
+    reporter: Name = ""
+    """The version of hangwatch's code in that client that wrote the document."""
+    acknowledgements: bool = False
+    """The counters come from the client's acknowledgements (the reporter also runs as the
+    client's interceptor and has seen a send): only then do they say what is pending."""
+
+
 class Callbacks(msgspec.Struct, kw_only=True, frozen=True):
     """The job's callbacks queued to the wrapper's callback thread."""
 
@@ -363,6 +389,14 @@ class TelemetryDocument(msgspec.Struct, kw_only=True, frozen=True):
     config: Optional[ConfigMap] = None
     stats_received_ts: Optional[Timestamp] = None
     stats: Optional[Statistics] = None
+    client: Optional[Client] = None
+    """Absent in the wrapper's documents; the Java client's reporter names itself."""
+    splits: Optional[Splits] = None
+    """The Java client's reporter only, once the client has split a batch."""
+
+
+JAVA_CLIENT = "kafka-clients"
+"""`Client.library` of the Java client's reporter."""
 
 
 REQUIRED = ("seq", "counters")

@@ -57,7 +57,11 @@ PRODUCER_KINDS = ("wrapper", "confluent-kafka")
 """The librdkafka producers, each its own process."""
 SPARK = "spark"
 """Spark's own Kafka sink (`spark-sql-kafka-0-10`, the Java client) on a real executor."""
-ALL_KINDS = (*PRODUCER_KINDS, SPARK)
+SPARK_TELEMETRY = "spark-telemetry"
+"""Spark's own Kafka sink with hangwatch's reporter in its Java client
+(`hangwatch_pipeline.kafka_telemetry`) writing the telemetry the sidecar reads."""
+SPARK_KINDS = (SPARK, SPARK_TELEMETRY)
+ALL_KINDS = (*PRODUCER_KINDS, *SPARK_KINDS)
 SPARK_READY_SECONDS = 300.0
 """How long a Spark producer may take to start its JVMs and register its executor."""
 SPARK_STOP_SECONDS = 60.0
@@ -223,10 +227,11 @@ class Watched:
         )
 
 
-def java_settings(refusal: Refusal) -> list[str]:
-    """The refusal's producer properties as the Java client (Spark's sink) spells them: the
-    SASL login as a JAAS entry, the delivery timeout for librdkafka's message timeout."""
-    props = dict(p.replace("{kind}", SPARK).split("=", 1) for p in refusal.kafka)
+def java_settings(refusal: Refusal, kind: str = SPARK) -> list[str]:
+    """The refusal's producer properties as the Java client (Spark's sink of `kind`) spells
+    them: the SASL login as a JAAS entry, the delivery timeout for librdkafka's message
+    timeout."""
+    props = dict(p.replace("{kind}", kind).split("=", 1) for p in refusal.kafka)
     user, password = props.pop("sasl.username", None), props.pop("sasl.password", None)
     if user is not None:
         props["sasl.jaas.config"] = (
@@ -299,19 +304,21 @@ class _Producer:
                 *("--message-timeout-ms", str(refusal.message_timeout_ms)),
                 *("--value-bytes", str(refusal.value_bytes), "--retry-refused", *settings),
             ]
-        elif kind == SPARK:
+        elif kind in SPARK_KINDS:
             argv = [
                 *(sys.executable, "-m", "hangwatch_testing.clients.spark_producer"),
                 *("--bootstrap", bootstrap, "--topic", refusal.topic, "--work", str(work)),
                 *("--rows", str(refusal.rows), "--value-bytes", str(refusal.value_bytes or 16)),
-                *(f"-X{p}" for p in java_settings(refusal)),
+                *(f"-X{p}" for p in java_settings(refusal, kind)),
             ]
+            if kind == SPARK_TELEMETRY:
+                argv += ["--telemetry-dir", str(self.telemetry)]
         else:
             raise ValueError(f"unknown producer {kind!r} (one of {', '.join(ALL_KINDS)})")
         with self.out_path.open("w") as out, self.err_path.open("w") as err:
             # Spark's JVMs (the driver's, the executor the worker launches) share the session
             self.proc = subprocess.Popen(
-                argv, stdout=out, stderr=err, start_new_session=kind == SPARK
+                argv, stdout=out, stderr=err, start_new_session=kind in SPARK_KINDS
             )
 
     def spark_executor(self, timeout_seconds: float = SPARK_READY_SECONDS) -> SparkExecutor:
@@ -336,7 +343,7 @@ class _Producer:
 
     def report(self) -> tuple[list[str], int, int]:
         """(errors, throttles, delivered) the producer has reported so far."""
-        if self.kind in ("confluent-kafka", SPARK):
+        if self.kind in ("confluent-kafka", *SPARK_KINDS):
             lines = self.out_path.read_text(errors="replace").splitlines()
             errors = [
                 ln for ln in lines if ln.startswith(("error ", "client-error ", "job-failed "))
@@ -358,7 +365,7 @@ class _Producer:
         return errors, throttles, delivered
 
     def stop(self) -> None:
-        if self.kind != SPARK:
+        if self.kind not in SPARK_KINDS:
             stop_process(self.proc, 10)
             return
         stop_process(self.proc, SPARK_STOP_SECONDS)  # cancels the job, stops the JVMs
@@ -383,13 +390,13 @@ def watch_refusal(
     metadata before its send fails)."""
     timing = timing or SidecarTiming()
     if error_timeout_seconds is None:
-        error_timeout_seconds = 150.0 if kind == SPARK else 60.0
+        error_timeout_seconds = 150.0 if kind in SPARK_KINDS else 60.0
     bootstrap = lab.sasl_bootstrap if refusal.sasl else lab.bootstrap  # type: ignore[attr-defined]
     with tempfile.TemporaryDirectory(prefix="hangwatch-refusal-") as tmp:
         producer = _Producer(kind, refusal, bootstrap, Path(tmp))
         sidecar = None
         try:
-            if kind == SPARK:
+            if kind in SPARK_KINDS:
                 watched = producer.spark_executor().sidecar_argv()
             else:
                 watched = ["--socket-process", str(producer.proc.pid)]

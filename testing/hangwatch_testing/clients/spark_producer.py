@@ -1,7 +1,8 @@
 """Spark's own Kafka sink writing in a loop from a real executor: one of the refusal controls.
 
     python -m hangwatch_testing.clients.spark_producer --bootstrap B --topic T --work DIR
-        [--rows 20] [--value-bytes N] [--pause-seconds 0.5] [-X key=value ...]
+        [--rows 20] [--value-bytes N] [--pause-seconds 0.5] [--telemetry-dir DIR]
+        [-X key=value ...]
 
 Starts `local-cluster[1,1,1024]` (`hangwatch_testing.spark_driver`: one executor, a
 separate JVM, as on Kubernetes) with the Kafka connector's jars (`spark-sql-kafka-0-10`),
@@ -9,7 +10,10 @@ prints `ready <ui-url> <application-id> <executor-id> <executor-pid>` once the e
 has registered, then writes a DataFrame of `--rows` rows (one partition, values padded
 to `--value-bytes`) with `df.write.format("kafka")` again and again, `--pause-seconds`
 apart, until SIGTERM: `-X` are the Java producer's properties (`kafka.<key>` options of
-the sink: a SASL login, a client.id a quota names, delivery.timeout.ms). Prints, flushed:
+the sink: a SASL login, a client.id a quota names, delivery.timeout.ms);
+`--telemetry-dir` loads hangwatch's reporter into the sink's Java client
+(`hangwatch_pipeline.kafka_telemetry`: its jar in `spark.jars`, its class in the sink's
+options) and names the directory in the executor's environment. Prints, flushed:
 `ok <rows delivered>` after each write that succeeded; `job-failed <the job's error, one
 line>` after each that failed (Spark retried its task spark.task.maxFailures times);
 `error <exception: message>` once for each failed task attempt the driver's REST API
@@ -31,7 +35,7 @@ from typing import Any
 
 from hangwatch.properties import parse_assignments
 from hangwatch_demo.spark_cluster import executors_of
-from hangwatch_pipeline import spark_kafka
+from hangwatch_pipeline import kafka_telemetry, spark_kafka
 from hangwatch_sidecar.spark.client import DriverClient, DriverError, DriverReader
 from hangwatch_testing.spark_driver import local_cluster_driver
 
@@ -102,6 +106,9 @@ def _write(spark: Any, args: Any, kafka: dict[str, str]) -> None:
     writer = rows.write.format("kafka").option("kafka.bootstrap.servers", args.bootstrap)
     for key, value in kafka.items():
         writer = writer.option(f"kafka.{key}", value)
+    if args.telemetry_dir is not None:
+        for key, value in kafka_telemetry.SINK_OPTIONS.items():
+            writer = writer.option(key, value)
     writer.option("topic", args.topic).save()
 
 
@@ -128,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=20)
     parser.add_argument("--value-bytes", type=int, default=16)
     parser.add_argument("--pause-seconds", type=float, default=0.5)
+    parser.add_argument("--telemetry-dir", type=Path, default=None)
     parser.add_argument("-X", dest="kafka", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
     kafka = parse_assignments(args.kafka)
@@ -138,9 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     log4j = work / "log4j2-executor.properties"
     log4j.write_text(EXECUTOR_LOG4J.format(path=throttle_log))
     conf = {"spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}"}
-    with local_cluster_driver(
-        work, "hangwatch-refusal-spark", spark_kafka.jars(), conf, cores=1
-    ) as driver:
+    jars = spark_kafka.jars()
+    if args.telemetry_dir is not None:
+        jars = [*jars, kafka_telemetry.telemetry_jar(jars)]
+        conf["spark.executorEnv.HANGWATCH_TELEMETRY_DIR"] = str(args.telemetry_dir)
+    with local_cluster_driver(work, "hangwatch-refusal-spark", jars, conf, cores=1) as driver:
         (executor,) = [
             e
             for e in executors_of(driver.application_id, work / "spark-home" / "work")
