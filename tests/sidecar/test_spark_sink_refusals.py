@@ -27,6 +27,13 @@ client logs each throttle time the broker gives it): it kept delivering after th
 throttle, no task failed, and the sidecar said only `healthy` (after its first round's
 `unknown`).
 
+With hangwatch's telemetry in the sink's Java client (`hangwatch_pipeline.kafka_telemetry`,
+kind `spark-telemetry`): the record too large is `writes_rejected` naming
+MESSAGE_TOO_LARGE, from the client's batch splits or its failures, no later than 5 s after
+the first failed task attempt (whatever that attempt's exception: a batch expiry names no
+cause), and never a restart verdict; the throttled sink is `healthy` (the client's
+throttle times are in its telemetry).
+
 In `make test`: the failed login and the unknown topic (each Spark run costs 2-3 min;
 the failed login's fresh producer once waited 6 s for its first metadata at load 25 and
 was `metadata_stale`, before `spark.judge.had_a_view`). The other three run in the
@@ -42,7 +49,8 @@ before the executor's first finished task only corroborates); a `producer_byte_r
 quota is `producer_silent` (a task thread in `flush` while every connection of the
 executor is silent and the producer's I/O thread loops, waiting out a throttle of up to
 10 s: the Java client's throttle times stay in the JVM, where no sidecar view reads them;
-it was `producer_hung` before `spark.judge.io_thread_in_its_loop`). The unknown topic
+it was `producer_hung` before `spark.judge.io_thread_in_its_loop`); both are
+`make test`'s with hangwatch's telemetry in the sink (above). The unknown topic
 was `metadata_stale` 4.6 s into each attempt until the Spark view's metadata wait
 consulted the cluster's metadata; it is `writes_rejected` naming UNKNOWN_TOPIC_OR_PART
 now.
@@ -59,6 +67,8 @@ from hangwatch_testing.clients.refusals import (
     REFUSALS,
     RESTART_CLASS,
     SPARK,
+    SPARK_TELEMETRY,
+    check_throttled_and_healthy,
     refusals_lab,
     watch_refusal,
 )
@@ -84,3 +94,28 @@ def test_a_refused_spark_sink_is_writes_rejected_never_restarted(lab: Lab, refus
     assert not seen.verdicts & RESTART_CLASS, seen.describe()
     assert "writes_rejected" in seen.verdicts, seen.describe()
     assert case.spark_named in seen.sidecar_text(), seen.describe()
+
+
+@pytest.mark.timeout(600)
+def test_with_hangwatchs_telemetry_a_record_too_large_is_named_before_any_attempt_fails(
+    lab: Lab,
+) -> None:
+    seen = watch_refusal(lab, REFUSALS["too-large"], SPARK_TELEMETRY)
+    print(seen.describe())
+    assert seen.first_error_seconds is not None, f"the sink met no refusal: {seen.describe()}"
+    assert not seen.verdicts & RESTART_CLASS, seen.describe()
+    named = [
+        t
+        for t, verdict, reasons in seen.changes
+        if verdict == "writes_rejected" and any("MESSAGE_TOO_LARGE" in r for r in reasons)
+    ]
+    assert named, seen.describe()
+    # the telemetry names it from the broker's answers, not from a failed task attempt
+    assert named[0] <= seen.first_error_seconds + 5.0, seen.describe()
+
+
+@pytest.mark.timeout(600)
+def test_with_hangwatchs_telemetry_a_throttled_sink_stays_healthy(lab: Lab) -> None:
+    seen = watch_refusal(lab, REFUSALS["quota"], SPARK_TELEMETRY)
+    print(seen.describe())
+    check_throttled_and_healthy(seen)
