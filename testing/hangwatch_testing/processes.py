@@ -1,7 +1,8 @@
-"""Real sidecar processes: the `hangwatch sidecar` command line, and what a running
-process costs, from /proc: CPU seconds and peak resident memory (`SidecarCost` sums
-them up against the sidecar's targets); `running`, whether a process a test started is
-still there; `command_lines`, every running process's arguments.
+"""Real hangwatch processes: `run_hangwatch`, a command run to its end (the CLI tests'
+one way to run it); the `hangwatch sidecar` command line, and what a running process
+costs, from /proc: CPU seconds and peak resident memory (`SidecarCost` sums them up
+against the sidecar's targets); `running`, whether a process a test started is still
+there; `command_lines`, every running process's arguments.
 
 Shared by the benchmarks that run and measure a real sidecar process (detection, real
 clients, probing cost), the real-client harness and the tests that start one.
@@ -10,9 +11,27 @@ clients, probing cost), the real-client harness and the tests that start one.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+
+
+def run_hangwatch(
+    *args: str, timeout: float | None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m hangwatch ARGS...` (this interpreter's install) run to its end within
+    `timeout` seconds, in `env` (None: this process's): its output captured as text, its
+    exit code returned, never raised."""
+    return subprocess.run(
+        [sys.executable, "-m", "hangwatch", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
 
 
 def sidecar_command(
