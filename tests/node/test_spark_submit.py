@@ -51,7 +51,7 @@ from hangwatch_lab.kafka import KafkaLab
 from hangwatch_operator.injection import POLICY_LABEL, SIDECAR_CONTAINER
 from hangwatch_pipeline.spark_kafka import DEFAULT_LINE, LINES, SparkLine
 from hangwatch_testing.emulated_cluster import OperatorRun
-from hangwatch_testing.processes import command_lines
+from hangwatch_testing.processes import command_lines, run_hangwatch
 from hangwatch_testing.spark_line_env import python_of
 from tests.image.containers import ROOT, bookworm_python_rootfs, require_tools, run
 from tests.kube.cluster import write_kubeconfig
@@ -389,20 +389,12 @@ def completed_run(
             )
             assert ended is None or ended["exitCode"] == 0, (meta["name"], status)
 
-    verified = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hangwatch",
-            "pipeline",
-            "verify",
-            *("--bootstrap", kafka.bootstrap, "--topic", TOPIC),
-            *("--expect", str(expected), "--run-id", run_id),
-        ],
-        capture_output=True,
-        text=True,
+    verified = run_hangwatch(
+        "pipeline",
+        "verify",
+        *("--bootstrap", kafka.bootstrap, "--topic", TOPIC),
+        *("--expect", str(expected), "--run-id", run_id),
         timeout=600,
-        check=False,
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     return summary
