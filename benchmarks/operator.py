@@ -84,7 +84,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -96,7 +96,6 @@ from machine import cpu_model, unwind_on_sigterm
 from hangwatch.contracts import Verdict
 from hangwatch_operator.certificates import generate_webhook_certificates
 from hangwatch_operator.webhook_configuration import WEBHOOK_ID
-from hangwatch_sidecar.state import SidecarState
 from hangwatch_testing.emulated_cluster import OperatorRun, running_operator
 from hangwatch_testing.ports import free_port
 from hangwatch_testing.processes import cpu_seconds
@@ -108,6 +107,7 @@ from hangwatch_testing.remediation_cluster import (
     VERBS,
     FakeSidecar,
     RemediationCluster,
+    TimedSidecar,
     remediating_operator,
     running_hangwatch_operator,
     scrape,
@@ -402,17 +402,6 @@ def bench_flips(
     return latencies
 
 
-@dataclass
-class TimedSidecar(FakeSidecar):
-    """A sidecar server that notes when it answers (each answer reads its state)."""
-
-    answered: list[float] = field(default_factory=list)
-
-    def state(self) -> SidecarState:
-        self.answered.append(time.perf_counter())
-        return super().state()
-
-
 def flip_to_deletion(
     cluster: RemediationCluster,
     operator: OperatorRun,
@@ -512,7 +501,7 @@ def store_fleet(
     own = []
     for index in range(pods):
         if index in flipped:
-            sidecar = TimedSidecar().start()
+            sidecar = TimedSidecar(clock=time.perf_counter).start()
             stack.callback(sidecar.close)
         else:
             sidecar = sidecars[index % len(sidecars)]

@@ -7,23 +7,15 @@ in a setting's documentation once turned `hangwatch sidecar --help` into a trace
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from hangwatch.cli import COMMANDS
+from hangwatch_testing.processes import run_hangwatch
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_help_prints_usage_and_exits_zero(command: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "hangwatch", command, "--help"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    done = run_hangwatch(command, "--help", timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith(f"usage: hangwatch {command}")
     assert "Traceback" not in done.stderr

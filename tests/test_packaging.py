@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from hangwatch_testing.processes import run_hangwatch
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = [
     "hangwatch_producer",
@@ -57,9 +59,7 @@ def test_every_module_opens_with_a_docstring() -> None:
 
 
 def _hangwatch(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hangwatch", *args], capture_output=True, text=True, check=False
-    )
+    return run_hangwatch(*args, timeout=None)
 
 
 def test_cli_help_version_and_unknown_command() -> None:

@@ -215,6 +215,12 @@ def _no_fault_control(
     )
 
 
+def _probe_finds_it(t: Timing) -> float:
+    """The bound of a fault the probe itself finds (brokers blackholed or down): two probe
+    rounds and a connect timeout."""
+    return 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000
+
+
 PAUSE_STALLS = 3
 """The silence controls pause for this many stall thresholds between writes."""
 RESTART_VERDICTS = frozenset({Verdict.PRODUCER_HUNG, Verdict.METADATA_STALE})
@@ -303,7 +309,7 @@ SCENARIOS: dict[str, Scenario] = {
             "every broker blackholed mid-stream",
             _s0,
             Verdict.CLUSTER_UNREACHABLE,
-            lambda t: 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000,
+            _probe_finds_it,
             label="all 3 brokers blackholed",
             engine="kafka",
         ),
@@ -349,7 +355,7 @@ SCENARIOS: dict[str, Scenario] = {
             "broker 1 blackholed, broker 2 refusing",
             _s3,
             Verdict.BROKER_DEGRADED,
-            lambda t: 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000,
+            _probe_finds_it,
             label="1 broker blackholed, 1 refusing",
             engine="kafka",
         ),
@@ -405,7 +411,7 @@ SCENARIOS: dict[str, Scenario] = {
             "every broker's process killed (connections refused): an outage, not a hang",
             _outage,
             Verdict.CLUSTER_UNREACHABLE,
-            lambda t: 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000,
+            _probe_finds_it,
             label="all 3 brokers down",
             engine="kafka",
         ),
@@ -503,7 +509,7 @@ SCENARIOS: dict[str, Scenario] = {
             "to and from it dropped)",
             _one_blackholed,
             Verdict.BROKER_DEGRADED,
-            lambda t: 2 * t.probe_interval_seconds + t.connect_timeout_ms / 1000,
+            _probe_finds_it,
             label="JVM sink: 1 broker blackholed",
             producer="jvm",
             engine="kafka",

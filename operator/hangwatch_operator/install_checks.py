@@ -256,6 +256,11 @@ def schema_differences(served: Any, packaged: Any, path: str = "") -> list[str]:
     return [] if served == packaged else [f"{path} differs"]
 
 
+def _first_three(findings: list[str]) -> str:
+    """The first three findings, `; `-joined, with ` ...` when there are more."""
+    return "; ".join(findings[:3]) + (" ..." if len(findings) > 3 else "")
+
+
 def _versions(crd: Mapping[str, Any]) -> dict[str, Any]:
     return {
         str(v.get("name")): {k: v.get(k) for k in ("served", "storage", "schema", "subresources")}
@@ -307,7 +312,7 @@ def check_crd(survey: Survey) -> Result:
             hint,
         )
     if differences:
-        shown = "; ".join(differences[:3]) + (" ..." if len(differences) > 3 else "")
+        shown = _first_three(differences)
         return Result(
             name,
             Status.FAIL,
@@ -813,7 +818,7 @@ def check_sidecars(survey: Survey) -> Result:
     if not survey.answers:
         return Result(name, Status.SKIP, "no running injected pod to ask")
     if silent:
-        shown = "; ".join(silent[:3]) + (" ..." if len(silent) > 3 else "")
+        shown = _first_three(silent)
         return Result(
             name,
             Status.FAIL,

@@ -55,7 +55,7 @@ TOPIC_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
 _RATE = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*([kKmM]?)\s*(?:/\s*s(?:ec)?)?$")
 _DURATION = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?$")
-_MULTIPLIERS = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}
+_MULTIPLIERS: dict[str | None, float] = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}
 _DURATION_UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _MASTERS = (
     re.compile(r"^local$"),
@@ -143,22 +143,28 @@ def parse_topic(text: str | None) -> str:
     return topic
 
 
+def _positive(
+    text: str, pattern: re.Pattern[str], units: Mapping[str | None, float], wrong: str
+) -> float:
+    """`text` as `pattern` reads it (a number, then a unit of `units`): a finite number
+    > 0 in the base unit; UsageError(`wrong`) otherwise."""
+    match = pattern.match(text.strip())
+    value = float(match.group(1)) * units[match.group(2)] if match else math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(wrong)
+    return value
+
+
 def parse_rate(text: str) -> float:
     """`5000/s`, `5000`, `5k/s`, `2.5k` -> events per second (> 0)."""
-    match = _RATE.match(text.strip())
-    rate = float(match.group(1)) * _MULTIPLIERS[match.group(2)] if match else math.nan
-    if not (math.isfinite(rate) and rate > 0):
-        raise UsageError(f"--rate {text!r} is not a positive rate like 5000/s or 5k/s")
-    return rate
+    wrong = f"--rate {text!r} is not a positive rate like 5000/s or 5k/s"
+    return _positive(text, _RATE, _MULTIPLIERS, wrong)
 
 
 def parse_duration(text: str) -> float:
     """`30`, `30s`, `1.5m`, `500ms`, `1h` -> seconds (> 0)."""
-    match = _DURATION.match(text.strip())
-    seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)] if match else math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise UsageError(f"--duration {text!r} is not a positive duration like 30s or 2m")
-    return seconds
+    wrong = f"--duration {text!r} is not a positive duration like 30s or 2m"
+    return _positive(text, _DURATION, _DURATION_UNITS, wrong)
 
 
 def parse_master(text: str | None) -> str | None:

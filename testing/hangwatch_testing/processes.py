@@ -1,7 +1,8 @@
-"""Real sidecar processes: the `hangwatch sidecar` command line, and what a running
-process costs, from /proc: CPU seconds and peak resident memory (`SidecarCost` sums
-them up against the sidecar's targets); `running`, whether a process a test started is
-still there; `command_lines`, every running process's arguments.
+"""Real hangwatch processes: `run_hangwatch`, a command run to its end (the CLI tests'
+one way to run it); the `hangwatch sidecar` command line, and what a running process
+costs, from /proc: CPU seconds and peak resident memory (`SidecarCost` sums them up
+against the sidecar's targets); `running`, whether a process a test started is still
+there; `command_lines` and `parent_pids`, every running process's arguments and parent.
 
 Shared by the benchmarks that run and measure a real sidecar process (detection, real
 clients, probing cost), the real-client harness and the tests that start one.
@@ -10,9 +11,27 @@ clients, probing cost), the real-client harness and the tests that start one.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+
+
+def run_hangwatch(
+    *args: str, timeout: float | None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m hangwatch ARGS...` (this interpreter's install) run to its end within
+    `timeout` seconds, in `env` (None: this process's): its output captured as text, its
+    exit code returned, never raised."""
+    return subprocess.run(
+        [sys.executable, "-m", "hangwatch", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
 
 
 def sidecar_command(
@@ -28,17 +47,33 @@ def sidecar_command(
     ]
 
 
-def command_lines() -> dict[int, list[str]]:
-    """Every running process's command line (its arguments) by pid, from /proc; a process
-    that ends while being read is left out."""
+def _each_process(name: str) -> dict[int, bytes]:
+    """/proc/<pid>/`name` of every running process, by pid; a process that ends while
+    being read is left out."""
     found = {}
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+    for path in Path("/proc").glob(f"[0-9]*/{name}"):
         try:
-            raw = cmdline.read_bytes()
+            found[int(path.parent.name)] = path.read_bytes()
         except OSError:
             continue
-        found[int(cmdline.parent.name)] = raw.decode(errors="replace").split("\0")[:-1]
     return found
+
+
+def command_lines() -> dict[int, list[str]]:
+    """Every running process's command line (its arguments) by pid, from /proc."""
+    return {
+        pid: raw.decode(errors="replace").split("\0")[:-1]
+        for pid, raw in _each_process("cmdline").items()
+    }
+
+
+def parent_pids() -> dict[int, int]:
+    """Every running process's parent's pid by pid, from /proc (the stat line's field
+    after the command's name and the state)."""
+    return {
+        pid: int(raw.decode(errors="replace").rsplit(")", 1)[1].split()[1])
+        for pid, raw in _each_process("stat").items()
+    }
 
 
 def running(pid: int) -> bool:

@@ -4,10 +4,11 @@ Not a test module. `RemediationCluster` extends the webhook tests' emulator with
 nodes and with listing (Events, pods). `FakeSidecar` is the sidecar's real HTTP server
 (`hangwatch_sidecar.server.StatusServer`) serving a `SidecarState` the test sets
 (verdict, brokers reachable or not), rebuilt fresh on every request so it never goes
-stale. `watched_executor` is an executor pod as the webhook leaves it (the real
-injection patch applied, its `hangwatch` port pointing at the fake sidecar), scheduled
-on a node, Running, with a pod IP. `running_hangwatch_operator` runs
-`python -m hangwatch operator --standalone --all-namespaces` as its own process;
+stale; a `TimedSidecar` also notes when it answered. `watched_executor` is an executor
+pod as the webhook leaves it (the real injection patch applied, its `hangwatch` port
+pointing at the fake sidecar), scheduled on a node, Running, with a pod IP.
+`running_hangwatch_operator` runs `python -m hangwatch operator --standalone
+--all-namespaces` as its own process;
 `remediating_operator` does so on loopback and waits until remediation started;
 `poll_rounds` reads how many rounds a policy completed from the operator's metrics.
 """
@@ -18,7 +19,7 @@ import json
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -200,6 +201,19 @@ class FakeSidecar:
     ) -> None:
         self.verdict, self.reachable, self.reasons = verdict, reachable, reasons
         self.since = time.time()
+
+
+@dataclass
+class TimedSidecar(FakeSidecar):
+    """A FakeSidecar that notes, on `clock`, when each /status request reached it (each
+    answer reads its state)."""
+
+    clock: Callable[[], float] = time.monotonic
+    answered: list[float] = field(default_factory=list)
+
+    def state(self) -> SidecarState:
+        self.answered.append(self.clock())
+        return super().state()
 
 
 def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

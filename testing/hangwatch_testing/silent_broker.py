@@ -3,7 +3,8 @@
 Kafka clients and hangwatch's probe connect to it and then wait on their request until
 their own timeout: the state of a frozen broker process or a half-dead host. It
 records the peer address of every connection it accepted and holds them open until
-released or closed; tests/operator uses it as a sidecar that holds a round's poll.
+released or closed (a `with` block closes it); tests/operator uses it as a sidecar that
+holds a round's poll.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+from types import TracebackType
 
 
 class SilentBroker:
@@ -32,6 +34,17 @@ class SilentBroker:
                 return
             self._held.append(conn)
             self.peers.append(f"{peer[0]}:{peer[1]}")
+
+    def __enter__(self) -> SilentBroker:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
 
     @property
     def port(self) -> int:

@@ -4,20 +4,15 @@ model's test over named worst cases."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
+
+from hangwatch_testing.processes import run_hangwatch
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     """`python -m hangwatch config-check ARGS...`, captured, never raising on exit codes."""
-    return subprocess.run(
-        [sys.executable, "-m", "hangwatch", "config-check", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_hangwatch("config-check", *args, timeout=60)
 
 
 def worst_cases(cases: dict[str, tuple[dict[str, str], int, float]]) -> pytest.MarkDecorator:

@@ -1,4 +1,5 @@
-"""Runs the real `hangwatch demo` command for the demo tests (not a test module)."""
+"""Runs the real `hangwatch demo` command for the demo tests, and reads its rows (not a
+test module)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from hangwatch_lab import netfilter
 def run_demo(
     *scenarios: str, keep: Path, timeout_seconds: float = 280
 ) -> tuple[dict[str, dict[str, Any]], int]:
-    """The scenarios' rows by name and the demo's pid; asserts exit 0 and that no kernel
-    rule of the demo's is left behind."""
+    """The scenarios' rows by name and the demo's pid; asserts exit 0, a row for each
+    scenario and no other, and that no kernel rule of the demo's is left behind."""
     args = [a for name in scenarios for a in ("--scenario", name)]
     with subprocess.Popen(
         [sys.executable, "-m", "hangwatch", "demo", *args, "--json", "--keep", str(keep)],
@@ -26,7 +27,27 @@ def run_demo(
         out, err = proc.communicate(timeout=timeout_seconds)
     assert proc.returncode == 0, _failure(out, err, keep)
     assert netfilter.list_chains(proc.pid) == [], "the demo left kernel rules behind"
-    return {r["scenario"]: r for r in json.loads(out)["scenarios"]}, proc.pid
+    rows = {r["scenario"]: r for r in json.loads(out)["scenarios"]}
+    assert sorted(rows) == sorted(scenarios), (sorted(rows), scenarios)
+    return rows, proc.pid
+
+
+RESTART_VERDICTS = frozenset({"producer_hung", "metadata_stale"})
+"""The verdicts on which the operator restarts an executor."""
+
+
+def verdicts_seen(row: dict[str, Any]) -> set[str]:
+    """Every verdict some sidecar reported after the fault (a row's `changes`, each
+    (seconds, "<executor> <verdict>"))."""
+    return {change.split(" ", 1)[1] for _, change in row["changes"]}
+
+
+def assert_never_restarted(name: str, row: dict[str, Any]) -> None:
+    """A control's row: no restart verdict, no restart, at most an alert that it was
+    silent, and every event written."""
+    assert not verdicts_seen(row) & RESTART_VERDICTS, (name, row["changes"])
+    assert row["restarts"] == 0 and row["action"] in ("none", "alert only (producer_silent)"), row
+    assert row["ok"] and row["lost"] == 0 and row["events"] > 100, row
 
 
 def _failure(out: str, err: str, keep: Path) -> str:

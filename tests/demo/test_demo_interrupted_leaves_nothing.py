@@ -18,18 +18,11 @@ import time
 from pathlib import Path
 
 from hangwatch_lab import netfilter
-from hangwatch_testing.processes import running
+from hangwatch_testing.processes import parent_pids, running
 
 
 def _descendants(pid: int) -> list[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    parents = parent_pids()
     found, frontier = [], [pid]
     while frontier:
         parent = frontier.pop()

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from hangwatch_demo.scenarios import Timing
-from tests.demo.running import run_demo
+from tests.demo.running import assert_never_restarted, run_demo
 
 CONTROLS = (
     "jvm-computes-between-writes",
@@ -43,13 +43,9 @@ def test_spark_kafka_sink_tasks_that_pause_are_never_restarted(
     kernel_faults: None, tmp_path: Path
 ) -> None:
     rows, _ = run_demo(*CONTROLS, keep=tmp_path, timeout_seconds=840)
-    assert sorted(rows) == sorted(CONTROLS)
     for name, row in rows.items():
         assert row["producer"] == "jvm", row
-        seen = {c.split(" ", 1)[1] for _, c in row["changes"]}
-        assert not seen & {"producer_hung", "metadata_stale"}, (name, row["changes"])
-        assert row["restarts"] == 0 and row["action"] in ("none", "alert only (producer_silent)")
-        assert row["ok"] and row["lost"] == 0 and row["events"] > 100, row
+        assert_never_restarted(name, row)
     for name in ("jvm-computes-between-writes", "jvm-waits-on-input"):
         # silent past the threshold while the task ran upstream of the sink, and cleared
         row = rows[name]

@@ -19,19 +19,12 @@ retried tasks write every event (0 lost), exit code 0, no kernel rule left behin
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.demo.running import run_demo
+from tests.demo.running import RESTART_VERDICTS, run_demo, verdicts_seen
 
 ROWS = {"wrapper-message-too-large": "wrapper", "plain-message-too-large": "plain"}
-RESTART_VERDICTS = {"producer_hung", "metadata_stale"}
-
-
-def _seen(row: dict[str, Any]) -> set[str]:
-    """Every verdict some sidecar reported after the fault."""
-    return {c.split(" ", 1)[1] for _, c in row["changes"]}
 
 
 @pytest.mark.timeout(720)
@@ -39,14 +32,13 @@ def test_a_record_over_the_topics_limit_is_named_and_never_restarted(
     kernel_faults: None, tmp_path: Path
 ) -> None:
     rows, _ = run_demo(*ROWS, keep=tmp_path, timeout_seconds=660)
-    assert sorted(rows) == sorted(ROWS)
     for name, producer in ROWS.items():
         row = rows[name]
         assert row["engine"] == "kafka" and row["producer"] == producer, row
         assert row["verdict"] == "writes_rejected" and row["detect_seconds"] is not None, row
         assert row["restarts"] == 0 and row["restart_seconds"] is None, row
         assert row["action"] == "alert only (writes_rejected: MSG_SIZE_TOO_LARGE)", row
-        assert not _seen(row) & RESTART_VERDICTS, row["changes"]
+        assert not verdicts_seen(row) & RESTART_VERDICTS, row["changes"]
         assert any(
             "MSG_SIZE_TOO_LARGE" in r and "a restart cannot help" in r for r in row["reasons"]
         ), row["reasons"]

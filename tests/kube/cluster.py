@@ -245,6 +245,30 @@ def write_kubeconfig(
     return path
 
 
+def wait_apiserver_ready(
+    server: str,
+    context: ssl.SSLContext,
+    check_alive: Callable[[], None],
+    timeout_seconds: float,
+    unavailable: Callable[[str], Exception],
+) -> None:
+    """Returns once `server`'s /readyz answers 200 (asked with `context`, the admin's
+    TLS); `check_alive` runs before each try (it raises when a process of the cluster
+    has exited); `unavailable(message)` is raised after `timeout_seconds`."""
+    deadline = time.monotonic() + timeout_seconds
+    last = "no answer"
+    while time.monotonic() < deadline:
+        check_alive()
+        try:
+            with urllib.request.urlopen(f"{server}/readyz", context=context, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, OSError) as exc:
+            last = str(exc)
+        time.sleep(0.25)
+    raise unavailable(f"kube-apiserver not ready in {timeout_seconds:.0f} s: {last}")
+
+
 def etcd_command(etcd: Path, workdir: Path, *extra: str) -> tuple[list[str], str]:
     """A one-member etcd in `workdir/etcd` on loopback ports free now: its command line
     (`extra` flags appended) and its client URL."""
@@ -399,28 +423,22 @@ class LocalCluster(ClusterFiles):
     def _wait_ready(self, admin: Issued) -> None:
         context = ssl.create_default_context(cafile=str(self.ca))
         context.load_cert_chain(str(admin.cert), str(admin.key))
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        last = "no answer"
-        while time.monotonic() < deadline:
-            for name, process in self.processes.items():
-                if process.poll() is not None:
-                    log = (self.workdir / f"{name}.log").read_text(errors="replace")
-                    raise ClusterUnavailableError(
-                        f"{name} exited with {process.returncode} at start-up: "
-                        + " | ".join(log.strip().splitlines()[-3:])
-                    )
-            try:
-                with urllib.request.urlopen(
-                    f"{self.server}/readyz", context=context, timeout=2
-                ) as r:
-                    if r.status == 200:
-                        return
-            except (urllib.error.URLError, OSError) as exc:
-                last = str(exc)
-            time.sleep(0.25)
-        raise ClusterUnavailableError(
-            f"kube-apiserver not ready in {START_TIMEOUT_SECONDS:.0f} s: {last}"
+        wait_apiserver_ready(
+            self.server,
+            context,
+            self._check_alive,
+            START_TIMEOUT_SECONDS,
+            ClusterUnavailableError,
         )
+
+    def _check_alive(self) -> None:
+        for name, process in self.processes.items():
+            if process.poll() is not None:
+                log = (self.workdir / f"{name}.log").read_text(errors="replace")
+                raise ClusterUnavailableError(
+                    f"{name} exited with {process.returncode} at start-up: "
+                    + " | ".join(log.strip().splitlines()[-3:])
+                )
 
     def close(self) -> None:
         for name in ("kube-controller-manager", "kube-apiserver", "etcd"):

@@ -15,6 +15,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Producer
 
+from hangwatch_testing.processes import run_hangwatch
+
 API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 7, 2) + b"hw"
 
 
@@ -60,13 +62,7 @@ def produce(
 
 def lab_command(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run `hangwatch lab --state STATE ARGS...` to completion; its output as text."""
-    return subprocess.run(
-        [sys.executable, "-m", "hangwatch", "lab", "--state", str(state), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_hangwatch("lab", "--state", str(state), *args, timeout=60)
 
 
 @contextmanager

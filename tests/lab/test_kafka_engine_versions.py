@@ -14,8 +14,6 @@ Fetch before v4.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from hypothesis import strategies as st
 
 from hangwatch.errors import UsageError
 from hangwatch_lab import Lab, kafkajars
+from hangwatch_testing.processes import run_hangwatch
 from tests.lab.clients import lab_cli, lab_command
 from tests.lab.kafka_clients import api_version_ranges, produce_v0
 
@@ -67,13 +66,7 @@ def test_anything_but_a_4x_or_39_release_is_one_usage_error(text: str) -> None:
 def test_the_cli_refuses_a_bad_version_in_one_line_exit_3(
     tmp_path: Path, args: tuple[str, ...], message: str
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "hangwatch", "lab", "--state", str(tmp_path / "s"), "up", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_hangwatch("lab", "--state", str(tmp_path / "s"), "up", *args, timeout=60)
     assert done.returncode == 3, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from hangwatch.errors import UsageError
 from hangwatch_lab.cli import parse_topics
+from hangwatch_testing.processes import run_hangwatch
 from tests.lab.clients import lab_cli, lab_command
 
 
@@ -61,13 +61,7 @@ def test_commands_without_a_lab_name_the_state_file(tmp_path: Path) -> None:
 def test_state_after_the_action_is_the_same_flag(tmp_path: Path, action: str) -> None:
     state = tmp_path / "after.json"
     extra = ["restore", "--all"] if action == "fault" else []
-    proc = subprocess.run(
-        [sys.executable, "-m", "hangwatch", "lab", action, *extra, "--state", str(state)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    proc = run_hangwatch("lab", action, *extra, "--state", str(state), timeout=60)
     assert proc.returncode == 1  # no lab behind that state file, and it says which
     assert str(state) in _one_line_error(proc)
 

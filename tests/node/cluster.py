@@ -76,6 +76,7 @@ from tests.kube.cluster import (
     spawn,
     started_in,
     stop,
+    wait_apiserver_ready,
     write_kubeconfig,
 )
 from tests.kube.pki import Authority, service_account_keys
@@ -669,19 +670,12 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
         return True
 
     def _wait_apiserver(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        last = "no answer"
-        context = self._ssl_context()
-        while time.monotonic() < deadline:
-            self._check_alive()
-            try:
-                with urllib.request.urlopen(f"{self.server}/readyz", context=context, timeout=2):
-                    return
-            except (urllib.error.URLError, OSError) as exc:
-                last = str(exc)
-            time.sleep(0.25)
-        raise NodeUnavailableError(
-            f"kube-apiserver not ready in {START_TIMEOUT_SECONDS:.0f} s: {last}"
+        wait_apiserver_ready(
+            self.server,
+            self._ssl_context(),
+            self._check_alive,
+            START_TIMEOUT_SECONDS,
+            NodeUnavailableError,
         )
 
     def node_ready(self) -> tuple[bool, str]:

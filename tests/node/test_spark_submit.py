@@ -51,6 +51,7 @@ from hangwatch_lab.kafka import KafkaLab
 from hangwatch_operator.injection import POLICY_LABEL, SIDECAR_CONTAINER
 from hangwatch_pipeline.spark_kafka import DEFAULT_LINE, LINES, SparkLine
 from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.processes import command_lines, run_hangwatch
 from hangwatch_testing.spark_line_env import python_of
 from tests.image.containers import ROOT, bookworm_python_rootfs, require_tools, run
 from tests.kube.cluster import write_kubeconfig
@@ -388,20 +389,12 @@ def completed_run(
             )
             assert ended is None or ended["exitCode"] == 0, (meta["name"], status)
 
-    verified = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hangwatch",
-            "pipeline",
-            "verify",
-            *("--bootstrap", kafka.bootstrap, "--topic", TOPIC),
-            *("--expect", str(expected), "--run-id", run_id),
-        ],
-        capture_output=True,
-        text=True,
+    verified = run_hangwatch(
+        "pipeline",
+        "verify",
+        *("--bootstrap", kafka.bootstrap, "--topic", TOPIC),
+        *("--expect", str(expected), "--run-id", run_id),
         timeout=600,
-        check=False,
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     return summary
@@ -445,15 +438,11 @@ PACED_EVENTS = 12000
 
 def executor_pid(pod_name: str) -> int:
     """The executor JVM of a pod (its command line names the pod: --podName)."""
-    marker = f"--podName\0{pod_name}\0".encode()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"KubernetesExecutorBackend" in cmdline and marker in cmdline + b"\0":
-                return int(entry.name)
+    marker = f"--podName\0{pod_name}\0"
+    for pid, args in command_lines().items():
+        cmdline = "\0".join(args) + "\0"
+        if "KubernetesExecutorBackend" in cmdline and marker in cmdline + "\0":
+            return pid
     raise AssertionError(f"no executor process of pod {pod_name}")
 
 

@@ -10,25 +10,18 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
 from hangwatch.contracts import ExitCode
 from hangwatch_testing.ports import free_port
+from hangwatch_testing.processes import run_hangwatch
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    return subprocess.run(
-        [sys.executable, "-m", "hangwatch", "check", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        check=False,
-    )
+    return run_hangwatch("check", *args, timeout=120, env=env)
 
 
 def test_an_unusable_kubeconfig_is_one_line_and_exit_3(tmp_path: Path) -> None:

@@ -40,11 +40,8 @@ NAMESPACE = "early"
 @pytest.fixture
 def holding() -> Iterator[SilentBroker]:
     """A sidecar that holds every request until released."""
-    sidecar = SilentBroker()
-    try:
+    with SilentBroker() as sidecar:
         yield sidecar
-    finally:
-        sidecar.close()
 
 
 def test_a_hung_pod_is_deleted_before_its_rounds_poll_ends(

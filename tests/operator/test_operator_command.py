@@ -14,13 +14,13 @@ from __future__ import annotations
 import os
 import ssl
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator.certificates import generate_webhook_certificates
 from hangwatch_testing.ports import free_port
+from hangwatch_testing.processes import run_hangwatch
 from hangwatch_testing.remediation_cluster import (
     FAST,
     PODS,
@@ -38,14 +38,7 @@ from tests.operator.webhook_server import post_json
 
 def _hangwatch(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("HANGWATCH_OPERATOR_")}
-    return subprocess.run(
-        [sys.executable, "-m", "hangwatch", *args],
-        env={**clean, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_hangwatch(*args, timeout=60, env={**clean, **env})
 
 
 def test_the_command_is_listed() -> None:

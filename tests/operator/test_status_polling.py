@@ -24,7 +24,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
@@ -41,9 +40,8 @@ from hangwatch_operator.status_polling import (
     poll_sidecars,
 )
 from hangwatch_operator.watched import WatchedPod
-from hangwatch_sidecar.state import SidecarState
 from hangwatch_testing.ports import free_port
-from hangwatch_testing.remediation_cluster import BROKERS, FakeSidecar
+from hangwatch_testing.remediation_cluster import BROKERS, FakeSidecar, TimedSidecar
 
 
 def _pod(port: int | None, ip: str | None = "127.0.0.1", name: str = "e1") -> WatchedPod:
@@ -121,17 +119,6 @@ def test_blackholed_brokers_arrive_as_timeouts() -> None:
     assert {b.reachability for b in report.status.brokers} == {"timeout"}
 
 
-@dataclass
-class _AskedSidecar(FakeSidecar):
-    """A FakeSidecar that notes (monotonic) when each /status request reached it."""
-
-    asked: list[float] = field(default_factory=list)
-
-    def state(self) -> SidecarState:
-        self.asked.append(time.monotonic())
-        return super().state()
-
-
 def _hang_up_time(listener: socket.socket, closed: list[float]) -> None:
     """Accept one connection, never answer it, and note when the poller hung up."""
     conn, _ = listener.accept()
@@ -143,7 +130,7 @@ def _hang_up_time(listener: socket.socket, closed: list[float]) -> None:
 
 
 def test_a_silent_sidecar_times_out_without_holding_up_the_others() -> None:
-    answering = _AskedSidecar().start()
+    answering = TimedSidecar().start()
     closed: list[float] = []
     with socket.socket() as mute:  # accepts connections, never answers
         mute.bind(("127.0.0.1", 0))
@@ -161,8 +148,8 @@ def test_a_silent_sidecar_times_out_without_holding_up_the_others() -> None:
     assert fine.status is not None and fine.status.verdict is Verdict.HEALTHY
     # the silent sidecar is first in the list, yet the other one was asked while the
     # silent one's request was still open: the polls ran side by side
-    assert closed and answering.asked, (closed, answering.asked)
-    assert answering.asked[0] < closed[0]
+    assert closed and answering.answered, (closed, answering.answered)
+    assert answering.answered[0] < closed[0]
 
 
 def test_each_report_is_handed_over_as_its_read_ends() -> None:

@@ -11,22 +11,22 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from hangwatch.contracts import ExitCode
 from hangwatch_lab import Lab
+from hangwatch_testing.processes import run_hangwatch
 
 RUN = "run-retention-1"
 EVENTS = 30_000
 
 
 def _verify(bootstrap: str, expect: int) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hangwatch", "pipeline", "verify", "--bootstrap", bootstrap,
-         "--topic", "r", "--expect", str(expect), "--run-id", RUN, "--json"],
-        capture_output=True, text=True, timeout=120, check=False,
+    return run_hangwatch(
+        "pipeline", "verify", "--bootstrap", bootstrap,
+        "--topic", "r", "--expect", str(expect), "--run-id", RUN, "--json",
+        timeout=120,
     )  # fmt: skip
 
 

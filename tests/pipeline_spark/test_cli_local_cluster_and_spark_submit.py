@@ -25,6 +25,7 @@ import pyspark
 
 from hangwatch_lab import Lab
 from hangwatch_pipeline import job
+from hangwatch_testing.processes import run_hangwatch
 from hangwatch_testing.spark_driver import executor_jvms
 from hangwatch_testing.waiting import wait_for
 
@@ -40,10 +41,7 @@ def _env() -> dict[str, str]:
 
 
 def _hangwatch(*argv: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hangwatch", "pipeline", *argv],
-        capture_output=True, text=True, timeout=timeout, check=False, env=_env(),
-    )  # fmt: skip
+    return run_hangwatch("pipeline", *argv, timeout=timeout, env=_env())
 
 
 def test_cli_on_local_cluster_then_verify(spark_lab: Lab, tmp_path: Path) -> None:

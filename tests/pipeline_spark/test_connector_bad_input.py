@@ -16,23 +16,19 @@ JVM output. The cached jars go into sessions hangwatch starts (with the user's o
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from hangwatch_pipeline import spark_kafka
+from hangwatch_testing.processes import run_hangwatch
 
 GOOD = ["run", "--bootstrap", "127.0.0.1:9092", "--topic", "events", "--events", "10"]
 
 
 def _run(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "hangwatch", "pipeline", *argv],
-        capture_output=True, text=True, timeout=60, check=False,
-        env={**os.environ, **(env or {})},
-    )  # fmt: skip
+    proc = run_hangwatch("pipeline", *argv, timeout=60, env={**os.environ, **(env or {})})
     return proc.returncode, proc.stdout, proc.stderr
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 
 from hangwatch_lab import Lab
 from hangwatch_sidecar.probe.endpoints import probe_cluster
 from hangwatch_sidecar.probe.report import EndpointRow, ProbeAssessment, assess
 from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings, parse_bootstrap
 from hangwatch_sidecar.probe.types import ProbeResult
+from hangwatch_testing.processes import run_hangwatch
 
 CONNECT_MS = 800
 REQUEST_MS = 800
@@ -53,10 +53,4 @@ def refused_port() -> int:
 
 def run_cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     """Run `python -m hangwatch probe ARGS` as an on-call engineer would."""
-    return subprocess.run(
-        [sys.executable, "-m", "hangwatch", "probe", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return run_hangwatch("probe", *args, timeout=timeout)

@@ -20,6 +20,7 @@ import pyspark
 import pytest
 
 from hangwatch_lab import Lab
+from hangwatch_testing.processes import run_hangwatch
 
 pytestmark = [pytest.mark.xdist_group("spark"), pytest.mark.timeout(900)]
 
@@ -53,26 +54,12 @@ def test_every_event_is_acknowledged_and_in_the_topic() -> None:
         )
         assert submitted.returncode == 0, submitted.stderr[-3000:]
         assert "run example-1: 20000 of 20000 events acknowledged" in submitted.stdout
-        verified = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "hangwatch",
-                "pipeline",
-                "verify",
-                "--bootstrap",
-                lab.bootstrap,
-                "--topic",
-                "orders",
-                "--expect",
-                "20000",
-                "--run-id",
-                "example-1",
-            ],
-            capture_output=True,
-            text=True,
+        verified = run_hangwatch(
+            "pipeline",
+            "verify",
+            *("--bootstrap", lab.bootstrap, "--topic", "orders"),
+            *("--expect", "20000", "--run-id", "example-1"),
             timeout=300,
-            check=False,
         )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "missing      0" in verified.stdout

@@ -14,7 +14,6 @@ record, not the run.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import msgspec
@@ -24,16 +23,11 @@ from hypothesis import strategies as st
 from hangwatch_demo.report import records
 from hangwatch_demo.report.recorder import Recorder, ReportDirError
 from hangwatch_demo.report.records import EVENTS_FILE, RecordError, read_run
+from hangwatch_testing.processes import run_hangwatch
 
 
 def _hangwatch(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hangwatch", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    return run_hangwatch(*args, timeout=120)
 
 
 def _record_one_scenario(directory: Path) -> Recorder:

@@ -18,8 +18,6 @@ from __future__ import annotations
 import base64
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +32,7 @@ from hangwatch_demo.report import figures, page, records
 from hangwatch_demo.report.recorder import Recorder
 from hangwatch_demo.report.records import EVENTS_FILE, read_run
 from hangwatch_demo.report.writing import REPORT_FILE, write_report
+from hangwatch_testing.processes import run_hangwatch
 
 RECORDED = Path(__file__).parent / "data" / "demo-run.jsonl"
 
@@ -152,10 +151,7 @@ def test_recorded_text_is_escaped(tmp_path: Path) -> None:
 
 def test_report_rebuilds_a_kept_run_and_says_where(tmp_path: Path) -> None:
     shutil.copy(RECORDED, tmp_path / EVENTS_FILE)
-    done = subprocess.run(
-        [sys.executable, "-m", "hangwatch", "report", str(tmp_path)],
-        capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
+    done = run_hangwatch("report", str(tmp_path), timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == str(tmp_path / REPORT_FILE)
     assert (tmp_path / REPORT_FILE).stat().st_size > 0
@@ -164,10 +160,7 @@ def test_report_rebuilds_a_kept_run_and_says_where(tmp_path: Path) -> None:
 def test_a_report_file_that_cannot_be_written_is_one_line_and_exit_3(tmp_path: Path) -> None:
     shutil.copy(RECORDED, tmp_path / EVENTS_FILE)
     (tmp_path / REPORT_FILE).mkdir()  # even root cannot write a file there
-    done = subprocess.run(
-        [sys.executable, "-m", "hangwatch", "report", str(tmp_path)],
-        capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
+    done = run_hangwatch("report", str(tmp_path), timeout=300)
     assert done.returncode == 3, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert f"{tmp_path / REPORT_FILE}: cannot write" in done.stderr

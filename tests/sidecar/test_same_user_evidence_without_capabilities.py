@@ -19,7 +19,6 @@ connection as `nobody` with no capability.)
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -35,6 +34,7 @@ from hangwatch_sidecar.sockets.owners import (
     parse_process_root,
     tree_socket_inodes,
 )
+from tests.sidecar.unprivileged import as_user, capabilities, drop_to
 
 EXECUTOR_UID = 65534
 """nobody: stands for Spark's 185 (any unprivileged user will do)."""
@@ -45,44 +45,26 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _drop_to(uid: int) -> None:
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)  # clears every capability
-
-
 def _as_user(uid: int, pid: int) -> dict[str, object]:
     """In a fork dropped to `uid` with no capability: what it can read of process `pid`."""
-    read_end, write_end = os.pipe()
-    child = os.fork()
-    if child == 0:
+
+    def read() -> dict[str, object]:
+        result: dict[str, object] = {}
         try:
-            os.close(read_end)
-            _drop_to(uid)
-            result: dict[str, object] = {}
-            try:
-                root = parse_process_root(str(pid))
-                assert root is not None
-                result["inodes"] = sorted(tree_socket_inodes(root))
-            except ProcessTreeError as exc:
-                result["inodes_error"] = str(exc)
-            try:
-                environ = Path(f"/proc/{pid}/environ").read_bytes()
-                result["secret"] = b"EXECUTOR_SECRET=s3cr3t" in environ.split(b"\0")
-            except OSError as exc:
-                result["environ_error"] = type(exc).__name__
-            status = Path("/proc/self/status").read_text().splitlines()
-            (cap_eff,) = [line.split()[1] for line in status if line.startswith("CapEff:")]
-            result["capabilities"] = int(cap_eff, 16)
-            os.write(write_end, json.dumps(result).encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        answer = pipe.read()
-    os.waitpid(child, 0)
-    parsed: dict[str, object] = json.loads(answer)
-    return parsed
+            root = parse_process_root(str(pid))
+            assert root is not None
+            result["inodes"] = sorted(tree_socket_inodes(root))
+        except ProcessTreeError as exc:
+            result["inodes_error"] = str(exc)
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            result["secret"] = b"EXECUTOR_SECRET=s3cr3t" in environ.split(b"\0")
+        except OSError as exc:
+            result["environ_error"] = type(exc).__name__
+        result["capabilities"] = capabilities()
+        return result
+
+    return as_user(uid, read)
 
 
 def test_the_executors_user_reads_its_sockets_and_environment_without_capabilities() -> None:
@@ -109,7 +91,7 @@ def executor_with(held: socket.socket) -> Iterator[tuple[int, int]]:
         try:
             os.close(read_end)
             os.dup2(held.fileno(), 3)
-            _drop_to(EXECUTOR_UID)
+            drop_to(EXECUTOR_UID)
             os.write(write_end, b"ready\n")
             os.close(write_end)
             os.execve("/bin/sleep", ["/bin/sleep", "600"], {"EXECUTOR_SECRET": "s3cr3t"})

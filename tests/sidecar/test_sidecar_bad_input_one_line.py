@@ -13,10 +13,10 @@ interval; and that a secret-looking `-X` value is never echoed.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
+
+from hangwatch_testing.processes import run_hangwatch
 
 CASES = {
     "no bootstrap": ([], {}, "--bootstrap (HANGWATCH_BOOTSTRAP) is required"),
@@ -115,14 +115,7 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_bad_configuration_is_one_line_exit_3(case: str) -> None:
     args, env, message = CASES[case]
-    proc = subprocess.run(
-        [sys.executable, "-m", "hangwatch", "sidecar", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={**os.environ, **env},
-    )
+    proc = run_hangwatch("sidecar", *args, timeout=60, env={**os.environ, **env})
     assert proc.returncode == 3
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from hangwatch_testing.silent_broker import SilentBroker
@@ -28,19 +26,10 @@ from tests.sidecar.sidecar_process import sidecar_process
 REQUEST_TIMEOUT_S = 120
 
 
-@contextmanager
-def silent_broker() -> Iterator[SilentBroker]:
-    broker = SilentBroker()
-    try:
-        yield broker
-    finally:
-        broker.close()
-
-
 def test_sigterm_ends_the_sidecar_with_a_request_in_flight(tmp_path: Path) -> None:
     timeout_ms = str(REQUEST_TIMEOUT_S * 1000)
     with (
-        silent_broker() as broker,
+        SilentBroker() as broker,
         sidecar_process(
             tmp_path, broker.address, "--request-timeout-ms", timeout_ms,
             "--connect-timeout-ms", timeout_ms,

@@ -15,7 +15,6 @@ peers are named as IPv4.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -31,6 +30,7 @@ from hypothesis import strategies as st
 from hangwatch_sidecar.sockets import reader as reader_module
 from hangwatch_sidecar.sockets.reader import Narrowing, SocketReader, attempt_fails
 from hangwatch_sidecar.sockets.types import TcpState
+from tests.sidecar.unprivileged import as_user, capabilities
 
 
 @pytest.fixture
@@ -116,32 +116,14 @@ def _read_view_as_nobody() -> dict[str, object]:
             host, port = srv.getsockname()
             if os.geteuid() != 0:  # already unprivileged
                 return _view(host, port)
-            read_end, write_end = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the child: never returns into pytest
-                try:
-                    os.close(read_end)
-                    os.setgroups([])
-                    os.setresgid(NOBODY, NOBODY, NOBODY)
-                    os.setresuid(NOBODY, NOBODY, NOBODY)  # clears every capability
-                    os.write(write_end, json.dumps(_view(host, port)).encode())
-                finally:
-                    os._exit(0)
-            os.close(write_end)
-            with os.fdopen(read_end, "rb") as pipe:
-                answer = pipe.read()
-            os.waitpid(pid, 0)
-            result: dict[str, object] = json.loads(answer)
-            return result
+            return as_user(NOBODY, lambda: _view(host, port))
 
 
 def _view(host: str, port: int) -> dict[str, object]:
     snap = SocketReader(exclude_own=False).snapshot(0.0, [f"{host}:{port}"])
-    status = Path("/proc/self/status").read_text().splitlines()
-    (cap_eff,) = [line.split()[1] for line in status if line.startswith("CapEff:")]
     return {
         "uid": os.geteuid(),
-        "capabilities": int(cap_eff, 16),
+        "capabilities": capabilities(),
         "error": snap.error,
         "n": len(snap.connections),
         "fails": snap.attempt_fails,

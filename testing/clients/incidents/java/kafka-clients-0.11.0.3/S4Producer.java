@@ -57,14 +57,9 @@ public final class S4Producer {
             }
         };
         Progress.emit("start", "client", Progress.quoted("kafka-clients 0.11.0.3"));
-        long periodNanos = (long) (1e9 / rate);
-        long next = System.nanoTime();
+        Pace pace = new Pace(rate);
         for (long i = 0; ; i++) {
-            next += periodNanos;
-            long sleep = next - System.nanoTime();
-            if (sleep > 0) {
-                Thread.sleep(sleep / 1_000_000, (int) (sleep % 1_000_000));
-            }
+            pace.await();
             try {
                 producer.send(new ProducerRecord<>(topic, "k" + i, value), callback);
             } catch (Exception e) {

@@ -39,14 +39,9 @@ public final class HealthyProducer {
             }
         };
         Progress.emit("start", "client", Progress.quoted("kafka-clients 3.9.2"));
-        long periodNanos = (long) (1e9 / rate);
-        long next = System.nanoTime();
+        Pace pace = new Pace(rate);
         for (long i = 0; ; i++) {
-            next += periodNanos;
-            long sleep = next - System.nanoTime();
-            if (sleep > 0) {
-                Thread.sleep(sleep / 1_000_000, (int) (sleep % 1_000_000));
-            }
+            pace.await();
             try {
                 ProducerRecord<String, String> record = new ProducerRecord<>(topic, "k" + i, value);
                 if (i % 20 == 0) {

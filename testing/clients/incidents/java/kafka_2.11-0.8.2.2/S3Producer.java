@@ -30,15 +30,10 @@ public final class S3Producer {
         props.put("topic.metadata.refresh.interval.ms", args[3]);
         Producer<String, String> producer = new Producer<>(new ProducerConfig(props));
         Progress.emit("start", "client", Progress.quoted("kafka_2.11 0.8.2.2"));
-        long periodNanos = (long) (1e9 / rate);
-        long next = System.nanoTime();
+        Pace pace = new Pace(rate);
         long acked = 0;
         for (long i = 0; ; i++) {
-            next += periodNanos;
-            long sleep = next - System.nanoTime();
-            if (sleep > 0) {
-                Thread.sleep(sleep / 1_000_000, (int) (sleep % 1_000_000));
-            }
+            pace.await();
             long started = System.nanoTime();
             try {
                 producer.send(new KeyedMessage<>(topic, "k" + i, "m" + i));
