@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -216,9 +217,20 @@ def _children(schema: dict[str, Any], value: Any, path: str, fn: Any) -> Iterato
             yield from fn(schema["items"], item, f"{path}[{index}]")
 
 
+CEL_RECURSION_LIMIT = 2500
+"""What `celpy.Environment()` sets the interpreter's recursion limit to (CEL's minimums)."""
+sys.setrecursionlimit(max(sys.getrecursionlimit(), CEL_RECURSION_LIMIT))  # at import, once
+
+
 @functools.cache
 def compiled(rule: str) -> celpy.Runner:
+    limit = sys.getrecursionlimit()
     env = celpy.Environment()
+    # celpy sets the limit whenever an environment is made: a Hypothesis test that
+    # compiled a rule first in its process (the cache is per process, so it depended on
+    # the order of the worker's tests) found the limit changed during the test and failed
+    # on Hypothesis's warning. The limit is raised once, at import; here it is kept.
+    sys.setrecursionlimit(limit)
     return env.program(env.compile(rule))
 
 
