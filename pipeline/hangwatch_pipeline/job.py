@@ -31,7 +31,7 @@ from pyspark.sql import SparkSession
 
 from hangwatch.contracts import ExitCode
 from hangwatch.errors import HangwatchError
-from hangwatch_pipeline import spark_kafka
+from hangwatch_pipeline import kafka_telemetry, spark_kafka
 from hangwatch_pipeline.connector_sink import run_connector
 from hangwatch_pipeline.run_options import (
     SINK_CONNECTOR,
@@ -122,6 +122,9 @@ def session_conf(options: RunOptions) -> dict[str, str]:
     # when hangwatch starts the session; under spark-submit (no master of ours) they come
     # with spark-submit's --jars or the image, at the cluster's Spark version.
     ours = spark_kafka.prerequisites() if _loads_connector(options) else {}
+    if ours and options.kafka_telemetry:
+        jar = kafka_telemetry.telemetry_jar(spark_kafka.jars())
+        ours["spark.jars"] = f"{ours['spark.jars']},{jar}"
     conf.update(ours)
     conf.update(options.spark_conf)
     if ours and "spark.jars" in options.spark_conf:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from hangwatch import rdkafka_conf
 from hangwatch.errors import UsageError
 from hangwatch.properties import parse_assignments
+from hangwatch_pipeline.kafka_telemetry import with_telemetry
 from hangwatch_pipeline.spark_kafka import check_sink_options
 from hangwatch_producer.settings import TELEMETRY_DIR_ENV, ProducerSettings, build_config
 
@@ -106,6 +107,9 @@ class RunOptions:
     """One of `SINKS`."""
     sink_options: Mapping[str, str] = field(default_factory=dict)
     """The Kafka data source's options (`--option kafka.acks=all`), connector sinks only."""
+    kafka_telemetry: bool = False
+    """`--kafka-telemetry`: hangwatch's telemetry in the connector sink's Java client (its
+    class in `sink_options`; its jar in the session's when hangwatch starts it)."""
     checkpoint: str | None = None
     """The streaming query's checkpoint directory (connector-streaming; None: chosen)."""
     app_name: str = "hangwatch-pipeline"
@@ -268,6 +272,12 @@ def add_run_arguments(parser: argparse.ArgumentParser, *, with_master: bool = Tr
         "kafka.delivery.timeout.ms=30000, kafka.max.block.ms=10000 (repeatable)",
     )  # fmt: skip
     sink.add_argument(
+        "--kafka-telemetry", action="store_true",
+        help="connector sinks: load hangwatch's telemetry into the sink's Java client, so the "
+        "sidecar names its refusals and throttles (its jar is built here and added when "
+        "hangwatch starts the session; under spark-submit pass it with --jars)",
+    )  # fmt: skip
+    sink.add_argument(
         "--checkpoint", metavar="DIR",
         help="connector-streaming: the query's checkpoint (run again with the same --run-id "
         "and --checkpoint to resume; default: under the temporary directory, by run id)",
@@ -302,6 +312,9 @@ def run_options(args: argparse.Namespace, environ: Mapping[str, str] | None = No
     sink = getattr(args, "sink", SINK_WRAPPER)
     sink_options = parse_assignments(getattr(args, "sink_options", []), strip_values=True)
     _check_sink(sink, producer_conf, sink_options, args)
+    telemetry = bool(getattr(args, "kafka_telemetry", False))
+    if telemetry:
+        sink_options = with_telemetry(sink_options)
     master = parse_master(getattr(args, "master", None))
     return RunOptions(
         bootstrap=bootstrap,
@@ -319,6 +332,7 @@ def run_options(args: argparse.Namespace, environ: Mapping[str, str] | None = No
         progress_seconds=args.progress_seconds,
         sink=sink,
         sink_options=sink_options,
+        kafka_telemetry=telemetry,
         checkpoint=getattr(args, "checkpoint", None),
         spark_log_level=_log_level(args.spark_log_level),
     )
@@ -333,6 +347,10 @@ def _check_sink(
     if sink == SINK_WRAPPER:
         if sink_options:
             raise UsageError("--option sets the connector sinks' producer: use -X with the wrapper")
+        if getattr(args, "kafka_telemetry", False):
+            raise UsageError(
+                "--kafka-telemetry is for the connector sinks: the wrapper writes its own"
+            )
         if getattr(args, "checkpoint", None):
             raise UsageError("--checkpoint is for --sink connector-streaming")
         return

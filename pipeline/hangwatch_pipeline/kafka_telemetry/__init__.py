@@ -41,6 +41,17 @@ SINK_OPTIONS: Mapping[str, str] = {
 """The options of Spark's Kafka sink that load the class in both its roles."""
 
 
+def with_telemetry(options: Mapping[str, str]) -> dict[str, str]:
+    """The sink's options with the class once at the end of `SINK_OPTIONS`' lists (a job's
+    own interceptors and reporters stay, first; the class listed twice would count every
+    record twice: the client makes an instance per entry)."""
+    out = dict(options)
+    for key, name in SINK_OPTIONS.items():
+        listed = [c.strip() for c in out.get(key, "").split(",") if c.strip()]
+        out[key] = ",".join([*(c for c in listed if c != name), name])
+    return out
+
+
 def telemetry_jar(connector_jars: Sequence[Path]) -> Path:
     """The built jar (building it first when it is not cached)."""
     return JAR.build(connector_jars)
