@@ -20,6 +20,8 @@ user). Covers:
   MESSAGE_TOO_LARGE failures or the client's batch splits;
 - a SASL login with a wrong password: the failures name SASL_AUTHENTICATION_FAILED and the
   password appears nowhere in the document;
+- a link planted at the next document's temporary name (anyone writing the shared volume
+  can) is never written through: its target keeps its bytes, the document goes on;
 - a JVM killed with SIGKILL: its lock is free at once (`lock_state` says gone), and the
   wrapper's clean-up removes its files.
 """
@@ -177,3 +179,27 @@ def test_a_killed_jvm_frees_its_lock_and_the_wrappers_clean_up_removes_its_files
         assert lock_state(telemetry / wire.lock_name(key)) is False
         assert remove_dead_producers(telemetry) == [key]
     assert sorted(p.name for p in telemetry.iterdir()) == []
+
+
+@pytest.mark.timeout(300)
+def test_a_link_planted_at_the_temporary_name_is_never_written_through(
+    lab: Lab, tmp_path: Path
+) -> None:
+    telemetry = tmp_path / "telemetry"
+    telemetry.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    with java_producer(lab.bootstrap, "open", telemetry, count=5, log=tmp_path / "j.log") as java:
+        (name,) = _documents(telemetry)
+        planted = telemetry / wire.temp_name(name)
+        seq = _documents(telemetry)[name].seq
+        for _ in range(3):  # the writer may be between its write and its rename
+            planted.unlink(missing_ok=True)
+            planted.symlink_to(victim)
+            wait_for(
+                lambda: _documents(telemetry)[name].seq > seq, 10, "the next refresh", interval=0.2
+            )
+            seq = _documents(telemetry)[name].seq
+        assert victim.read_text() == "precious"
+        assert not (telemetry / name).is_symlink()
+        java.close()

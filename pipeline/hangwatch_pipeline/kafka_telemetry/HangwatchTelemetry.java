@@ -34,6 +34,7 @@ import java.nio.channels.FileLock;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
@@ -338,7 +339,9 @@ public class HangwatchTelemetry implements ProducerInterceptor<Object, Object>, 
 
         boolean open() {
             try {
-                lockChannel = FileChannel.open(lock, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+                // never through a link someone else planted in the shared directory
+                lockChannel = FileChannel.open(lock, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                        LinkOption.NOFOLLOW_LINKS);
                 held = lockChannel.tryLock();
                 if (held == null) {
                     lockChannel.close();
@@ -454,8 +457,9 @@ public class HangwatchTelemetry implements ProducerInterceptor<Object, Object>, 
             readMetrics(now);
             seq++;
             byte[] bytes = document(now).getBytes(StandardCharsets.UTF_8);
-            try (FileChannel out = FileChannel.open(temp, StandardOpenOption.CREATE,
-                    StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
+            Files.deleteIfExists(temp);  // a link planted there goes, it is never written through
+            try (FileChannel out = FileChannel.open(temp, StandardOpenOption.CREATE_NEW,
+                    StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
                 ByteBuffer buffer = ByteBuffer.wrap(bytes);
                 while (buffer.hasRemaining()) {
                     out.write(buffer);

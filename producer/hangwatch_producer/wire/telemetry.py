@@ -164,7 +164,8 @@ class ErrorSeen(msgspec.Struct, kw_only=True, frozen=True):
     such as a failed login, that names no topic): how often, first and last time."""
 
     code: Name
-    """librdkafka's name (`MSG_SIZE_TOO_LARGE`, `_MSG_TIMED_OUT`): `hangwatch.kafka_errors`."""
+    """librdkafka's name (`MSG_SIZE_TOO_LARGE`, `_MSG_TIMED_OUT`), or Apache Kafka's in the
+    Java client's reporter's documents (`MESSAGE_TOO_LARGE`): `hangwatch.kafka_errors`."""
     topic: Name = ""
     count: Count = 0
     first_ts: Optional[Timestamp] = None
