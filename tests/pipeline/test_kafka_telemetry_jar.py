@@ -181,6 +181,12 @@ def test_a_killed_jvm_frees_its_lock_and_the_wrappers_clean_up_removes_its_files
     assert sorted(p.name for p in telemetry.iterdir()) == []
 
 
+def _refreshed(directory: Path, name: str, seq: int) -> int | None:
+    """The document's sequence number once it is past `seq`."""
+    now = _documents(directory)[name].seq
+    return now if now > seq else None
+
+
 @pytest.mark.timeout(300)
 def test_a_link_planted_at_the_temporary_name_is_never_written_through(
     lab: Lab, tmp_path: Path
@@ -196,10 +202,7 @@ def test_a_link_planted_at_the_temporary_name_is_never_written_through(
         for _ in range(3):  # the writer may be between its write and its rename
             planted.unlink(missing_ok=True)
             planted.symlink_to(victim)
-            wait_for(
-                lambda: _documents(telemetry)[name].seq > seq, 10, "the next refresh", interval=0.2
-            )
-            seq = _documents(telemetry)[name].seq
+            seq = wait_for(lambda last=seq: _refreshed(telemetry, name, last), 10, "a refresh")
         assert victim.read_text() == "precious"
         assert not (telemetry / name).is_symlink()
         java.close()
