@@ -28,7 +28,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -293,6 +293,27 @@ def line_named(name: str) -> SparkLine:
     raise UsageError(f"no Spark line {name!r}: one of {', '.join(x.name for x in LINES)}")
 
 
+def each_line(
+    prog: str,
+    lines: Sequence[SparkLine],
+    paths: Callable[[SparkLine], Sequence[Path]],
+    show: bool,
+) -> int:
+    """A setup command's run over `lines`: `paths` of each in turn, printed one a line
+    when `show`, exit 0; at the first `HangwatchError` one `prog: error:` line on stderr
+    and its exit code."""
+    found: list[Path] = []
+    try:
+        for line in lines:
+            found += paths(line)
+    except HangwatchError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    if show:
+        print("\n".join(str(p) for p in found))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python3 -m hangwatch_pipeline.spark_kafka [--line L | --all] [--print]`."""
     parser = argparse.ArgumentParser(
@@ -309,16 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--print", action="store_true", help="print the jars' paths")
     args = parser.parse_args(argv)
     lines = LINES if args.all else (line_named(args.line),)
-    found: list[Path] = []
-    try:
-        for line in lines:
-            found += resolve(line)
-    except HangwatchError as exc:
-        print(f"spark-kafka: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    if args.print:
-        print("\n".join(str(p) for p in found))
-    return 0
+    return each_line("spark-kafka", lines, resolve, args.print)
 
 
 if __name__ == "__main__":

@@ -52,12 +52,11 @@ def _pod(state: SidecarState) -> Iterator[Metric]:
     for v in POD_VERDICTS:
         verdict.add_metric([str(v)], 1.0 if v is state.verdict else 0.0)
     yield verdict
-    since = GaugeMetricFamily(
+    yield GaugeMetricFamily(
         "hangwatch_verdict_since_timestamp_seconds",
         "When the current verdict took over (Unix time)",
+        value=state.since_ts or 0.0,
     )
-    since.add_metric([], state.since_ts or 0.0)
-    yield since
     yield _counts(
         "hangwatch_verdict_changes", "Verdict changes, by new verdict", "verdict",
         state.verdict_changes,
@@ -96,19 +95,16 @@ def _brokers(state: SidecarState) -> Iterator[Metric]:
     yield _counts(
         "hangwatch_probe_errors", "Failed broker probes, by class", "class", state.probe_errors
     )
-    leaderless = GaugeMetricFamily(
-        "hangwatch_leaderless_partitions", "Partitions (or whole topics) without a leader"
+    yield GaugeMetricFamily(
+        "hangwatch_leaderless_partitions",
+        "Partitions (or whole topics) without a leader",
+        value=len(state.cluster.leaderless_for(frozenset())) if state.cluster else 0,
     )
-    leaderless.add_metric(
-        [], len(state.cluster.leaderless_for(frozenset())) if state.cluster else 0
-    )
-    yield leaderless
-    age = GaugeMetricFamily(
+    yield GaugeMetricFamily(
         "hangwatch_cluster_metadata_age_seconds",
         "Age of the sidecar's last successful metadata fetch",
+        value=time.time() - state.metadata_ts if state.metadata_ts else 0.0,
     )
-    age.add_metric([], time.time() - state.metadata_ts if state.metadata_ts else 0.0)
-    yield age
 
 
 def _producers(state: SidecarState) -> Iterator[Metric]:
@@ -259,11 +255,11 @@ def _sockets(state: SidecarState) -> Iterator[Metric]:
         "broker",
         state.probe_counts.requests,
     )
-    metadata = CounterMetricFamily(
-        "hangwatch_metadata_requests", "Metadata fetches of the sidecar's metadata client"
+    yield CounterMetricFamily(
+        "hangwatch_metadata_requests",
+        "Metadata fetches of the sidecar's metadata client",
+        value=state.probe_counts.metadata_requests,
     )
-    metadata.add_metric([], state.probe_counts.metadata_requests)
-    yield metadata
 
 
 def _stacks(state: SidecarState) -> Iterator[Metric]:
@@ -272,8 +268,8 @@ def _stacks(state: SidecarState) -> Iterator[Metric]:
     samples = CounterMetricFamily(
         "hangwatch_python_stack_samples",
         "Samples of the executor's Python stacks (taken only while the pod is silent)",
+        value=state.stack_samples,
     )
-    samples.add_metric([], state.stack_samples)
     threads = GaugeMetricFamily(
         "hangwatch_python_threads",
         "Threads of the executor's Python processes in the last sample, by place",
@@ -287,18 +283,19 @@ def _stacks(state: SidecarState) -> Iterator[Metric]:
 
 
 def _sidecar(state: SidecarState) -> Iterator[Metric]:
-    rounds = CounterMetricFamily("hangwatch_sidecar_rounds", "Evaluation rounds completed")
-    rounds.add_metric([], state.rounds)
-    duration = GaugeMetricFamily(
-        "hangwatch_sidecar_round_duration_seconds", "Wall time of the last evaluation round"
+    yield CounterMetricFamily(
+        "hangwatch_sidecar_rounds", "Evaluation rounds completed", value=state.rounds
     )
-    duration.add_metric([], state.round_seconds)
-    last = GaugeMetricFamily(
+    yield GaugeMetricFamily(
+        "hangwatch_sidecar_round_duration_seconds",
+        "Wall time of the last evaluation round",
+        value=state.round_seconds,
+    )
+    yield GaugeMetricFamily(
         "hangwatch_sidecar_last_round_timestamp_seconds",
         "When the last evaluation round finished (Unix time)",
+        value=state.evaluated_ts or 0.0,
     )
-    last.add_metric([], state.evaluated_ts or 0.0)
-    yield from (rounds, duration, last)
 
 
 def registry_for(get_state: Callable[[], SidecarState]) -> CollectorRegistry:

@@ -347,7 +347,7 @@ class SidecarSettings:
         ):
             value = getattr(self, name)
             if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
-                flag = "--" + name.replace("_", "-")
+                flag = _flag(name)
                 raise UsageError(f"{flag} must be > 0 and <= {MAX_SECONDS} (a week), got {value}")
         for name, most in (
             ("connect_timeout_ms", MAX_TIMEOUT_MS),
@@ -360,8 +360,7 @@ class SidecarSettings:
         ):
             value = getattr(self, name)
             if not 1 <= value <= most:
-                flag = "--" + name.replace("_", "-")
-                raise UsageError(f"{flag} must be 1..{most}, got {value}")
+                raise UsageError(f"{_flag(name)} must be 1..{most}, got {value}")
         if self.stall_seconds <= self.probe_interval_seconds:
             raise UsageError("--stall-seconds must be longer than --probe-interval-seconds")
         interval = self.expected_write_interval_seconds
@@ -375,16 +374,14 @@ class SidecarSettings:
         self._validate_spark()
         if self.probe_mode not in PROBE_MODES:
             raise UsageError(f"--probe-mode must be one of {', '.join(PROBE_MODES)}")
-        _numbers("--socket-ports", self.socket_ports, 1, 65535)
-        _numbers("--socket-uids", self.socket_uids, 0, 2**32 - 2)
-        _ = self.socket_process_root
+        _ = self.socket_port_set, self.socket_uid_set, self.socket_process_root
         return self
 
     def _validate_spark(self) -> None:
         for name in ("application_id", "executor_id"):
             value = getattr(self, name)
             if value and not _SPARK_ID.match(value):
-                flag = "--" + name.replace("_", "-")
+                flag = _flag(name)
                 raise UsageError(
                     f"{flag} must be letters, digits, '.', '_' or '-' (at most 200), got {value!r}"
                 )
@@ -453,16 +450,20 @@ def _env_name(name: str) -> str:
     return "HANGWATCH_" + name.upper()
 
 
+def _flag(name: str) -> str:
+    """The command-line flag of setting `name` (`--stall-seconds`)."""
+    return "--" + name.replace("_", "-")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per setting; defaults are resolved later so the environment can apply."""
     for f in fields(SidecarSettings):
         if f.name == "kafka":
             continue
-        flag = "--" + f.name.replace("_", "-")
         default = f.default if f.default is not MISSING else None
         kind: Any = type(default) if default is not None else str
         parser.add_argument(
-            flag,
+            _flag(f.name),
             dest=f.name,
             type=parse_bool if kind is bool else kind,
             default=None,

@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hangwatch.build_steps import run_step
-from hangwatch.errors import HangwatchError, UsageError
-from hangwatch_pipeline.spark_kafka import DEFAULT_LINE, LINES, SparkLine, line_named
+from hangwatch.errors import UsageError
+from hangwatch_pipeline.spark_kafka import DEFAULT_LINE, LINES, SparkLine, each_line, line_named
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout this module belongs to (installed editable into each environment)."""
@@ -126,14 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--print", action="store_true", help="print each interpreter's path")
     args = parser.parse_args(argv)
     lines = (line_named(args.line),) if args.line else other_lines()
-    try:
-        pythons = [build(line) for line in lines]
-    except HangwatchError as exc:
-        print(f"spark-line-env: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    if args.print:
-        print("\n".join(str(p) for p in pythons))
-    return 0
+    return each_line("spark-line-env", lines, lambda line: [build(line)], args.print)
 
 
 if __name__ == "__main__":

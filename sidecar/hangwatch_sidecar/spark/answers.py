@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from hangwatch_sidecar.spark.types import MAX_ERROR_CHARS, ExecutorCounts, FailedAttempt, StagePeers
@@ -40,6 +41,14 @@ def _object(doc: Any, what: str) -> dict[str, Any]:
     return doc
 
 
+def _objects(doc: Any, what: str) -> Iterator[dict[str, Any]]:
+    """The first `MAX_IDS` entries of a JSON list, each checked to be an object as it is
+    reached; AnswerError at once when `doc` is not a list."""
+    if not isinstance(doc, list):
+        raise AnswerError(f"{what}: not a JSON list")
+    return (_object(entry, what) for entry in doc[:MAX_IDS])
+
+
 def _count(doc: dict[str, Any], key: str, what: str) -> int:
     value = doc.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < MAX_COUNT:
@@ -56,9 +65,7 @@ def _text(doc: dict[str, Any], key: str, what: str) -> str:
 
 def application_ids(doc: Any) -> list[str]:
     """Ids of the applications listed by `/applications`."""
-    if not isinstance(doc, list):
-        raise AnswerError("applications: not a JSON list")
-    return [_text(_object(a, "applications"), "id", "applications") for a in doc[:MAX_IDS]]
+    return [_text(a, "id", "applications") for a in _objects(doc, "applications")]
 
 
 def stage_peers(doc: Any) -> StagePeers:
@@ -107,10 +114,7 @@ def executor_counts(doc: Any, executor_id: str) -> ExecutorCounts:
 def listed_counts(doc: Any, executor_id: str, what: str = "allexecutors") -> ExecutorCounts | None:
     """This executor's task counts from `/executors` or `/allexecutors` (`what` names the
     list in errors); None when it is not listed."""
-    if not isinstance(doc, list):
-        raise AnswerError(f"{what}: not a JSON list")
-    for entry in doc[:MAX_IDS]:
-        executor = _object(entry, what)
+    for executor in _objects(doc, what):
         if executor.get("id") == executor_id:
             return ExecutorCounts(
                 active_tasks=_count(executor, "activeTasks", what),
@@ -123,11 +127,8 @@ def listed_counts(doc: Any, executor_id: str, what: str = "allexecutors") -> Exe
 def stages_with_failures(doc: Any) -> list[tuple[int, int]]:
     """(stage, attempt) of the listed stages that have failed tasks, newest first."""
     what = "stages"
-    if not isinstance(doc, list):
-        raise AnswerError(f"{what}: not a JSON list")
     found = []
-    for entry in doc[:MAX_IDS]:
-        stage = _object(entry, what)
+    for stage in _objects(doc, what):
         if _count(stage, "numFailedTasks", what) > 0:
             found.append((_count(stage, "stageId", what), _count(stage, "attemptId", what)))
     return sorted(found, reverse=True)
@@ -154,11 +155,8 @@ def failed_attempts(
 ) -> tuple[FailedAttempt, ...]:
     """This executor's failed attempts from a stage's `taskList?status=FAILED`."""
     what = "task list"
-    if not isinstance(doc, list):
-        raise AnswerError(f"{what}: not a JSON list")
     found = []
-    for entry in doc[:MAX_IDS]:
-        task = _object(entry, what)
+    for task in _objects(doc, what):
         if task.get("executorId") != executor_id or task.get("status") != "FAILED":
             continue
         error = task.get("errorMessage", "")
