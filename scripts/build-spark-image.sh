@@ -37,7 +37,11 @@ command -v buildah >/dev/null 2>&1 || fail "finding buildah" "install it (apt-ge
 # jars directory: jobs in the image use df.write.format("kafka") with no --jars.
 # The line: its name (the default one's when not given), pyspark version and extra, from
 # spark_kafka.LINES (an unknown name is its one-line error, exit 3).
-read -r line pyspark_version spark_extra default_line < <(PYTHONPATH=pipeline:core python3 -c '
+# The project's Python (scripts/setup.sh's virtualenv, HANGWATCH_VENV): hangwatch and its
+# dependencies are installed there; a fresh machine's python3 has none of them.
+py=${HANGWATCH_VENV:-.venv}/bin/python
+[ -x "$py" ] || fail "finding the project's Python" "no $py: run scripts/setup.sh" 3
+read -r line pyspark_version spark_extra default_line < <("$py" -c '
 import sys
 from hangwatch.errors import UsageError
 from hangwatch_pipeline.spark_kafka import DEFAULT_LINE, line_named
@@ -47,14 +51,14 @@ except UsageError as exc:
     sys.exit(f"build-spark-image: {exc}")
 print(line.name, line.version, line.extra, DEFAULT_LINE.name)
 ' "$line") && [ -n "${default_line:-}" ] || exit 3
-connector_jars=$(PYTHONPATH=pipeline:core python3 -m hangwatch_pipeline.spark_kafka --line "$line" --print) \
+connector_jars=$("$py" -m hangwatch_pipeline.spark_kafka --line "$line" --print) \
   || fail "resolving Spark's Kafka connector" "the line above names what is missing" 3
 # The demo's wedgeable producer interceptor (hangwatch_demo.interceptor, compiled once
 # against the connector's kafka-clients): the node tier's restart test of Spark's sink
 # names it in the job's kafka.interceptor.classes. Its source is among the hashed ones.
 interceptor_jar=""
 if [ "$line" = "$default_line" ]; then
-  interceptor_jar=$(PYTHONPATH=demo:pipeline:core python3 -m hangwatch_demo.interceptor) \
+  interceptor_jar=$("$py" -m hangwatch_demo.interceptor) \
     || fail "building the demo's Kafka interceptor" "the line above names what is missing" 3
 fi
 sources=$(git ls-files -co --exclude-standard -- pyproject.toml README.md producer core lab sidecar pipeline operator demo image/spark \

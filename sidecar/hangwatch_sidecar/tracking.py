@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from hangwatch_producer.wire.telemetry import (
     IDENTITY_SUMMARY,
     JAVA_CLIENT,
+    Client,
+    Splits,
     Statistics,
     TelemetryDocument,
 )
@@ -107,7 +109,7 @@ def errors_observed(doc: TelemetryDocument, wall_now: float) -> tuple[ErrorObser
 def splits_observed(doc: TelemetryDocument, wall_now: float) -> SplitsObserved | None:
     """The Java client's batch splits with their ages (None: it split none)."""
     splits = doc.splits
-    if splits is None or splits.count <= 0 or splits.first_ts is None:
+    if not isinstance(splits, Splits) or splits.count <= 0 or splits.first_ts is None:
         return None
     last = splits.last_ts if splits.last_ts is not None else splits.first_ts
     return SplitsObserved(
@@ -156,7 +158,8 @@ class ProducerTracker:
             if sum(per_broker.values()) > sum(memory.broker_responses.values()):
                 memory.answered_at = now
         memory.broker_responses = per_broker
-        java = doc.client is not None and doc.client.library == JAVA_CLIENT
+        client = doc.client if isinstance(doc.client, Client) else None
+        java = client is not None and client.library == JAVA_CLIENT
         return ProducerObservation(
             key=key,
             pid=doc.identity.pid,
@@ -178,7 +181,7 @@ class ProducerTracker:
             throttle_age_seconds=_throttle_age(doc, wall_now),
             throttle_seconds=(doc.throttle.last_seconds or 0.0) if doc.throttle else 0.0,
             java=java,
-            counts_pending=not java or (doc.client is not None and doc.client.acknowledgements),
+            counts_pending=not java or (client is not None and client.acknowledgements),
             splits=splits_observed(doc, wall_now) if java else None,
         )
 

@@ -390,9 +390,10 @@ class TelemetryDocument(msgspec.Struct, kw_only=True, frozen=True):
     config: Optional[ConfigMap] = None
     stats_received_ts: Optional[Timestamp] = None
     stats: Optional[Statistics] = None
-    client: Optional[Client] = None
-    """Absent in the wrapper's documents; the Java client's reporter names itself."""
-    splits: Optional[Splits] = None
+    client: Union[Client, msgspec.UnsetType, None] = msgspec.UNSET
+    """Absent from the wrapper's documents (UNSET: not written, so they stay as they were);
+    the Java client's reporter names itself. Readers test `isinstance(..., Client)`."""
+    splits: Union[Splits, msgspec.UnsetType, None] = msgspec.UNSET
     """The Java client's reporter only, once the client has split a batch."""
 
 
