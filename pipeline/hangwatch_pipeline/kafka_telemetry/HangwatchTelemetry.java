@@ -297,6 +297,9 @@ public class HangwatchTelemetry implements ProducerInterceptor<Object, Object>, 
         private FileChannel lockChannel;
         private FileLock held;
         private boolean toldProblem;
+        private final Object files = new Object();
+        // guarded by files
+        private boolean closed;
 
         Producer(String clientId, int number, Path dir, Map<String, ?> configs) {
             this.clientId = clientId;
@@ -452,11 +455,27 @@ public class HangwatchTelemetry implements ProducerInterceptor<Object, Object>, 
             return Double.isNaN(d) || Double.isInfinite(d) || d < 0 ? 0 : d;
         }
 
-        synchronized void write() throws IOException {
-            long now = System.currentTimeMillis();
-            readMetrics(now);
-            seq++;
-            byte[] bytes = document(now).getBytes(StandardCharsets.UTF_8);
+        /**
+         * The next document: built under this producer's lock (which the client's threads
+         * take only for a few map updates), written under the file lock alone, so a slow
+         * disk never holds up a send or an acknowledgement; nothing is written once closed.
+         */
+        void write() throws IOException {
+            byte[] bytes;
+            synchronized (this) {
+                long now = System.currentTimeMillis();
+                readMetrics(now);
+                seq++;
+                bytes = document(now).getBytes(StandardCharsets.UTF_8);
+            }
+            synchronized (files) {
+                if (!closed) {
+                    replace(bytes);
+                }
+            }
+        }
+
+        private void replace(byte[] bytes) throws IOException {
             Files.deleteIfExists(temp);  // a link planted there goes, it is never written through
             try (FileChannel out = FileChannel.open(temp, StandardOpenOption.CREATE_NEW,
                     StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
@@ -559,7 +578,14 @@ public class HangwatchTelemetry implements ProducerInterceptor<Object, Object>, 
             }
         }
 
-        synchronized void close() {
+        void close() {
+            synchronized (files) {
+                closed = true;
+                removeFiles();
+            }
+        }
+
+        private void removeFiles() {
             try {
                 Files.deleteIfExists(json);
                 Files.deleteIfExists(temp);
