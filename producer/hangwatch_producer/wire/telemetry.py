@@ -397,6 +397,8 @@ class TelemetryDocument(msgspec.Struct, kw_only=True, frozen=True):
     """The Java client's reporter only, once the client has split a batch."""
 
 
+JAVA_ONLY = frozenset({"client", "splits"})
+"""Top-level fields only the Java client's reporter writes (the wrapper's documents omit them)."""
 JAVA_CLIENT = "kafka-clients"
 """`Client.library` of the Java client's reporter."""
 
