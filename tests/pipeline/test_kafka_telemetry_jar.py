@@ -35,6 +35,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from hangwatch.java_build import kafka_clients
 from hangwatch_lab import Lab
 from hangwatch_pipeline import kafka_telemetry, spark_kafka
 from hangwatch_producer.telemetry_files import lock_state, remove_dead_producers
@@ -110,7 +111,7 @@ def test_acknowledged_records_are_counted_under_a_held_lock_and_gone_at_close(
         assert (doc.counters.enqueued, doc.counters.delivered, doc.counters.failed) == (50, 50, 0)
         assert doc.counters.pending == 0 and doc.last_delivery_ts is not None
         assert isinstance(doc.client, wire.Client) and doc.client.library == wire.JAVA_CLIENT
-        clients = next(p for p in spark_kafka.jars(line) if p.name.startswith("kafka-clients-"))
+        clients = kafka_clients(spark_kafka.jars(line))
         assert doc.client.acknowledgements and clients.stem.endswith(doc.client.version)
         assert doc.topics == ["open"] and doc.identity.pid == java.proc.pid
         assert doc.errors == [] and doc.splits is msgspec.UNSET and doc.throttle is None

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyspark
 
 from hangwatch.child_processes import stop_process
-from hangwatch.java_build import JavaJar
+from hangwatch.java_build import JavaJar, kafka_clients
 from hangwatch_pipeline import kafka_telemetry, spark_kafka
 from hangwatch_testing.waiting import wait_for
 
@@ -42,9 +42,13 @@ def classpath(line: spark_kafka.SparkLine | None = None) -> str:
     (kafka-clients logs through it; pyspark ships it), the telemetry jar built against
     that connector, and the test program."""
     connector = spark_kafka.jars(line)
-    clients = [p for p in connector if p.name.startswith("kafka-clients-")]
     slf4j = sorted((Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar"))
-    jars = [*clients, *slf4j, kafka_telemetry.telemetry_jar(connector), JAR.build(connector)]
+    jars = [
+        kafka_clients(connector),
+        *slf4j,
+        kafka_telemetry.telemetry_jar(connector),
+        JAR.build(connector),
+    ]
     return os.pathsep.join(str(p) for p in jars)
 
 
