@@ -7,7 +7,7 @@ Kafka lab (the `kafka` engine; the lab's default 4.x, or 3.9.2 for S3 and S4, wh
 clients are older than 2.1, and for S2-interval*: `Incident.kafka_version`) next to a real
 `hangwatch sidecar`
 with an empty telemetry directory, its socket view narrowed to the client's process (1 s
-probes, 5 s stall, 1 s timeouts, hysteresis 2; `hangwatch_testing.clients.incidents`).
+probes, 5 s stall, 1 s timeouts, hysteresis 2; `hangwatch_testing.incidents`).
 Prints one line per replay as it ends, then the README's table: did the client reproduce
 the write-up's symptom (how long it acknowledged nothing after the fault, its own first
 error), the sidecar's first verdict other than healthy, the seconds from the fault to it
@@ -17,7 +17,7 @@ for each, and the evidence the first verdict named (first run). Needs root (ipta
 Java 17, Maven and Go. Incidents: S0 S1 S1-frozen S1-most-dead S1-most-dead-control
 S1-fresh S1-fresh-control S2 S2-control S2-stop S2-stop-control S2-interval
 S2-interval-control S3 S4 S4-dump S4-control
-(`hangwatch_testing.clients.incidents.INCIDENTS`). The S1-most-dead* and S1-fresh* rows
+(`hangwatch_testing.incidents.catalogue.INCIDENTS`). The S1-most-dead* and S1-fresh* rows
 run on 5 brokers beside 3 controllers, shrunk to 2 (`Incident.brokers`,
 `controllers`). S1-fresh* start the client after the shrink
 (`Incident.client_after_fault`: no healthy baseline): ONE lab for all of them (8 JVMs),
@@ -51,15 +51,10 @@ from hangwatch.contracts import Verdict
 from hangwatch.errors import LabError
 from hangwatch_lab import kafkajars
 from hangwatch_operator.policies import DEFAULT_ACTIONS
-from hangwatch_testing.clients.incidents import (
-    BY_ID,
-    INCIDENTS,
-    WRITE_INTERVAL_SECONDS,
-    Incident,
-    Replay,
-    replay,
-    replay_started_after,
-)
+from hangwatch_testing.incidents.catalogue import BY_ID, INCIDENTS
+from hangwatch_testing.incidents.model import Incident
+from hangwatch_testing.incidents.replay import Replay, replay, replay_started_after
+from hangwatch_testing.incidents.seeds import WRITE_INTERVAL_SECONDS
 
 FRESH_WATCH_SECONDS = 30.0
 """How long each fresh client of S1-fresh* is watched from its start."""

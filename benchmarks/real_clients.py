@@ -57,7 +57,7 @@ from hangwatch_testing.clients.runs import (
     on_the_leader,
     run,
 )
-from hangwatch_testing.clients.workloads import CLIENTS, Rhythm, Workload
+from hangwatch_testing.clients.workloads import CLIENTS, PROGRAMS, Rhythm, Workload
 from hangwatch_testing.processes import SidecarCost
 
 FAULTS: dict[str, tuple[str, Callable[[Lab], None], str]] = {
@@ -220,7 +220,7 @@ def main() -> int:
     print(f"machine: {describe()}")
     recorder = run_report(args.report, "real clients benchmark")
     subprocess.run(
-        [sys.executable, "-m", "hangwatch_testing.clients.build"],
+        [sys.executable, "-m", "hangwatch_testing.clients.build", *PROGRAMS.values()],
         check=True,
         stdout=subprocess.DEVNULL,
     )

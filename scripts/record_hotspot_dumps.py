@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from hangwatch_sidecar.spark.attach import attachable, thread_dump
-from hangwatch_testing.clients.incidents import BY_ID, ClientProcess, _started_lab
+from hangwatch_testing.incidents.catalogue import BY_ID
+from hangwatch_testing.incidents.replay import ClientProcess, started_lab
 from hangwatch_testing.waiting import wait_for
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "sidecar" / "spark_fixtures"
@@ -42,7 +43,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     # one lab for both clients: the Kafka S4's 0.11 client needs (3.9; 3.9.2 serves the control too)
-    with _started_lab(BY_ID["S4"]) as lab, tempfile.TemporaryDirectory() as tmp:
+    with started_lab(BY_ID["S4"]) as lab, tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         trigger = scratch / "sync-send-in-callback"
         for incident, name in NAMES.items():

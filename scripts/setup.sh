@@ -3,7 +3,7 @@
 # iptables (kernel faults in the lab), kcat (an independent Kafka client for tests),
 # Go (golang-go; Debian's sarama and kafka-go test builds), Debian's sarama and kafka-go
 # sources (real clients the tests build in GOPATH mode), the incidents' own clients at
-# their own versions (scripts/build-clients.sh, with maven), the image test's container
+# their own versions (hangwatch_testing.clients.build, with maven), the image test's container
 # tools (buildah, podman, runc, debootstrap), Chromium (a test opens the demo's HTML
 # report headless), the node tier's CNI plugins and static libc, and the project itself
 # with its development extras, in the project's virtual environment .venv. Java's JDK
@@ -115,9 +115,10 @@ echo "setup: installing hangwatch-producer and hangwatch with its dev extras int
 # test extra, hangwatch editable from here, in ~/.cache/hangwatch/spark-3.5/venv; a no-op
 # when built for this pyproject.toml (about 1-2 minutes otherwise).
 "$py" -m hangwatch_testing.spark_line_env
-# The incidents' own clients at their own versions (Go module proxy, Maven Central), built
-# into ~/.cache/hangwatch/incident-clients; a no-op when cached.
-bash scripts/build-clients.sh >/dev/null
+# Every client of testing/clients (Debian's Go packages; the incidents' own clients at
+# their own versions from the Go module proxy, Maven Central and PyPI), built into
+# ~/.cache/hangwatch/clients; a no-op when cached.
+"$py" -m hangwatch_testing.clients.build >/dev/null
 # The Kubernetes builds started above: their exit status is setup's.
 if [ -n "$kube_pid" ]; then
   status=0

@@ -1,8 +1,8 @@
 """The incidents replayed with their own clients at their own versions, on Apache Kafka.
 
-Each test replays one incident once (`hangwatch_testing.clients.incidents`): a 3-broker
+Each test replays one incident once (`hangwatch_testing.incidents`): a 3-broker
 Apache Kafka lab (the `kafka` engine: the default 4.x, 3.9.2 for S4's 0.11 client), the
-incident's client built from the registries at its version (scripts/build-clients.sh), a
+incident's client built from the registries at its version (hangwatch_testing.clients.build), a
 real `hangwatch sidecar` with an EMPTY telemetry directory and its socket view narrowed
 to the client's process, the fault.
 Order and causality only (timings are benchmarks/incidents.py's):
@@ -41,13 +41,9 @@ import socket
 
 import pytest
 
-from hangwatch_testing.clients.incidents import (
-    BY_ID,
-    LOCAL_DUMPS,
-    WRITE_INTERVAL_SECONDS,
-    Replay,
-    replay,
-)
+from hangwatch_testing.incidents.catalogue import BY_ID
+from hangwatch_testing.incidents.replay import Replay, replay
+from hangwatch_testing.incidents.seeds import LOCAL_DUMPS, WRITE_INTERVAL_SECONDS
 
 pytestmark = [pytest.mark.xdist_group("real-kafka-incidents")]
 

@@ -45,9 +45,9 @@ from hangwatch_sidecar.pystacks.reader import StackReader
 from hangwatch_sidecar.pystacks.watch import StackWatch
 from hangwatch_sidecar.sockets.owners import ProcessRoot
 from hangwatch_sidecar.spark.types import ExecutorCounts, ReadStats, SparkView
-from hangwatch_testing.clients.build import PROGRAMS, built
+from hangwatch_testing.clients.build import built
 from hangwatch_testing.clients.runs import TOPIC, on_each_broker, on_the_leader, run
-from hangwatch_testing.clients.workloads import CLIENTS, Rhythm, Workload
+from hangwatch_testing.clients.workloads import CLIENTS, PROGRAMS, Rhythm, Workload
 from tests.sidecar.lab_loop import fast_loop
 
 pytestmark = pytest.mark.xdist_group("lab-timing")
@@ -63,7 +63,7 @@ def go_clients(pytestconfig: pytest.Config) -> None:
     build's progress on the terminal: a first build takes about half a minute."""
     capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled():
-        for program in PROGRAMS:
+        for program in PROGRAMS.values():
             built(program)
 
 
@@ -251,13 +251,3 @@ def test_s4_blocked_callback_is_hung_on_evidence_and_silence_alone_only_alerts()
             for loop in loops:
                 loop.close()
             workload.stop()
-
-
-def test_build_errors_name_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hangwatch_testing.clients import build
-
-    with pytest.raises(build.BuildError, match="unknown Go producer 'java'"):
-        build.built("java")
-    monkeypatch.setattr(build.shutil, "which", lambda _name: None)
-    with pytest.raises(build.BuildError, match="no Go toolchain: install golang-go gcc"):
-        build.built("sarama-producer")

@@ -9,7 +9,7 @@ suite's short-run options. Covers:
   tracker calls it a straggler once past the stall threshold - corroborating evidence
   only, no verdict; the cost of a read (requests, bytes, milliseconds) is measured;
 - an executor JVM running the REAL Java Kafka client Spark's sink pins (kafka-clients
-  3.9.2, resolved by scripts/build-clients.sh) against a 3-broker Apache Kafka lab (the
+  3.9.2, resolved by hangwatch_testing.clients.build) against a 3-broker Apache Kafka lab (the
   `kafka` engine), put by testing/clients/spark-producer-states into its states: the
   real dump shows the I/O thread `kafka-producer-network-thread | s4-callback` inside
   its delivery callback waiting for itself (on its latch: 4.x names it in `lockName`,

@@ -1,7 +1,7 @@
 """The Spark UDF that puts a real Java Kafka producer into the states Spark's view classifies.
 
 `udf_jars(version, work)` compiles testing/clients/spark-producer-states against
-pyspark's jars and kafka-clients `version` (resolved by scripts/build-clients.sh) and
+pyspark's jars and kafka-clients `version` (resolved by hangwatch_testing.clients.build) and
 returns the jars an application needs on `spark.jars`: the UDF's and that kafka-clients
 jar (its compression libraries and slf4j are already among pyspark's). `states_frame`
 is a DataFrame whose collection runs one task per state on the executor.
@@ -19,9 +19,10 @@ from pathlib import Path
 import pyspark
 from pyspark.sql import DataFrame, SparkSession
 
-from hangwatch_testing.clients.incidents import REPO, client_dir
+from hangwatch_testing.clients.build import SOURCES as CLIENT_SOURCES
+from hangwatch_testing.clients.build import built
 
-SOURCES = REPO / "testing" / "clients" / "spark-producer-states"
+SOURCES = CLIENT_SOURCES / "spark-producer-states"
 UDF_CLASS = "dev.hangwatch.recording.ProducerStates"
 STATES = ("callback", "flush", "metadata", "healthy")
 """One task each (see ProducerStates.java): the I/O thread of producer `s4-callback` in its
@@ -34,7 +35,7 @@ pom; the installed pyspark 4.3.0's own sink is not on Maven Central)."""
 
 def udf_jars(version: str, work: Path) -> list[Path]:
     """[the UDF's jar, kafka-clients `version`'s jar], compiled/resolved when missing."""
-    kafka = client_dir(f"kafka-clients-{version}") / "lib" / f"kafka-clients-{version}.jar"
+    kafka = built(f"kafka-clients-{version}") / "lib" / f"kafka-clients-{version}.jar"
     spark_jars = Path(pyspark.__file__).resolve().parent / "jars"
     classes = work / f"producer-states-{version}"
     javac = shutil.which("javac")

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hangwatch.child_processes import stop_process
-from hangwatch_testing.clients.build import built
+from hangwatch_testing.clients.build import binary
 
 CLIENTS = ("sarama", "kafka-go", "kcat", "confluent-kafka")
+PROGRAMS = {"sarama": "sarama-producer", "kafka-go": "kafkago-producer"}
+"""The Go clients' programs (hangwatch_testing.clients.build, Debian's packaged sources)."""
 MAX_ERRORS = 1000
 
 
@@ -46,8 +48,8 @@ def _is_error(client: str, line: str) -> bool:
 
 def argv(client: str, bootstrap: str, topic: str, rhythm: Rhythm, wedge: Path | None) -> list[str]:
     """The command line of `client` writing to `topic`."""
-    if client in ("sarama", "kafka-go"):
-        program = built("sarama-producer" if client == "sarama" else "kafkago-producer")
+    if client in PROGRAMS:
+        program = binary(PROGRAMS[client])
         return [
             *(str(program), "-brokers", bootstrap, "-topic", topic, "-rate", str(rhythm.rate)),
             *("-burst", str(rhythm.burst_seconds), "-idle", str(rhythm.idle_seconds)),

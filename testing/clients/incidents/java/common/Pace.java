@@ -1,6 +1,6 @@
 /*
  * The incidents' Java clients' sending rate (compiled with each of them by
- * scripts/build-clients.sh): ticks `rate` times a second from its creation, on the
+ * hangwatch_testing.clients.build): ticks `rate` times a second from its creation, on the
  * monotonic clock; a tick already past returns at once, so a slow send is caught up.
  */
 public final class Pace {

@@ -1,6 +1,6 @@
 /*
  * The incidents' Java clients' progress lines (compiled with each of them by
- * scripts/build-clients.sh): one JSON object per line on stdout,
+ * hangwatch_testing.clients.build): one JSON object per line on stdout,
  * {"ts": <unix seconds>, "event": <event>, <name>: <value>, ...}, flushed at once.
  */
 public final class Progress {

@@ -1,0 +1,126 @@
+"""What one replayed row is: its client, its fault, where it runs, the report it replays.
+
+An `Incident` is one client (a name of `hangwatch_testing.clients.build.CLIENTS`, at its
+version) started by `command` on the lab's `kafka` engine, the fault `inject` applies,
+how long the run watches, and the lab and sidecar it needs. A control is a row whose
+client is expected NOT to hang.
+
+A row of the field corpus also names its `FieldCase`: the public report, the client
+family, the release replayed as affected and the release that fixed it (None while it is
+open upstream: the control is then another honest one, `FieldCase.control` says which),
+the trigger and the symptom as published, whether a restart helps, and `where` the
+client runs: as a producer pod (the opt-in label: the sidecar with a declared write
+interval, no Spark view) or inside Spark (a PySpark task, or Spark's own sink, on a real
+executor, the sidecar with Spark's view).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hangwatch_lab import Lab
+from hangwatch_testing.clients.build import binary
+
+
+class Where(enum.Enum):
+    """Where a row's client runs, so what the sidecar can see of it."""
+
+    PROCESS = "a process"
+    """A plain process beside the sidecar, the sidecar's flags the row's own (the seeds)."""
+    POD = "a producer pod"
+    """The opt-in producer label: the sidecar with the row's declared write interval
+    (`--expected-write-interval-seconds`), no Spark view."""
+    SPARK = "inside Spark"
+    """A task on a real Spark executor (a PySpark task's client, or Spark's own sink's
+    Java client); the sidecar with Spark's view of that executor."""
+
+
+DECLARED_INTERVAL = "--expected-write-interval-seconds"
+"""The sidecar's flag of a declared write interval (a policy's
+`detection.expectedWriteIntervalSeconds`, the opt-in producer label's)."""
+FAMILIES = ("librdkafka", "kafka-clients", "kafka-go", "sarama", "kafkajs")
+"""The client families of the field corpus (`make test` runs one row of each)."""
+
+
+@dataclass(frozen=True)
+class FieldCase:
+    """One published producer hang of the field corpus, as its report has it."""
+
+    id: str
+    family: str
+    """One of FAMILIES."""
+    report: str
+    """The public report's link (an issue, a pull request, a JIRA)."""
+    affected: str
+    """The client release replayed as affected (the package's own version string)."""
+    fixed: str | None
+    """The release that fixed it; None while it is open upstream."""
+    control: str
+    """What the control row runs and why it is an honest control (the fixed release; for
+    a bug open upstream, e.g. the same client without the trigger)."""
+    trigger: str
+    symptom: str
+    restart_helps: bool
+    """Whether restarting the producer recovers it (so whether a restart-class verdict
+    may be right, given positive evidence)."""
+    where: Where
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ValueError(f"{self.id}: unknown family {self.family!r} (one of {FAMILIES})")
+        if self.where is Where.PROCESS:
+            raise ValueError(f"{self.id}: a field case runs in a producer pod or inside Spark")
+
+
+@dataclass(frozen=True)
+class Incident:
+    """One row as replayed here: its client, how it is started, its fault."""
+
+    id: str
+    client: str
+    """The client's name in hangwatch_testing.clients.build (client and version)."""
+    label: str
+    fault: str
+    command: Callable[[str, Path], list[str]]
+    """(bootstrap, scratch directory) -> the client's argv."""
+    inject: Callable[[Lab, Path], None]
+    """Applies the fault to the lab (scratch directory: S4's trigger file)."""
+    watch_seconds: float
+    """How long the run watches after the fault (long enough for the client's own
+    timeouts to surface an error, when it has any)."""
+    control: bool = False
+    """A control: the client is expected NOT to hang."""
+    kafka_version: str | None = None
+    """The lab's Kafka release for this client (None: the lab's default, the current 4.x)."""
+    sidecar_args: tuple[str, ...] = ()
+    """More flags of the sidecar for this incident (a declared write interval, the local
+    JVM's thread dumps)."""
+    client_after_fault: bool = False
+    """The fault comes first, the client starts on the faulted cluster
+    (`replay_started_after`; `replay` makes one such start)."""
+    brokers: int = 3
+    controllers: int = 0
+    """The lab's controller-only nodes (0: every broker is also a controller, so a shrink
+    must keep a majority of the brokers)."""
+    where: Where = Where.PROCESS
+    case: FieldCase | None = None
+    """The field corpus's report this row replays (None: a seed)."""
+
+    def __post_init__(self) -> None:
+        if self.case is not None and self.where is not self.case.where:
+            raise ValueError(
+                f"{self.id}: runs {self.where.value}, its case {self.case.where.value}"
+            )
+        if self.where is Where.POD and DECLARED_INTERVAL not in self.sidecar_args:
+            raise ValueError(
+                f"{self.id}: a producer pod declares its write interval ({DECLARED_INTERVAL})"
+            )
+
+
+def go_client(client: str, *args: str) -> Callable[[str, Path], list[str]]:
+    """A row's `command` running Go client `client` (the incidents' Go programs take the
+    bootstrap list as `-brokers`) with `args`."""
+    return lambda bootstrap, _: [str(binary(client)), "-brokers", bootstrap, *args]
