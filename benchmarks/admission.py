@@ -1,8 +1,9 @@
 """Benchmark: what hangwatch's webhook adds to executor pod creation on a real API server.
 
-The tests/kube control plane (etcd, kube-apiserver and kube-controller-manager of the
-release scripts/build-kube.sh builds, on loopback) admits `--pods` executor pods, created one after
-the other as Spark's driver creates them, in three phases measured in one run:
+The kube tier's control plane (`hangwatch_testing.kube.cluster`: etcd, kube-apiserver
+and kube-controller-manager of the release scripts/build-kube.sh builds, on loopback)
+admits `--pods` executor pods, created one after the other as Spark's driver creates
+them, in three phases measured in one run:
 
 1. without the webhook: nothing of hangwatch installed;
 2. with the webhook: the chart installed by real Helm, the operator running as its
@@ -30,33 +31,26 @@ import tempfile
 from pathlib import Path
 
 from machine import describe, unwind_on_sigterm
+from measuring import percentile
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the control plane helpers live with the tests
-
-from tests.kube.cluster import ClusterUnavailableError, LocalCluster, local_cluster  # noqa: E402
-from tests.kube.release import (  # noqa: E402
+from hangwatch_testing.kube.cluster import ClusterUnavailableError, LocalCluster, local_cluster
+from hangwatch_testing.kube.release import (
     CHART,
     HelmRelease,
     admin_api,
     running_operator,
     wait_for_operator,
 )
-from tests.kube.spark import (  # noqa: E402
+from hangwatch_testing.kube.spark import (
     container_names,
     create_pod,
     ensure_namespace,
     executor_pod_for,
     submit_application,
 )
-from tests.kube.test_admission import POLICY_FILE  # noqa: E402
+from hangwatch_testing.structural import EXECUTOR_POLICY
 
 NAMESPACE = "spark-jobs"
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def create_executors(cluster: LocalCluster, phase: str, count: int, injected: bool) -> list[float]:
@@ -103,7 +97,7 @@ def main() -> int:
             without = create_executors(cluster, "plain", args.pods, injected=False)
             release = HelmRelease(cluster, CHART)
             release.install()
-            cluster.kubectl("apply", "-f", str(POLICY_FILE))
+            cluster.kubectl("apply", "-f", str(EXECUTOR_POLICY))
             with running_operator(cluster, work) as (run, _):
                 wait_for_operator(cluster, run, release.webhook_port, "orders-writers", NAMESPACE)
                 print("phase 2: through the webhook", file=sys.stderr)

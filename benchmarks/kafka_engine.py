@@ -24,25 +24,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from machine import describe, unwind_on_sigterm
+from measuring import rss_mib
 
 from hangwatch_lab import Lab, kafkajars
 from hangwatch_lab.kafka import BROKER_HEAP, SESSION_TIMEOUT_MS, KafkaLab
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.lab.kafka_clients import round_trip  # noqa: E402
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+from hangwatch_testing.kafka_clients import round_trip
 
 
 def timed_resolve(env: dict[str, str]) -> float:

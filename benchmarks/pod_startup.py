@@ -1,9 +1,9 @@
 """Benchmark: what the native sidecar adds to an executor pod's start on a real node.
 
-The node tier's single-node cluster (tests/node: the release scripts/build-kube.sh
-builds, containerd, runc, the CNI bridge) runs `--pods` executor pods, created one
-after the other as Spark's driver creates them (owned by a real driver pod), in two
-phases measured in one run:
+The node tier's single-node cluster (`hangwatch_testing.node.cluster`: the release
+scripts/build-kube.sh builds, containerd, runc, the CNI bridge) runs `--pods` executor
+pods, created one after the other as Spark's driver creates them (owned by a real
+driver pod), in two phases measured in one run:
 
 1. without hangwatch: nothing installed;
 2. with the native sidecar: the chart installed by real Helm, the operator running as
@@ -35,16 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from machine import describe, unwind_on_sigterm
+from measuring import percentile
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the cluster helpers live with the tests
-
-from hangwatch_operator.install_checks import merge_values  # noqa: E402
-from tests.kube.readme import helm_install  # noqa: E402
-from tests.kube.release import CHART, HelmRelease, running_operator  # noqa: E402
-from tests.node.cluster import NodeCluster, NodeUnavailableError, node_cluster  # noqa: E402
-from tests.node.images import hangwatch_image_in  # noqa: E402
-from tests.node.workloads import (  # noqa: E402
+from hangwatch_operator.install_checks import merge_values
+from hangwatch_testing.kube.readme import helm_install
+from hangwatch_testing.kube.release import CHART, HelmRelease, running_operator
+from hangwatch_testing.node.cluster import NodeCluster, NodeUnavailableError, node_cluster
+from hangwatch_testing.node.images import hangwatch_image_in
+from hangwatch_testing.node.workloads import (
     NAMESPACE,
     create_pod,
     ensure_namespace,
@@ -62,11 +60,6 @@ time.sleep(3600)
 """
 POLL_SECONDS = 0.1
 WAIT_SECONDS = 300.0
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def _running(pod: dict[str, Any]) -> bool:

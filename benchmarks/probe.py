@@ -10,14 +10,13 @@ Needs root and iptables (kernel blackholes). Run: python benchmarks/probe.py
 
 from __future__ import annotations
 
-import os
-import platform
+import argparse
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
 
-from machine import cpu_model, unwind_on_sigterm
+from machine import describe, unwind_on_sigterm
 
 from hangwatch_lab import Lab, netfilter
 from hangwatch_sidecar.probe.endpoints import advertised_only, probe_cluster, probe_endpoint
@@ -67,12 +66,13 @@ def scenario(lab: Lab, label: str, runs: int) -> tuple[float, float]:
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help; no options
     reason = netfilter.available()
     if reason is not None:
         print(f"benchmarks/probe.py: cannot blackhole brokers: {reason}", file=sys.stderr)
         return 1
     print(
-        f"machine: {os.cpu_count()} CPUs, {cpu_model()}, Python {platform.python_version()}, "
+        f"machine: {describe()}, "
         f"connect/request timeout {SETTINGS.connect_timeout_ms}/{SETTINGS.request_timeout_ms} ms"
     )
     results: dict[str, tuple[float, float]] = {}

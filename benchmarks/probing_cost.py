@@ -99,8 +99,8 @@ def _sidecar(name: str, bootstrap: str, telemetry: Path, log: Path) -> subproces
 
 
 def _python_path() -> str:
-    """This interpreter's import path without benchmarks/ (its operator.py would shadow the
-    standard library's `operator` in the child)."""
+    """This interpreter's import path without benchmarks/ (the sidecar imports none of
+    the benchmarks' modules, and none of them may shadow a module it does import)."""
     here = Path(__file__).resolve().parent
     return os.pathsep.join(p for p in sys.path if p and Path(p).resolve() != here)
 

@@ -30,6 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from machine import describe, unwind_on_sigterm
+from measuring import percentile
 
 from hangwatch_lab import Lab
 from hangwatch_sidecar.loop import SidecarLoop
@@ -46,9 +47,8 @@ def _say(text: str) -> None:
 
 
 def _stats(values: list[float]) -> str:
-    ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
-    return f"median {statistics.median(ordered):7.1f} ms   p95 {p95:7.1f} ms"
+    p95 = percentile(values, 0.95)
+    return f"median {statistics.median(values):7.1f} ms   p95 {p95:7.1f} ms"
 
 
 def _reads(label: str, reader: DriverReader, tracker: SparkTracker, n: int) -> list[str]:

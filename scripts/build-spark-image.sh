@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Spark image of the node tier (image/spark/Dockerfile: Debian's Java 17, the
 # pinned pyspark of one Spark line, hangwatch with the reference pipeline) with buildah on
-# the debootstrap root filesystem BASE_TARBALL (tests/image/containers.py makes and
+# the debootstrap root filesystem BASE_TARBALL (hangwatch_testing.containers makes and
 # caches it), and saves it as a docker archive that containerd imports. No registry.
 #   scripts/build-spark-image.sh BASE_TARBALL [--line L]          build if missing; prints
 #                                                      SPARK_IMAGE=... and SPARK_ARCHIVE=...
@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
     *) usage ;;
   esac
 done
-[ -s "$base_tarball" ] || fail "reading the base" "no root filesystem tarball at $base_tarball (tests/image/containers.py bookworm_python_rootfs makes it)" 3
+[ -s "$base_tarball" ] || fail "reading the base" "no root filesystem tarball at $base_tarball (hangwatch_testing.containers bookworm_python_rootfs makes it)" 3
 command -v buildah >/dev/null 2>&1 || fail "finding buildah" "install it (apt-get install buildah; scripts/setup.sh does)" 3
 
 # Spark's Kafka connector (spark-sql-kafka-0-10 and the three jars it needs), resolved

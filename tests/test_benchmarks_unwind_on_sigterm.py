@@ -30,7 +30,7 @@ SCRIPT = """
 import subprocess, sys, time
 from pathlib import Path
 
-sys.path.append(sys.argv[3])  # benchmarks/, after the standard library (its operator.py)
+sys.path.append(sys.argv[3])  # benchmarks/, for its machine module
 from machine import unwind_on_sigterm
 
 record = Path(sys.argv[1])

@@ -1,7 +1,9 @@
 """Packaging and layout guarantees.
 
 Covers: after installation `import operator` is still the standard library (no
-top-level `operator` package shadows it, from the repo root or elsewhere); every
+top-level `operator` package shadows it, from the repo root or elsewhere), and no
+module of benchmarks/ or scripts/ (run as scripts, their folder first on sys.path) is
+named like a standard library module; every
 component package imports and says its role in a module docstring; the `hangwatch`
 command lists its sub-commands, prints its version and answers an unknown command
 with one line and exit 3.
@@ -41,6 +43,17 @@ def test_import_operator_is_the_standard_library(cwd: Path) -> None:
     ).stdout.strip()
     assert Path(out).parent == Path(sysconfig.get_paths()["stdlib"])
     assert not (ROOT / "operator" / "__init__.py").exists()
+
+
+@pytest.mark.parametrize("folder", ["benchmarks", "scripts"])
+def test_no_script_folder_shadows_a_standard_library_module(folder: str) -> None:
+    """A script run as `python FOLDER/NAME.py` puts FOLDER first on sys.path: a module or
+    package there named like the standard library's (benchmarks/operator.py once) is
+    what every import of that name gets, in the script and in the library it uses."""
+    names = {p.stem for p in (ROOT / folder).glob("*.py")}
+    names |= {p.parent.name for p in (ROOT / folder).glob("*/__init__.py")}
+    assert len(names) > 3, names
+    assert sorted(names & sys.stdlib_module_names) == []
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -28,6 +28,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 CRD_PATH = ROOT / "crds" / "producerhealthpolicy.yaml"
 EXAMPLES = ROOT / "examples"
+EXECUTOR_POLICY = EXAMPLES / "policy-spark-executors.yaml"
+"""The README's example policy for Spark executors (the kube tier and the admission
+benchmark apply it)."""
 
 
 def policy_document(

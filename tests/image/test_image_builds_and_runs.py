@@ -28,8 +28,7 @@ import pytest
 
 from hangwatch import __version__
 from hangwatch_lab import Lab
-from hangwatch_testing.ports import free_port
-from tests.image.containers import (
+from hangwatch_testing.containers import (
     LIMITS,
     ROOT,
     ContainerTools,
@@ -37,6 +36,7 @@ from tests.image.containers import (
     require_tools,
     run,
 )
+from hangwatch_testing.ports import free_port
 
 pytestmark = [pytest.mark.xdist_group("image"), pytest.mark.timeout(1500)]
 """One image per session; building it from scratch (debootstrap, PyPI) takes minutes."""

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.kube.cluster import ClusterUnavailableError, LocalCluster, local_cluster
-from tests.kube.readme import helm_install
-from tests.kube.release import CHART, NAMESPACE, RELEASE, HelmRelease
+from hangwatch_testing.kube.cluster import ClusterUnavailableError, LocalCluster, local_cluster
+from hangwatch_testing.kube.readme import helm_install
+from hangwatch_testing.kube.release import CHART, NAMESPACE, RELEASE, HelmRelease
 
 
 def _started(*, floor: bool) -> Iterator[LocalCluster]:

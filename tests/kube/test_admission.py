@@ -43,27 +43,26 @@ from hangwatch_operator.injection import (
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
 from hangwatch_testing.emulated_cluster import OperatorRun
-from hangwatch_testing.structural import EXAMPLES
-from tests.kube.cluster import LocalCluster
-from tests.kube.release import (
+from hangwatch_testing.kube.cluster import LocalCluster
+from hangwatch_testing.kube.release import (
     OPERATOR_USER,
     HelmRelease,
     operator_kubeconfig,
     running_operator,
     wait_for_operator,
 )
-from tests.kube.spark import (
+from hangwatch_testing.kube.spark import (
     container_names,
     create_pod,
     ensure_namespace,
     executor_pod_for,
     submit_application,
 )
+from hangwatch_testing.structural import EXECUTOR_POLICY
 
 pytestmark = pytest.mark.xdist_group("kube")
 
 NAMESPACE = "spark-jobs"
-POLICY_FILE = EXAMPLES / "policy-spark-executors.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -71,14 +70,14 @@ def operator(
     cluster: LocalCluster, release: HelmRelease, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OperatorRun]:
     ensure_namespace(cluster, NAMESPACE)
-    cluster.kubectl("apply", "-f", str(POLICY_FILE))
+    cluster.kubectl("apply", "-f", str(EXECUTOR_POLICY))
     with running_operator(cluster, tmp_path_factory.mktemp("admission")) as (run, _):
         wait_for_operator(cluster, run, release.webhook_port, "orders-writers", NAMESPACE)
         yield run
 
 
 def _policy_settings(release: HelmRelease) -> tuple[Any, OperatorSettings]:
-    policy = parse_policy(yaml.safe_load(POLICY_FILE.read_text()))
+    policy = parse_policy(yaml.safe_load(EXECUTOR_POLICY.read_text()))
     return policy, OperatorSettings(sidecar_port=release.sidecar_port)
 
 

@@ -32,14 +32,14 @@ import pytest
 import yaml
 from cryptography import x509
 
+from hangwatch_testing.kube.cluster import LocalCluster
+from hangwatch_testing.kube.release import NAMESPACE, OPERATOR_USER, HelmRelease
 from hangwatch_testing.structural import (
     EXAMPLES,
     apply_defaults,
     policy_document,
     version_schema,
 )
-from tests.kube.cluster import LocalCluster
-from tests.kube.release import NAMESPACE, OPERATOR_USER, HelmRelease
 
 pytestmark = pytest.mark.xdist_group("kube")
 

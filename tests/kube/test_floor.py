@@ -51,11 +51,9 @@ from hangwatch_operator.injection import (
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
 from hangwatch_testing.emulated_cluster import OperatorRun
-from hangwatch_testing.spark_pods import executor_pod
-from hangwatch_testing.structural import EXAMPLES, expected_error
-from tests.kube.cluster import LocalCluster
-from tests.kube.readme import helm_install
-from tests.kube.release import (
+from hangwatch_testing.kube.cluster import LocalCluster
+from hangwatch_testing.kube.readme import helm_install
+from hangwatch_testing.kube.release import (
     CHART,
     OPERATOR_USER,
     HelmRelease,
@@ -63,7 +61,7 @@ from tests.kube.release import (
     running_operator,
     wait_for_operator,
 )
-from tests.kube.spark import (
+from hangwatch_testing.kube.spark import (
     as_submitted,
     container_names,
     dry_run_create,
@@ -71,11 +69,12 @@ from tests.kube.spark import (
     sidecar_of,
     submit_application,
 )
+from hangwatch_testing.spark_pods import executor_pod
+from hangwatch_testing.structural import EXAMPLES, EXECUTOR_POLICY, expected_error
 
 JOBS = "spark-jobs"
 BASELINE = "floor-baseline"
 FORCED_NATIVE = "floor-native"
-POLICY_FILE = EXAMPLES / "policy-spark-executors.yaml"
 INVALID = sorted((EXAMPLES / "invalid").glob("*.yaml"))
 
 
@@ -90,7 +89,7 @@ def _example_policy(
     name: str, namespace: str, section: str, fields: dict[str, Any]
 ) -> dict[str, Any]:
     """The example policy as `name` in `namespace`, with `fields` set in its spec's `section`."""
-    body: dict[str, Any] = yaml.safe_load(POLICY_FILE.read_text())
+    body: dict[str, Any] = yaml.safe_load(EXECUTOR_POLICY.read_text())
     body["metadata"] = {"name": name, "namespace": namespace}
     body["spec"].setdefault(section, {}).update(fields)
     return body
@@ -111,7 +110,7 @@ def floor_operator(
     floor: LocalCluster, floor_release: HelmRelease, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OperatorRun]:
     ensure_namespace(floor, JOBS)
-    floor.kubectl("apply", "-f", str(POLICY_FILE))
+    floor.kubectl("apply", "-f", str(EXECUTOR_POLICY))
     ensure_namespace(floor, BASELINE)
     enforce = f"{ENFORCE_LABEL}={Level.BASELINE.value}"
     floor.kubectl("label", "namespace", BASELINE, enforce, "--overwrite")
@@ -211,7 +210,7 @@ def test_the_executor_is_stored_with_the_legacy_sidecar(
     assert not spec.get("initContainers")
     assert spec["shareProcessNamespace"] is True
     assert executor["metadata"]["annotations"][MODE_ANNOTATION] == "legacy"
-    policy = parse_policy(yaml.safe_load(POLICY_FILE.read_text()))
+    policy = parse_policy(yaml.safe_load(EXECUTOR_POLICY.read_text()))
     settings = OperatorSettings(sidecar_port=floor_release.sidecar_port)
     assert spec["containers"][1]["args"] == sidecar_args(policy, settings, InjectionMode.LEGACY)
     assert "Injection mode auto (API server 1.25)" in floor_operator.log()

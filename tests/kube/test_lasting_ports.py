@@ -8,9 +8,9 @@ import socket
 
 import pytest
 
+from hangwatch_testing.kube import cluster
+from hangwatch_testing.kube.cluster import LASTING_PORTS, ClusterUnavailableError, lasting_port
 from hangwatch_testing.ports import listeners
-from tests.kube import cluster
-from tests.kube.cluster import LASTING_PORTS, ClusterUnavailableError, lasting_port
 
 
 def test_workers_take_disjoint_shares_of_the_lasting_ports(

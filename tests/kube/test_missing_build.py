@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kube.cluster import BUILD_SCRIPT, Binaries, ClusterUnavailableError
+from hangwatch_testing.kube.cluster import BUILD_SCRIPT, Binaries, ClusterUnavailableError
 
 pytestmark = pytest.mark.xdist_group("kube")
 

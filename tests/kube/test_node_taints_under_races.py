@@ -23,9 +23,9 @@ from kubernetes import client
 from hangwatch_operator.actuation import cordon, uncordon
 from hangwatch_operator.kube_api import KubeApi
 from hangwatch_operator.watched import NETWORK_FAULT_TAINT
-from tests.kube.cluster import LocalCluster
-from tests.kube.fleet import ensure_node
-from tests.kube.release import admin_api
+from hangwatch_testing.kube.cluster import LocalCluster
+from hangwatch_testing.kube.fleet import ensure_node
+from hangwatch_testing.kube.release import admin_api
 
 pytestmark = pytest.mark.xdist_group("kube")
 

@@ -37,10 +37,8 @@ import pytest
 from hangwatch.contracts import Verdict
 from hangwatch_operator.injection import SIDECAR_CONTAINER
 from hangwatch_testing.emulated_cluster import OperatorRun
-from hangwatch_testing.ports import free_port
-from hangwatch_testing.remediation_cluster import scrape
-from tests.kube.cluster import LocalCluster
-from tests.kube.fleet import (
+from hangwatch_testing.kube.cluster import LocalCluster
+from hangwatch_testing.kube.fleet import (
     Fleet,
     ensure_node,
     launch,
@@ -48,8 +46,10 @@ from tests.kube.fleet import (
     set_verdicts,
     wait_for_policy_status,
 )
-from tests.kube.release import OPERATOR_USER, HelmRelease, running_operator
-from tests.kube.spark import container_names, ensure_namespace, submit_application
+from hangwatch_testing.kube.release import OPERATOR_USER, HelmRelease, running_operator
+from hangwatch_testing.kube.spark import container_names, ensure_namespace, submit_application
+from hangwatch_testing.ports import free_port
+from hangwatch_testing.remediation_cluster import scrape
 
 pytestmark = pytest.mark.xdist_group("kube")
 

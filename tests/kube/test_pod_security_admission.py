@@ -40,11 +40,17 @@ from hangwatch_operator.injection import INJECT_ANNOTATION, build_sidecar_patch
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
 from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.kube.cluster import LocalCluster
+from hangwatch_testing.kube.release import HelmRelease, running_operator
+from hangwatch_testing.kube.spark import (
+    Created,
+    as_submitted,
+    dry_run_create,
+    ensure_namespace,
+    sidecar_of,
+)
 from hangwatch_testing.spark_pods import SPARK_UID, executor_pod, make_restricted
 from hangwatch_testing.structural import EXAMPLES
-from tests.kube.cluster import LocalCluster
-from tests.kube.release import HelmRelease, running_operator
-from tests.kube.spark import Created, as_submitted, dry_run_create, ensure_namespace, sidecar_of
 
 pytestmark = pytest.mark.xdist_group("kube")
 

@@ -31,11 +31,10 @@ from hangwatch.contracts import Verdict
 from hangwatch_operator.injection import INJECTED_ANNOTATION, SIDECAR_CONTAINER
 from hangwatch_operator.policies import PRODUCER_LABEL
 from hangwatch_testing.emulated_cluster import OperatorRun
-from hangwatch_testing.remediation_cluster import scrape
-from tests.kube.cluster import LocalCluster
-from tests.kube.fleet import RunningPod, ensure_node, policy_body, run_pod, set_verdicts
-from tests.kube.release import HelmRelease, running_operator, wait_for_operator
-from tests.kube.spark import (
+from hangwatch_testing.kube.cluster import LocalCluster
+from hangwatch_testing.kube.fleet import RunningPod, ensure_node, policy_body, run_pod, set_verdicts
+from hangwatch_testing.kube.release import HelmRelease, running_operator, wait_for_operator
+from hangwatch_testing.kube.spark import (
     container_names,
     create_pod,
     ensure_namespace,
@@ -43,6 +42,7 @@ from tests.kube.spark import (
     sidecar_of,
     submit_application,
 )
+from hangwatch_testing.remediation_cluster import scrape
 
 pytestmark = pytest.mark.xdist_group("kube")
 

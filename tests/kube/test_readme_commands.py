@@ -1,6 +1,6 @@
 """Every command of the README's "Run it on a cluster" section, run by the tier.
 
-The commands are read from README.md itself (`tests.kube.readme`), so the README cannot
+The commands are read from README.md itself (`hangwatch_testing.kube.readme`), so the README cannot
 drift from what is tested. Against the real kube-apiserver with the operator running as
 the chart's ServiceAccount: `make image` is the image tier's (tests/image builds the
 image with it); the push is left aside (no registry here); the session's release was
@@ -27,17 +27,17 @@ import yaml
 from hangwatch.contracts import Verdict
 from hangwatch_operator.install_checks import merge_values
 from hangwatch_testing.emulated_cluster import OperatorRun
-from hangwatch_testing.structural import EXAMPLES
-from tests.kube.cluster import LocalCluster
-from tests.kube.fleet import Fleet, ensure_node, launch, set_verdicts
-from tests.kube.readme import cluster_commands, helm_install, parse_helm
-from tests.kube.release import (
+from hangwatch_testing.kube.cluster import LocalCluster
+from hangwatch_testing.kube.fleet import Fleet, ensure_node, launch, set_verdicts
+from hangwatch_testing.kube.readme import cluster_commands, helm_install, parse_helm
+from hangwatch_testing.kube.release import (
     NAMESPACE,
     OPERATOR_USER,
     RELEASE,
     HelmRelease,
     running_operator,
 )
+from hangwatch_testing.structural import EXAMPLES
 
 pytestmark = pytest.mark.xdist_group("kube")
 

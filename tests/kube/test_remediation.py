@@ -31,10 +31,16 @@ import pytest
 from hangwatch.contracts import Verdict
 from hangwatch_operator.watched import NETWORK_FAULT_TAINT
 from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.kube.cluster import LocalCluster
+from hangwatch_testing.kube.fleet import (
+    Fleet,
+    TaintingController,
+    ensure_node,
+    launch,
+    set_verdicts,
+)
+from hangwatch_testing.kube.release import NAMESPACE, OPERATOR_USER, HelmRelease, running_operator
 from hangwatch_testing.remediation_cluster import scrape
-from tests.kube.cluster import LocalCluster
-from tests.kube.fleet import Fleet, TaintingController, ensure_node, launch, set_verdicts
-from tests.kube.release import NAMESPACE, OPERATOR_USER, HelmRelease, running_operator
 
 pytestmark = pytest.mark.xdist_group("kube")
 

@@ -46,10 +46,10 @@ import pytest
 from hangwatch.contracts import Verdict
 from hangwatch_operator.sharding import LEASE_PREFIX, read_lease, shard_of
 from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.kube.cluster import LocalCluster, free_port
+from hangwatch_testing.kube.fleet import Fleet, RunningPod, ensure_node, launch, set_verdicts
+from hangwatch_testing.kube.release import NAMESPACE, OPERATOR_USER, HelmRelease, running_operator
 from hangwatch_testing.remediation_cluster import scrape
-from tests.kube.cluster import LocalCluster, free_port
-from tests.kube.fleet import Fleet, RunningPod, ensure_node, launch, set_verdicts
-from tests.kube.release import NAMESPACE, OPERATOR_USER, HelmRelease, running_operator
 
 pytestmark = pytest.mark.xdist_group("kube")
 

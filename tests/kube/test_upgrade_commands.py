@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.kube.cluster import ROOT, LocalCluster
-from tests.kube.release import HelmRelease
+from hangwatch_testing.kube.cluster import ROOT, LocalCluster
+from hangwatch_testing.kube.release import HelmRelease
 
 pytestmark = pytest.mark.xdist_group("kube")
 

@@ -30,13 +30,13 @@ from hangwatch.errors import LabSetupError, UsageError
 from hangwatch_lab import Lab, netfilter
 from hangwatch_lab.control import apply_fault
 from hangwatch_lab.kafka import KafkaLab, run_state
-from hangwatch_testing.waiting import wait_for
-from tests.lab.clients import api_versions_answered, connect_outcome
-from tests.lab.kafka_clients import (
+from hangwatch_testing.kafka_clients import (
     metadata_through,
     processes_with,
     round_trip,
 )
+from hangwatch_testing.waiting import wait_for
+from tests.lab.clients import api_versions_answered, connect_outcome
 
 pytestmark = pytest.mark.xdist_group("kafka-engine")
 """Real clusters take a core each while they start: the kafka-engine modules share one worker."""

@@ -26,9 +26,9 @@ import pytest
 from hangwatch.errors import LabSetupError
 from hangwatch_lab import Lab, netfilter
 from hangwatch_lab.kafka import DATA_PREFIX, nodes, remove_stale_data_dirs, run_state
+from hangwatch_testing.kafka_clients import processes_with
 from hangwatch_testing.waiting import wait_for
 from tests.lab.clients import connect_outcome, lab_cli, lab_command
-from tests.lab.kafka_clients import processes_with
 
 pytestmark = pytest.mark.xdist_group("kafka-engine")
 

@@ -27,8 +27,8 @@ from hangwatch.errors import UsageError
 from hangwatch_lab import Lab, netfilter
 from hangwatch_lab.kafka import CONTROLLER_ID_BASE, KafkaLab, run_state
 from hangwatch_lab.lab import BrokerState
+from hangwatch_testing.kafka_clients import processes_with, round_trip
 from tests.lab.clients import connect_outcome
-from tests.lab.kafka_clients import processes_with, round_trip
 
 pytestmark = pytest.mark.xdist_group("kafka-engine")
 """Real clusters take a core each while they start: the kafka-engine modules share one worker."""

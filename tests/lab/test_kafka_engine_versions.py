@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from hangwatch.errors import UsageError
 from hangwatch_lab import Lab, kafkajars
+from hangwatch_testing.kafka_clients import api_version_ranges, produce_v0
 from hangwatch_testing.processes import run_hangwatch
 from tests.lab.clients import lab_cli, lab_command
-from tests.lab.kafka_clients import api_version_ranges, produce_v0
 
 pytestmark = pytest.mark.xdist_group("kafka-engine")
 

@@ -1,7 +1,7 @@
 """Fixtures of the node tier: one single-node cluster of a current release that runs pods.
 
 `node` starts etcd, the control plane, containerd and a kubelet once per session
-(`tests/node/cluster.py`), waits for the node to be Ready, and afterwards stops
+(`hangwatch_testing.node.cluster`), waits for the node to be Ready, and afterwards stops
 everything and fails the session's last test if the tier left an interface, an
 iptables rule, a mount or a runtime process behind. `broker` (per module) is a
 listener on the node's IP that never answers. `hangwatch_image` builds the
@@ -19,11 +19,11 @@ from collections.abc import Iterator
 import pytest
 
 from hangwatch_operator.install_checks import merge_values
+from hangwatch_testing.kube.readme import helm_install
+from hangwatch_testing.kube.release import CHART, NAMESPACE, RELEASE, HelmRelease
+from hangwatch_testing.node.cluster import NodeCluster, NodeUnavailableError, node_cluster
+from hangwatch_testing.node.images import hangwatch_image_in
 from hangwatch_testing.silent_broker import SilentBroker
-from tests.kube.readme import helm_install
-from tests.kube.release import CHART, NAMESPACE, RELEASE, HelmRelease
-from tests.node.cluster import NodeCluster, NodeUnavailableError, node_cluster
-from tests.node.images import hangwatch_image_in
 
 IMAGE = f"localhost/hangwatch:{uuid.uuid4().hex[:8]}"
 """The hangwatch image's name in the node's runtime (built by `hangwatch_image`)."""

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
+from hangwatch_testing.kube.release import HelmRelease
+from hangwatch_testing.node.cluster import NodeCluster
+from hangwatch_testing.node.workloads import ensure_namespace
 from hangwatch_testing.structural import CEL_ONLY_INVALID, EXAMPLES, expected_error
-from tests.kube.release import HelmRelease
-from tests.node.cluster import NodeCluster
-from tests.node.workloads import ensure_namespace
 
 pytestmark = pytest.mark.xdist_group("node")
 

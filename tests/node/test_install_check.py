@@ -1,7 +1,7 @@
 """`hangwatch check` against a real install on the node tier, good and broken one way at a time.
 
 One install for the module: the chart installed by real Helm (the tier's `release`),
-the operator as the installed Deployment describes (tests/kube/release.py), a policy
+the operator as the installed Deployment describes (hangwatch_testing.kube.release), a policy
 in a namespace of the module's own, and one executor pod created as Spark's driver
 creates it, injected by the real admission chain and run by the kubelet, its sidecar
 answering. The command runs as a user runs it (`python -m hangwatch check
@@ -49,12 +49,11 @@ from kubernetes import client
 
 from hangwatch_operator.certificates import generate_webhook_certificates
 from hangwatch_operator.install_checks import CRD_NAME, VERSION_LABEL, merge_values
-from hangwatch_testing.silent_broker import SilentBroker
-from tests.kube.cluster import ROOT
-from tests.kube.release import NAMESPACE as INSTALL
-from tests.kube.release import HelmRelease, admin_api, hangwatch_check, running_operator
-from tests.node.cluster import NodeCluster
-from tests.node.workloads import (
+from hangwatch_testing.kube.cluster import ROOT
+from hangwatch_testing.kube.release import NAMESPACE as INSTALL
+from hangwatch_testing.kube.release import HelmRelease, admin_api, hangwatch_check, running_operator
+from hangwatch_testing.node.cluster import NodeCluster
+from hangwatch_testing.node.workloads import (
     create_pod,
     ensure_namespace,
     executor_for,
@@ -64,6 +63,7 @@ from tests.node.workloads import (
     wait_for,
     wait_operator_ready,
 )
+from hangwatch_testing.silent_broker import SilentBroker
 
 pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(1200)]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.node.cluster import NODE_NAME, NodeCluster
-from tests.node.workloads import wait_for
+from hangwatch_testing.node.cluster import NODE_NAME, NodeCluster
+from hangwatch_testing.node.workloads import wait_for
 
 pytestmark = pytest.mark.xdist_group("node")
 

@@ -27,12 +27,10 @@ import pytest
 from hangwatch.pod_security import ENFORCE_LABEL
 from hangwatch_operator.injection import SIDECAR_CONTAINER
 from hangwatch_testing.emulated_cluster import OperatorRun
-from hangwatch_testing.silent_broker import SilentBroker
-from hangwatch_testing.spark_pods import SPARK_UID, driver_pod, make_restricted
-from tests.kube.release import HelmRelease
-from tests.kube.spark import as_submitted
-from tests.node.cluster import NodeCluster
-from tests.node.workloads import (
+from hangwatch_testing.kube.release import HelmRelease
+from hangwatch_testing.kube.spark import as_submitted
+from hangwatch_testing.node.cluster import NodeCluster
+from hangwatch_testing.node.workloads import (
     create_pod,
     ensure_namespace,
     executor_for,
@@ -42,6 +40,8 @@ from tests.node.workloads import (
     wait_for_connection_in_status,
     wait_pod_phase,
 )
+from hangwatch_testing.silent_broker import SilentBroker
+from hangwatch_testing.spark_pods import SPARK_UID, driver_pod, make_restricted
 
 pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(1200)]
 

@@ -2,7 +2,7 @@
 
 The chart is installed with real Helm as the README says (server-side apply, the
 release's own kubeVersion floor); the operator runs as the installed Deployment
-describes (tests/kube/release.py), reached by the API server through the chart's
+describes (hangwatch_testing.kube.release), reached by the API server through the chart's
 Service and caBundle. Executor pods are created as Spark's driver creates them (owned
 by the real driver pod); their executor container runs a Python process in the
 hangwatch image (no Spark image is built here). Covered:
@@ -38,10 +38,9 @@ import pytest
 from hangwatch_operator.injection import MODE_ANNOTATION, SIDECAR_CONTAINER
 from hangwatch_operator.kube_api import KubeApi, KubeApiError
 from hangwatch_testing.emulated_cluster import OperatorRun
-from hangwatch_testing.silent_broker import SilentBroker
-from tests.kube.release import HelmRelease, operator_kubeconfig
-from tests.node.cluster import NodeCluster
-from tests.node.workloads import (
+from hangwatch_testing.kube.release import HelmRelease, operator_kubeconfig
+from hangwatch_testing.node.cluster import NodeCluster
+from hangwatch_testing.node.workloads import (
     NAMESPACE,
     create_pod,
     ensure_namespace,
@@ -54,6 +53,7 @@ from tests.node.workloads import (
     wait_for_connection_in_status,
     wait_pod_phase,
 )
+from hangwatch_testing.silent_broker import SilentBroker
 
 pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(1200)]
 

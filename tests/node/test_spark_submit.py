@@ -50,14 +50,14 @@ from hangwatch_demo.interceptor import CLASS_NAME as WEDGE_INTERCEPTOR
 from hangwatch_lab.kafka import KafkaLab
 from hangwatch_operator.injection import POLICY_LABEL, SIDECAR_CONTAINER
 from hangwatch_pipeline.spark_kafka import DEFAULT_LINE, LINES, SparkLine
+from hangwatch_testing.containers import ROOT, bookworm_python_rootfs, require_tools, run
 from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.kube.cluster import write_kubeconfig
+from hangwatch_testing.kube.release import HelmRelease, running_operator
+from hangwatch_testing.node.cluster import NodeCluster
+from hangwatch_testing.node.workloads import ensure_namespace, policy, wait_for, wait_operator_ready
 from hangwatch_testing.processes import command_lines, run_hangwatch
 from hangwatch_testing.spark_line_env import python_of
-from tests.image.containers import ROOT, bookworm_python_rootfs, require_tools, run
-from tests.kube.cluster import write_kubeconfig
-from tests.kube.release import HelmRelease, running_operator
-from tests.node.cluster import NodeCluster
-from tests.node.workloads import ensure_namespace, policy, wait_for, wait_operator_ready
 
 pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(2400)]
 

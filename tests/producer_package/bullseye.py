@@ -36,7 +36,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from tests.image.containers import MIRROR, SLIMMED, run
+from hangwatch_testing.containers import MIRROR, SLIMMED, run
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCER = ROOT / "producer"

@@ -1,8 +1,8 @@
 """A single-node Kubernetes cluster of a current release that runs real pods.
 
-Not a test module: the tests/node tier's session fixture uses `node_cluster`. Every
-binary comes from `scripts/build-kube.sh` (built once from the Go module proxy and cached
-by version in ~/.cache/hangwatch/kube): etcd, kube-apiserver, kube-controller-manager,
+The tests/node tier's session fixture and benchmarks/pod_startup.py use `node_cluster`.
+Every binary comes from `scripts/build-kube.sh` (built once from the Go module proxy and
+cached by version in ~/.cache/hangwatch/kube): etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler and kubelet at the release pinned in scripts/kube/kubernetes/go.mod,
 containerd v2 with Debian's runc, Debian's CNI plugins, and a pause image built from
 the release's own pause.c.
@@ -63,9 +63,7 @@ from typing import Any
 
 import yaml
 
-from hangwatch_testing.ports import free_port
-from hangwatch_testing.processes import running
-from tests.kube.cluster import (
+from hangwatch_testing.kube.cluster import (
     ClusterFiles,
     ClusterUnavailableError,
     apiserver_command,
@@ -79,9 +77,10 @@ from tests.kube.cluster import (
     wait_apiserver_ready,
     write_kubeconfig,
 )
-from tests.kube.pki import Authority, service_account_keys
+from hangwatch_testing.kube.pki import Authority, service_account_keys
+from hangwatch_testing.ports import free_port
+from hangwatch_testing.processes import running
 
-ROOT = Path(__file__).resolve().parents[2]
 NODE_NAME = "hangwatch-node"
 START_TIMEOUT_SECONDS = 180.0
 CONTAINERD_NAMESPACE = "k8s.io"

@@ -1,6 +1,6 @@
 """Images built here and imported into the node's runtime (no registry is involved).
 
-Not a test module: the node tier's `hangwatch_image` fixture and `benchmarks/pod_startup.py`
+The node tier's `hangwatch_image` fixture and `benchmarks/pod_startup.py`
 use `hangwatch_image_in`.
 """
 
@@ -12,8 +12,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.image.containers import ROOT, ContainerTools, bookworm_python_rootfs, require_tools, run
-from tests.node.cluster import NodeCluster
+from hangwatch_testing.containers import (
+    ROOT,
+    ContainerTools,
+    bookworm_python_rootfs,
+    require_tools,
+    run,
+)
+from hangwatch_testing.node.cluster import NodeCluster
 
 
 @contextmanager

@@ -1,6 +1,6 @@
 """Spark pods created on the real API server the way spark-submit's driver creates them.
 
-Not a test module. The bodies come from `hangwatch_testing.spark_pods` (what Spark 3.5's
+The bodies come from `hangwatch_testing.spark_pods` (what Spark 3.5's
 KubernetesExecutorBuilder produces), minus what the API server adds itself (the
 service-account token volume), so creation goes through the whole admission chain:
 defaulting, the ServiceAccount plugin (which mounts a projected token of the
@@ -19,9 +19,9 @@ from typing import Any
 from kubernetes import client
 
 from hangwatch_operator.injection import SIDECAR_CONTAINER
+from hangwatch_testing.kube.cluster import LocalCluster
+from hangwatch_testing.kube.release import admin_api
 from hangwatch_testing.spark_pods import driver_pod, executor_pod
-from tests.kube.cluster import LocalCluster
-from tests.kube.release import admin_api
 
 TOKEN_VOLUME_PREFIX = "kube-api-access-"
 

@@ -1,6 +1,7 @@
 """Builds and runs container images here, where no public image registry is reachable.
 
-Not a test module: helpers for tests/image. `bookworm_python_rootfs` makes a Debian
+Helpers for tests/image, the node tier and the pod start-up benchmark.
+`bookworm_python_rootfs` makes a Debian
 bookworm root filesystem with Python 3.11 from Debian (`debootstrap --variant=minbase`,
 ~1-3 minutes, cached as a tarball under ~/.cache/hangwatch/image-base);
 `ContainerTools` gives buildah and podman a private storage (vfs, in a temporary

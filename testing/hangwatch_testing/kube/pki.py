@@ -1,6 +1,6 @@
 """Certificates and keys for a local API server: a CA, serving and client certificates.
 
-Not a test module. The API server needs a serving certificate for 127.0.0.1, a client
+The API server needs a serving certificate for 127.0.0.1, a client
 CA (the admin's certificate carries the group `system:masters`, which RBAC's bootstrap
 policy makes cluster-admin), and a key pair signing service-account tokens.
 """

@@ -1,6 +1,6 @@
 """A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager.
 
-Not a test module: the tests/kube tier's session fixture and the admission benchmark
+The tests/kube tier's session fixture and the admission and operator benchmarks
 use `LocalCluster`. Every binary (etcd, kube-apiserver, kube-controller-manager,
 kubectl) comes from `scripts/build-kube.sh`, the same build of the release pinned in
 scripts/kube/kubernetes/go.mod that the node tier (tests/node) runs, cached by version
@@ -49,10 +49,10 @@ from typing import Any, Protocol, TypeVar
 import yaml
 
 from hangwatch.child_processes import stop_process
+from hangwatch_testing.kube.pki import Authority, Issued, service_account_keys
 from hangwatch_testing.ports import free_port
-from tests.kube.pki import Authority, Issued, service_account_keys
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BUILD_SCRIPT = ROOT / "scripts" / "build-kube.sh"
 START_TIMEOUT_SECONDS = 90.0
 AUDIT_POLICY = {

@@ -1,6 +1,6 @@
 """The commands of the README's "Run it on a cluster" section, as the tier runs them.
 
-Not a test module. `cluster_commands` returns each command of that section's bash block
+`cluster_commands` returns each command of that section's bash block
 (backslash continuations joined, `&` and pipes kept as words) split like a shell does;
 `helm_install` reads the `helm install` command into release, chart, namespace and the
 values its `--set` flags give, which the session's `release` fixture installs.
@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from tests.kube.cluster import ROOT
+from hangwatch_testing.kube.cluster import ROOT
 
 SECTION = "## Run it on a cluster"
 

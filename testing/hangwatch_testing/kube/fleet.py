@@ -1,6 +1,6 @@
 """Executor pods "running" on the real API server, each with a sidecar on loopback.
 
-Not a test module. There is no kubelet, so the test plays its parts: the scheduler's
+There is no kubelet, so the test (or benchmark) plays its parts: the scheduler's
 (bind the pod to a Node through the `binding` subresource) and the kubelet's (report
 `Running` and a pod IP through `pods/status`). Each pod's IP is its own loopback
 address (127.a.b.N), where a real sidecar HTTP server (`FakeSidecar`: the sidecar's
@@ -23,12 +23,12 @@ from typing import Any
 from kubernetes import client
 
 from hangwatch.contracts import Verdict
+from hangwatch_testing.kube.cluster import LocalCluster
+from hangwatch_testing.kube.release import admin_api
+from hangwatch_testing.kube.spark import ensure_namespace, submit_application
 from hangwatch_testing.ports import listeners
 from hangwatch_testing.remediation_cluster import BROKERS, FAST, FakeSidecar
 from hangwatch_testing.structural import policy_document
-from tests.kube.cluster import LocalCluster
-from tests.kube.release import admin_api
-from tests.kube.spark import ensure_namespace, submit_application
 
 
 def ensure_node(cluster: LocalCluster, name: str) -> None:

@@ -1,6 +1,6 @@
-"""Helpers the real-Kafka lab tests share: the process table, the protocol versions a
-broker serves, metadata through one broker only, and a produce-then-consume round trip
-with confluent-kafka."""
+"""What the real-Kafka lab tests and benchmarks/kafka_engine.py share: the process
+table, the protocol versions a broker serves, metadata through one broker only, and a
+produce-then-consume round trip with confluent-kafka."""
 
 from __future__ import annotations
 

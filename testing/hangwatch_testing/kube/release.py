@@ -1,6 +1,6 @@
 """The chart installed by real Helm on the local API server, and the operator it configures.
 
-Not a test module. `HelmRelease` installs, upgrades and rolls back `charts/hangwatch`
+`HelmRelease` installs, upgrades and rolls back `charts/hangwatch`
 with the Helm v4 engine (helm-python-sdk, the same library the chart tests render
 with) against a running control plane (this tier's `LocalCluster`, the node tier's
 `NodeCluster`), as a user would: the chart as it is, Helm 4's server-side apply. The
@@ -34,8 +34,7 @@ from kubernetes import client, config
 
 from hangwatch_operator.install_checks import merge_values
 from hangwatch_testing.emulated_cluster import OperatorRun
-from hangwatch_testing.ports import free_port
-from tests.kube.cluster import (
+from hangwatch_testing.kube.cluster import (
     ROOT,
     ControlPlane,
     LocalCluster,
@@ -44,6 +43,7 @@ from tests.kube.cluster import (
     stop,
     write_kubeconfig,
 )
+from hangwatch_testing.ports import free_port
 
 CHART = ROOT / "charts" / "hangwatch"
 RELEASE = "hangwatch"

@@ -1,6 +1,6 @@
 """Spark-shaped pods, policies and the operator on the node tier's cluster.
 
-Not a test module. Executor pods are the ones `hangwatch_testing.spark_pods` describes
+Executor pods are the ones `hangwatch_testing.spark_pods` describes
 (what Spark's KubernetesExecutorBuilder produces), owned by a real driver pod, with the
 changes a run on this node needs: requests a 2-core node can satisfy (as
 `spark.kubernetes.executor.request.cores` would give), the executor's ConfigMap, and,
@@ -23,11 +23,11 @@ from typing import Any
 
 from hangwatch_testing import waiting
 from hangwatch_testing.emulated_cluster import OperatorRun
+from hangwatch_testing.kube.release import HelmRelease, running_operator
+from hangwatch_testing.kube.spark import as_submitted
+from hangwatch_testing.node.cluster import NodeCluster
 from hangwatch_testing.silent_broker import SilentBroker
 from hangwatch_testing.spark_pods import driver_pod, executor_pod
-from tests.kube.release import HelmRelease, running_operator
-from tests.kube.spark import as_submitted
-from tests.node.cluster import NodeCluster
 
 NAMESPACE = "spark-jobs"
 EXECUTOR_MAIN_CLASS = "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend"
