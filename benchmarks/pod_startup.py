@@ -40,7 +40,8 @@ from measuring import percentile
 from hangwatch_operator.install_checks import merge_values
 from hangwatch_testing.kube.readme import helm_install
 from hangwatch_testing.kube.release import CHART, HelmRelease, running_operator
-from hangwatch_testing.node.cluster import NodeCluster, NodeUnavailableError, node_cluster
+from hangwatch_testing.node.cluster import NodeCluster, node_cluster
+from hangwatch_testing.node.components import NodeUnavailableError
 from hangwatch_testing.node.images import hangwatch_image_in
 from hangwatch_testing.node.workloads import (
     NAMESPACE,

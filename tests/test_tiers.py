@@ -30,6 +30,8 @@ def test_the_tiers_are_the_registered_markers() -> None:
 def test_the_most_specific_entry_wins_and_lab_fixtures_make_a_lab_test() -> None:
     assert tier_of("probe/test_bad_input.py", []) == "unit"
     assert tier_of("probe/test_json_document.py", []) == "lab"
-    assert tier_of("node/test_spark_submit.py", ["lab"]) == "node"
+    assert (
+        tier_of("node/test_spark_submit/test_a_wedged_executor_is_replaced.py", ["lab"]) == "node"
+    )
     assert tier_of("operator/test_decisions.py", []) == "unit"
     assert tier_of("operator/test_decisions.py", ["kernel_faults"]) == "lab"

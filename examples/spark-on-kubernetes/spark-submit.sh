@@ -10,7 +10,7 @@
 # Options given here are added after the ones below (a later --conf of the same property
 # wins: e.g. --conf spark.executor.instances=2); job arguments after `--` replace the
 # job's arguments below (another Kafka cluster, another rate). The node tier
-# (tests/node/test_spark_submit.py) runs this very script that way against its cluster.
+# (tests/node/test_spark_submit/) runs this very script that way against its cluster.
 set -euo pipefail
 K8S_API="${K8S_API:-https://kubernetes.default.svc}"
 options=()

@@ -21,7 +21,8 @@ import pytest
 from hangwatch_operator.install_checks import merge_values
 from hangwatch_testing.kube.readme import helm_install
 from hangwatch_testing.kube.release import CHART, NAMESPACE, RELEASE, HelmRelease
-from hangwatch_testing.node.cluster import NodeCluster, NodeUnavailableError, node_cluster
+from hangwatch_testing.node.cluster import NodeCluster, node_cluster
+from hangwatch_testing.node.components import NodeUnavailableError
 from hangwatch_testing.node.images import hangwatch_image_in
 from hangwatch_testing.silent_broker import SilentBroker
 

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from hangwatch_testing.node.cluster import NODE_NAME, NodeCluster
+from hangwatch_testing.node.cluster import NodeCluster
+from hangwatch_testing.node.components import NODE_NAME
 from hangwatch_testing.node.workloads import wait_for
 
 pytestmark = pytest.mark.xdist_group("node")
