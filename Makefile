@@ -5,7 +5,7 @@ VENV ?= .venv
 PY ?= $(VENV)/bin/python
 export HANGWATCH_VENV := $(VENV)
 
-.PHONY: setup demo test test-fast check pytest bench image kube kube-floor docs docs-references
+.PHONY: setup demo test test-fast check pytest bench image kube kube-floor docs docs-references release publish
 
 # The image `make image` builds and the chart's default image (image.repository and
 # sidecar.image.repository, tag = the chart's appVersion): tests/chart checks they agree.
@@ -36,6 +36,9 @@ check:
 # mypy at 3.9 (mypy 1.19.1) runs in the Python 3.9 test (tests/producer_package).
 	$(PY) -m mypy --config-file producer/pyproject.toml --python-version 3.10 producer/hangwatch_producer producer/tests
 	$(PY) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'
+# The release workflow (.github/workflows/) by actionlint, shellcheck on its scripts
+# (scripts/go-tool.sh builds actionlint once, about a minute, into ~/.cache/hangwatch/tools).
+	@actionlint=$$(bash scripts/go-tool.sh actionlint) && $$actionlint -no-color -pyflakes= .github/workflows/*.yml
 
 # Test groups run in parallel on PYTEST_WORKERS processes (most tests wait on sockets,
 # processes and timeouts, not on the CPU); tests/conftest.py says what a group is and
@@ -60,6 +63,27 @@ test:
 	bash scripts/setup.sh --kube
 	$(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory pytest
+
+# Every artifact of this version into $(DIST) (emptied first): both distributions' wheels
+# and sdists, the chart package, the image as an OCI archive (built by `make image` on
+# BASE_IMAGE), the Java client's telemetry jar, CycloneDX SBOMs of the wheels and the
+# image, SHA256SUMS (scripts/release.py says how each is made). The version is
+# pyproject.toml's; the release refuses to build when a copy of it disagrees.
+DIST ?= dist
+release:
+	$(PY) scripts/release.py build --dist "$(DIST)" --base-image "$(BASE_IMAGE)"
+
+# $(DIST) to a registry and a package index of yours: the image to $(REGISTRY)/hangwatch,
+# the chart to oci://$(REGISTRY)/charts/hangwatch, the wheels and sdists to $(INDEX).
+# Credentials from the environment only: REGISTRY_USERNAME/REGISTRY_PASSWORD,
+# TWINE_USERNAME/TWINE_PASSWORD. PLAIN_HTTP=1 for a registry without TLS.
+REGISTRY ?=
+INDEX ?=
+PLAIN_HTTP ?= 0
+publish:
+	@test -n "$(REGISTRY)" -a -n "$(INDEX)" || { echo "make publish: set REGISTRY=host[:port][/path] and INDEX=<upload URL>" >&2; exit 3; }
+	$(PY) scripts/release.py publish --dist "$(DIST)" --registry "$(REGISTRY)" --index "$(INDEX)" \
+		$(if $(filter 1,$(PLAIN_HTTP)),--plain-http)
 
 # Build the hangwatch image with docker, podman or buildah (whichever is present).
 image:

@@ -15,7 +15,8 @@
 # Safe to run again. `--kube` (what `make test` passes) also builds the Kubernetes
 # cluster of the kube and node tiers (and the kube tier's floor release, unless
 # HANGWATCH_KUBE_FLOOR=0) when it is not cached, and installs helm-docs (the
-# docs' chart values reference); `make demo` needs neither.
+# docs' chart values reference), actionlint and syft (scripts/go-tool.sh); `make demo`
+# needs none of them.
 set -euo pipefail
 build_kube=""
 case "${1:-}" in
@@ -54,6 +55,12 @@ command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 # the project's virtual environment (Debian's python3 ships venv's ensurepip apart)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v unzip >/dev/null 2>&1 || need_apt+=(unzip)
+# `make release`, `make publish` and the node tier's install from a registry: skopeo pushes
+# the image, the CNCF distribution server (Debian's docker-registry) is the registry;
+# shellcheck lets `make check`'s actionlint check the release workflow's scripts
+command -v skopeo >/dev/null 2>&1 || need_apt+=(skopeo)
+command -v docker-registry >/dev/null 2>&1 || need_apt+=(docker-registry)
+command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} from Debian" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -131,3 +138,8 @@ fi
 # ~/.cache/hangwatch/tools, a no-op when there. It needs Go >= 1.22, which the Kubernetes
 # build above guarantees, so it comes with --kube (`make test`), not with `make demo`.
 [ -z "$build_kube" ] || bash scripts/helm-docs/install.sh >/dev/null
+# The other upstream Go tools, the same way (scripts/go-tool.sh, cached in
+# ~/.cache/hangwatch/tools): actionlint, which `make check` runs on the release workflow,
+# and syft, which makes the image's SBOM in `make release` (the node tier releases).
+[ -z "$build_kube" ] || bash scripts/go-tool.sh actionlint >/dev/null
+[ -z "$build_kube" ] || bash scripts/go-tool.sh syft >/dev/null
