@@ -37,7 +37,7 @@ from typing import Any
 from machine import describe, unwind_on_sigterm
 from measuring import percentile
 
-from hangwatch_operator.install_checks import merge_values
+from hangwatch_operator.helm_release import merge_values
 from hangwatch_testing.kube.readme import helm_install
 from hangwatch_testing.kube.release import CHART, HelmRelease, running_operator
 from hangwatch_testing.node.cluster import NodeCluster, node_cluster

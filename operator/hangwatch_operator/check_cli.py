@@ -16,7 +16,8 @@ import sys
 
 from hangwatch.contracts import ExitCode
 from hangwatch.errors import UsageError
-from hangwatch_operator.install_checks import MARKS, Result, Status, run_checks, worst
+from hangwatch_operator.install_checks import run_checks
+from hangwatch_operator.install_model import MARKS, Result, Status, worst
 from hangwatch_operator.install_survey import Cluster, survey
 
 DEFAULT_NAMESPACE = "hangwatch-system"

@@ -38,8 +38,9 @@ from kubernetes import client, config
 
 from hangwatch.contracts import ExitCode
 from hangwatch.errors import HangwatchError, UsageError
+from hangwatch_operator.helm_release import decode_release
 from hangwatch_operator.injection import POLICY_LABEL, PORT_NAME, SIDECAR_CONTAINER
-from hangwatch_operator.install_checks import (
+from hangwatch_operator.install_model import (
     CRD_NAME,
     MONITORING_CRDS,
     OPERATOR_COMPONENT,
@@ -49,7 +50,6 @@ from hangwatch_operator.install_checks import (
     Presented,
     Survey,
     ca_bundle,
-    decode_release,
     labels_for,
     operator_settings,
     our_webhook,

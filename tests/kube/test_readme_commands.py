@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from hangwatch.contracts import Verdict
-from hangwatch_operator.install_checks import merge_values
+from hangwatch_operator.helm_release import merge_values
 from hangwatch_testing.emulated_cluster import OperatorRun
 from hangwatch_testing.kube.cluster import LocalCluster
 from hangwatch_testing.kube.fleet import Fleet, ensure_node, launch, set_verdicts

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hangwatch_operator.install_checks import merge_values
+from hangwatch_operator.helm_release import merge_values
 from hangwatch_testing.kube.readme import helm_install
 from hangwatch_testing.kube.release import CHART, NAMESPACE, RELEASE, HelmRelease
 from hangwatch_testing.node.cluster import NodeCluster, node_cluster

@@ -48,7 +48,8 @@ import yaml
 from kubernetes import client
 
 from hangwatch_operator.certificates import generate_webhook_certificates
-from hangwatch_operator.install_checks import CRD_NAME, VERSION_LABEL, merge_values
+from hangwatch_operator.helm_release import merge_values
+from hangwatch_operator.install_model import CRD_NAME, VERSION_LABEL
 from hangwatch_testing.kube.cluster import ROOT
 from hangwatch_testing.kube.release import NAMESPACE as INSTALL
 from hangwatch_testing.kube.release import HelmRelease, admin_api, hangwatch_check, running_operator

@@ -1,16 +1,18 @@
-"""`hangwatch check`'s pure judgement (`install_checks`, `pod_security`), one check at a time.
+"""`hangwatch check`'s pure judgement (`install_checks`, `policy_checks`, `pod_security`,
+`certificate_chain`), one check at a time.
 
 Covers, each with a good and a broken survey: the CRD (absent, labelled with another
 version than the release's chart, a schema that differs from the release's own copy);
 the Helm release record (decoded from its Secret's value, garbage refused with
-ValueError only); the operator Deployment's readiness; the webhook configuration and
-its caBundle against the serving certificate (presented or from the Secret: another CA,
-another DNS name, expired); each policy (invalid, no executor running, none selected,
-selected but not injected, and the dry run's outcome); the Pod Security level against
-what a policy asks (the rule itself at every level, and per namespace); the sidecars'
-/status answers; the monitoring CRDs the chart's values need; pull secrets and pull
-errors. Properties: any namespace labels give a level; any policy body and any pod
-labels give results, never an exception; any Secret value decodes or is refused.
+ValueError only); the operator Deployment's readiness; the webhook configuration and its
+caBundle against the serving certificate (presented or from the Secret: another CA,
+another DNS name, expired; a chain through an intermediate, a leaf for clients only, an
+intermediate that is no CA, an expired root); each policy (invalid, no executor running,
+none selected, selected but not injected, and the dry run's outcome); the Pod Security
+level against what a policy asks (the rule itself at every level, and per namespace);
+the sidecars' /status answers; the monitoring CRDs the chart's values need; pull secrets
+and pull errors. Properties: any namespace labels give a level; any policy body and any
+pod labels give results, never an exception; any Secret value decodes or is refused.
 """
 
 from __future__ import annotations
@@ -29,29 +31,28 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hangwatch.wire import status
-from hangwatch_operator import install_checks
+from hangwatch_operator import policy_checks
+from hangwatch_operator.certificate_chain import verify_chain
 from hangwatch_operator.certificates import generate_webhook_certificates
+from hangwatch_operator.helm_release import decode_release
 from hangwatch_operator.injection import features_left_out
 from hangwatch_operator.install_checks import (
+    check_crd,
+    check_images,
+    check_monitoring,
+    check_operator,
+    check_webhook_certificate,
+    check_webhook_configuration,
+    run_checks,
+)
+from hangwatch_operator.install_model import (
     VERSION_LABEL,
     Answer,
     DryRun,
     Presented,
     Status,
     Survey,
-    check_crd,
-    check_images,
-    check_monitoring,
-    check_operator,
-    check_pod_security,
-    check_policies,
-    check_sidecars,
-    check_webhook_certificate,
-    check_webhook_configuration,
-    decode_release,
     labels_for,
-    run_checks,
-    verify_chain,
 )
 from hangwatch_operator.pod_security import (
     ENFORCE_LABEL,
@@ -61,6 +62,7 @@ from hangwatch_operator.pod_security import (
     level_of,
 )
 from hangwatch_operator.policies import parse_policy
+from hangwatch_operator.policy_checks import check_pod_security, check_policies, check_sidecars
 from hangwatch_operator.settings import OperatorSettings
 from hangwatch_operator.webhook_configuration import build_webhook_configuration
 
@@ -302,6 +304,72 @@ def test_a_certificate_for_another_name_or_expired_does_not_verify() -> None:
     assert "valid" in verify_chain(leaf, [], cas, HOST, later)
 
 
+def _issued(
+    subject: str,
+    issuer: tuple[str, Any] | None = None,
+    *,
+    ca: bool = False,
+    usages: list[Any] | None = None,
+    days: int = 30,
+) -> tuple[Any, Any]:
+    """A certificate for `subject` (a CA with `ca`, else a leaf for HOST with the
+    extendedKeyUsage `usages`, none if None) signed by `issuer` (name, key), or by itself."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    signer_name, signer_key = issuer or (subject, key)
+    start = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+        .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, signer_name)]))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if not ca:
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([x509.DNSName(HOST)]), critical=False
+        )
+    if usages is not None:
+        builder = builder.add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+    return builder.sign(signer_key, hashes.SHA256()), key
+
+
+def test_the_chain_is_judged_as_the_api_server_does() -> None:
+    """Through an intermediate CA, with or without an extendedKeyUsage, the serving
+    certificate verifies; without the intermediate, under another root, for clients
+    only, below a certificate that is no CA, or under a root that has expired it does
+    not, each named."""
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    root, root_key = _issued("root", ca=True)
+    middle, middle_key = _issued("middle", ("root", root_key), ca=True)
+    for usages in (None, [ExtendedKeyUsageOID.SERVER_AUTH]):
+        leaf, _ = _issued(HOST, ("middle", middle_key), usages=usages)
+        assert verify_chain(leaf, [middle], [root], HOST, now) == ""
+        assert "not by a CA of the caBundle" in verify_chain(leaf, [], [root], HOST, now)
+    client_only, _ = _issued(HOST, ("middle", middle_key), usages=[ExtendedKeyUsageOID.CLIENT_AUTH])
+    assert "server authentication" in verify_chain(client_only, [middle], [root], HOST, now)
+    other, _ = _issued("other", ca=True)
+    assert "by CN=root, not by a CA of the caBundle (CN=other)" in verify_chain(
+        client_only, [middle], [other], HOST, now
+    )
+    not_a_ca, not_a_ca_key = _issued("not-a-ca", ("root", root_key))
+    below, _ = _issued(HOST, ("not-a-ca", not_a_ca_key))
+    assert "is refused: " in verify_chain(below, [not_a_ca], [root], HOST, now)
+    short_root, short_key = _issued("short", ca=True, days=2)
+    leaf, _ = _issued(HOST, ("short", short_key))
+    later = now + datetime.timedelta(days=10)
+    assert "CN=short valid" in verify_chain(leaf, [], [short_root], HOST, later)
+
+
 def test_policies_invalid_idle_unselecting_and_uninjected() -> None:
     survey = good_survey()
     survey.policies = [policy_body(detection={"stallSeconds": 1})]
@@ -462,7 +530,7 @@ def test_a_sidecar_that_breaks_the_level_after_all_fails(monkeypatch: Any) -> No
     survey = good_survey()
     survey.namespaces = {JOBS: {"metadata": {"labels": {ENFORCE_LABEL: "baseline"}}}}
     monkeypatch.setattr(
-        install_checks, "injection_violations", lambda *a: ["privileged (container x)"]
+        policy_checks, "injection_violations", lambda *a: ["privileged (container x)"]
     )
     [result] = check_pod_security(survey)
     assert result.status is Status.FAIL and "privileged" in result.detail

@@ -39,7 +39,7 @@ from hangwatch_operator.injection import (
     InjectionConflictError,
     build_sidecar_patch,
 )
-from hangwatch_operator.install_checks import labels_for, selects
+from hangwatch_operator.install_model import labels_for, selects
 from hangwatch_operator.operations import Operation, Outcome, Suppression
 from hangwatch_operator.policies import (
     PRODUCER_LABEL,

@@ -32,7 +32,7 @@ import helm_python as helm
 from helm_python import _native
 from kubernetes import client, config
 
-from hangwatch_operator.install_checks import merge_values
+from hangwatch_operator.helm_release import merge_values
 from hangwatch_testing.emulated_cluster import OperatorRun
 from hangwatch_testing.kube.cluster import (
     ROOT,
