@@ -25,14 +25,14 @@ the connector are all 3.5's. Covered on 3.5:
   election (never a restart verdict).
 
 Warnings are errors as in every run, except unclosed sockets (`PYSPARK_35_SOCKETS`: a
-leak of pyspark 3.5's own). It fails unless every test of `SUBSET` was collected and
-passed: a test skipped, missing
-or failed is named in the failure with pytest's own report of it. The subprocess's
-output (pytest -v, with durations) is printed as it comes: `pytest -s` shows it live,
-a failure shows it in the captured output. The subprocess runs in its own session and
-is ended (SIGTERM, then SIGKILL) with everything it started on every exit path; should
-this pytest itself be killed, the kernel kills it too (PR_SET_PDEATHSIG, as the lab's
-brokers).
+leak of pyspark 3.5's own). The subset runs in three parts (`PARTS`), one test and one
+pytest subprocess each, so that no test of the suite runs for many minutes. A part fails
+unless every test it selects was collected and passed: a test skipped, missing or failed
+is named in the failure with pytest's own report of it. The subprocess's output (pytest
+-v, with durations) is printed as it comes: `pytest -s` shows it live, a failure shows it
+in the captured output. The subprocess runs in its own session and is ended (SIGTERM,
+then SIGKILL) with everything it started on every exit path; should this pytest itself
+be killed, the kernel kills it too (PR_SET_PDEATHSIG, as the lab's brokers).
 """
 
 from __future__ import annotations
@@ -52,21 +52,37 @@ from hangwatch_pipeline.spark_kafka import line_named
 from hangwatch_testing.spark_line_env import ROOT, python_of
 
 LINE = line_named("3.5")
-SUBSET = (
-    "tests/sidecar/test_spark_view_on_a_real_driver.py",
-    "tests/sidecar/test_failure_budget_on_a_real_driver.py",
-    "tests/pipeline_spark/test_connector_sink.py",
-    "tests/pipeline_spark/test_pipeline_delivers_through_faults.py"
-    "::test_healthy_run_delivers_every_event_exactly_once",
-    "tests/pipeline_spark/test_pipeline_inputs_and_telemetry.py"
-    "::test_tasks_write_the_documented_telemetry",
-    "tests/demo/test_demo_plain_producers.py"
-    "::test_blocked_callback_restarts_that_executor_and_idle_producers_are_left_alone",
-    "tests/demo/test_demo_jvm_sink_faults.py"
-    "::test_spark_kafka_sink_wedge_restarts_that_executor_and_an_election_is_left_alone",
-)
-EXPECTED_TESTS = 19
-"""Tests SUBSET selects (a module's tests, or one test): each must pass."""
+PARTS = {
+    "spark-view-and-failure-budget": (
+        (
+            "tests/sidecar/test_spark_view_on_a_real_driver.py",
+            "tests/sidecar/test_failure_budget_on_a_real_driver.py",
+        ),
+        12,
+    ),
+    "pipeline-on-both-sinks": (
+        (
+            "tests/pipeline_spark/test_connector_sink.py",
+            "tests/pipeline_spark/test_pipeline_delivers_through_faults.py"
+            "::test_healthy_run_delivers_every_event_exactly_once",
+            "tests/pipeline_spark/test_pipeline_inputs_and_telemetry.py"
+            "::test_tasks_write_the_documented_telemetry",
+        ),
+        5,
+    ),
+    "demo-hangs-and-controls": (
+        (
+            "tests/demo/test_demo_plain_producers.py"
+            "::test_blocked_callback_restarts_that_executor_and_idle_producers_are_left_alone",
+            "tests/demo/test_demo_jvm_sink_faults.py"
+            "::test_spark_kafka_sink_wedge_restarts_that_executor_and_an_election_is_left_alone",
+        ),
+        2,
+    ),
+}
+"""The subset, in three parts, each one pytest subprocess (one test of this module, so that
+none runs longer than a few minutes): the tests each part selects (a module's tests, or
+one test) and how many they are; each must pass."""
 PACKAGES = ("core", "lab", "sidecar", "pipeline", "operator", "demo", "testing", "producer")
 HIDDEN = ("SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTEST_XDIST_WORKER",
           "PYTEST_XDIST_WORKER_COUNT", "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS")  # fmt: skip
@@ -128,16 +144,18 @@ def _ends(text: str, each: int = 2000) -> str:
     return f"{text[:each]}\n{cut}\n{text[-each:]}"
 
 
-@pytest.mark.timeout(3000)
-def test_every_spark_facing_path_passes_on_spark_3_5(tmp_path: Path) -> None:
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("part", sorted(PARTS))
+def test_every_spark_facing_path_passes_on_spark_3_5(part: str, tmp_path: Path) -> None:
+    subset, expected = PARTS[part]
     python = python_of(LINE)
     report = tmp_path / "spark-3.5.xml"
     command = [
-        *DIE_WITH_PARENT, str(python), "-m", "pytest", *SUBSET, "-v", "-p", "no:cacheprovider",
+        *DIE_WITH_PARENT, str(python), "-m", "pytest", *subset, "-v", "-p", "no:cacheprovider",
         "--durations=0", f"--junitxml={report}", "-o", "junit_family=xunit1",
         f"--basetemp={tmp_path / 'tmp'}", "-W", PYSPARK_35_SOCKETS,
     ]  # fmt: skip
-    print(f"Spark {LINE.name} line: {' '.join(command)}", flush=True)
+    print(f"Spark {LINE.name} line, {part}: {' '.join(command)}", flush=True)
     with subprocess.Popen(
         command, cwd=ROOT, env=_environment(), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, start_new_session=True,
@@ -161,5 +179,5 @@ def test_every_spark_facing_path_passes_on_spark_3_5(tmp_path: Path) -> None:
     assert not bad, f"Spark {LINE.name}: {len(bad)} of {len(results)} not passed:\n" + "\n".join(
         f"- {name}: {outcome}\n{_ends(text.strip())}" for name, (outcome, text) in bad.items()
     )
-    assert len(results) == EXPECTED_TESTS, sorted(results)
+    assert len(results) == expected, sorted(results)
     assert code == 0
