@@ -59,10 +59,13 @@ test-fast: setup
 	$(PY) -m pytest -m unit -n 2 -q
 
 # Like setup, plus the Kubernetes of tests/kube and tests/node (built once, then cached).
+# Each phase ends with a `make test: PHASE took ...` line (scripts/timed.sh), which
+# scripts/time_table.py reads, with the run's JUnit XML, into docs/testing-tiers.md.
 test:
-	bash scripts/setup.sh --kube
-	$(MAKE) --no-print-directory check
-	$(MAKE) --no-print-directory pytest
+	@bash scripts/timed.sh --machine
+	bash scripts/timed.sh setup bash scripts/setup.sh --kube
+	bash scripts/timed.sh check $(MAKE) --no-print-directory check
+	bash scripts/timed.sh pytest $(MAKE) --no-print-directory pytest
 
 # Every artifact of this version into $(DIST) (emptied first): both distributions' wheels
 # and sdists, the chart package, the image as an OCI archive (built by `make image` on

@@ -177,13 +177,21 @@ fi
 say "using $GO ($(go_version "$GO"))"
 export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -modcacherw"
 
+# Every binary is linked with `-s -w` (no symbol table, no DWARF), so the compiler is told
+# not to generate DWARF in the first place (`-gcflags=all=-dwarf=false`): the same
+# binaries, about a tenth less compile time (k8s.io/api/core/v1: 9.1 instead of 10.2 CPU
+# seconds), and a smaller build cache.
 go_build() {  # go_build MODULE OUT_DIR LDFLAGS PACKAGE... (in the wrapper module; tags: $TAGS)
-  local module=$1 out=$2 ldflags=$3
+  local module=$1 out=$2 ldflags=$3 started=$SECONDS took
   shift 3
   mkdir -p "$out.tmp"
-  (cd "$MODULES/$module" && "$GO" build -tags "${TAGS:-}" -trimpath -ldflags "$ldflags" -o "$out.tmp/" "$@") >>"$LOG" 2>&1 \
+  (cd "$MODULES/$module" && "$GO" build -tags "${TAGS:-}" -trimpath -gcflags=all=-dwarf=false \
+    -ldflags "$ldflags" -o "$out.tmp/" "$@") >>"$LOG" 2>&1 \
     || fail "go build in scripts/kube/$module failed: $(grep -v '^go: downloading' "$LOG" | tail -1)"
   rm -rf "$out" && mv "$out.tmp" "$out"
+  # one line per component, which scripts/time_table.py reads into docs/testing-tiers.md
+  took=$((SECONDS - started))
+  say "$(basename "$(dirname "$out")") took $((took / 60))m$(printf '%02d' $((took % 60)))s"
 }
 
 # --- Kubernetes ---

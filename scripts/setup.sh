@@ -18,6 +18,17 @@
 # docs' chart values reference), actionlint and syft (scripts/go-tool.sh); `make demo`
 # needs none of them.
 set -euo pipefail
+# timed STEP CMD...: CMD, then `setup: STEP took XmYYs` (scripts/time_table.py reads these
+# lines into docs/testing-tiers.md's table); CMD's exit status is the step's.
+timed() {
+  local step=$1 started=$SECONDS status=0 took
+  shift
+  "$@" || status=$?
+  took=$((SECONDS - started))
+  printf 'setup: %s took %dm%02ds%s\n' "$step" $((took / 60)) $((took % 60)) \
+    "$([ "$status" -eq 0 ] || echo " (exit $status)")" >&2
+  return "$status"
+}
 build_kube=""
 case "${1:-}" in
   --kube) build_kube=1 ;;
@@ -56,8 +67,8 @@ command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v unzip >/dev/null 2>&1 || need_apt+=(unzip)
 # `make release`, `make publish` and the node tier's install from a registry: skopeo pushes
-# the image, the CNCF distribution server (Debian's docker-registry) is the registry;
-# shellcheck lets `make check`'s actionlint check the release workflow's scripts
+# the image, the CNCF distribution server (Debian's docker-registry) is the registry; and
+# `make check`'s actionlint checks the release workflow's scripts with shellcheck
 command -v skopeo >/dev/null 2>&1 || need_apt+=(skopeo)
 command -v docker-registry >/dev/null 2>&1 || need_apt+=(docker-registry)
 command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
@@ -73,7 +84,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     $SUDO chmod +x /usr/sbin/policy-rc.d
     added_policy=1
   fi
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  timed "Debian packages" $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
   [ -z "$added_policy" ] || $SUDO rm -f /usr/sbin/policy-rc.d
 fi
 # The Kubernetes of tests/kube (control plane only) and tests/node (a node that runs
@@ -84,17 +95,39 @@ fi
 # KUBE_FLOOR=0`) leaves it out, and its tests with it. Both build in the background, in a
 # session of their own, while the steps below download and install (their lines are
 # interleaved, each named by its tool); setup waits for them at the end and fails with
-# them, and stops them should setup itself fail or be interrupted.
+# them, and stops them should setup itself fail or be interrupted. The upstream Go tools
+# (scripts/go-tool.sh: `go install` into ~/.cache/hangwatch/tools, once, a no-op when
+# there) need a Go >= 1.22, which the first build guarantees: helm-docs (the docs' chart
+# values reference), actionlint (`make check` runs it on the release workflow) and syft
+# (the image's SBOM in `make release`, which the node tier runs) build one after the
+# other beside the floor release rather than after it.
+background=()
+stop_background() {
+  local pid
+  for pid in "${background[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+}
+# wait_background NAME PID: PID's exit status, or setup fails naming NAME
+wait_background() {
+  local status=0
+  wait "$2" || status=$?
+  [ "$status" -eq 0 ] || { echo "setup: $1 failed (its lines above say why)" >&2; exit "$status"; }
+}
+trap stop_background EXIT
+trap 'stop_background; exit 130' INT
+trap 'stop_background; exit 143' TERM
 kube_pid=""
-stop_kube() { [ -z "$kube_pid" ] || kill -- "-$kube_pid" 2>/dev/null || true; }
 if [ -n "$build_kube" ]; then
   floor="${HANGWATCH_KUBE_FLOOR:-1}"
-  setsid --wait bash -c 'bash scripts/build-kube.sh && { [ "$1" = 0 ] || bash scripts/build-kube.sh --floor; }' \
-    build-kube "$floor" &
+  setsid --wait bash -c '
+    bash scripts/build-kube.sh || exit
+    { bash scripts/helm-docs/install.sh && bash scripts/go-tool.sh actionlint \
+      && bash scripts/go-tool.sh syft; } >/dev/null & tools=$!
+    status=0
+    [ "$1" = 0 ] || bash scripts/build-kube.sh --floor || status=$?
+    wait "$tools" || status=$?
+    exit "$status"' build-kube "$floor" &
   kube_pid=$!
-  trap stop_kube EXIT
-  trap 'stop_kube; exit 130' INT
-  trap 'stop_kube; exit 143' TERM
+  background+=("$kube_pid")
 fi
 # Everything Python goes into the project's own virtual environment (HANGWATCH_VENV,
 # default .venv; the Makefile runs everything through its python): the machine's Python
@@ -108,38 +141,39 @@ py="$venv/bin/python"
 echo "setup: installing hangwatch-producer and hangwatch with its dev extras into $venv (pip)" >&2
 # hangwatch depends on hangwatch-producer (producer/, the wrapper an executor image
 # installs alone), which is not on PyPI: both come from this repository, editable.
-"$py" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-  -e ./producer -e '.[dev]'
-# Apache Kafka's broker and tools jars for `hangwatch lab up --engine kafka`, both lines:
-# the default 4.x and 3.9 (the incidents' clients older than 2.1); a no-op when cached,
-# about 20 s each from an empty Maven repository.
-"$py" -m hangwatch_lab.kafkajars >/dev/null
-# Spark's Kafka connector and the jars it needs beside pyspark's, for each supported Spark
-# line (4.x, 3.5: hangwatch_pipeline.spark_kafka.LINES; a no-op when cached; about 17 s per
-# line from an empty Maven repository).
-"$py" -m hangwatch_pipeline.spark_kafka --all
-# The 3.5 line's own virtualenv (one environment holds one pyspark): pyspark 3.5.7 and the
-# test extra, hangwatch editable from here, in ~/.cache/hangwatch/spark-3.5/venv; a no-op
-# when built for this pyproject.toml (about 1-2 minutes otherwise).
-"$py" -m hangwatch_testing.spark_line_env
-# Every client of testing/clients (Debian's Go packages; the incidents' own clients at
-# their own versions from the Go module proxy, Maven Central and PyPI), built into
-# ~/.cache/hangwatch/clients; a no-op when cached.
-"$py" -m hangwatch_testing.clients.build >/dev/null
-# The Kubernetes builds started above: their exit status is setup's.
-if [ -n "$kube_pid" ]; then
-  status=0
-  wait "$kube_pid" || status=$?
-  kube_pid=""
-  [ "$status" -eq 0 ] || { echo "setup: the Kubernetes build failed (its lines above say why)" >&2; exit "$status"; }
-fi
-# helm-docs, which generates the chart's values reference (docs/reference/chart-values.md;
-# tests/docs checks it is current): `go install` from the Go module proxy into
-# ~/.cache/hangwatch/tools, a no-op when there. It needs Go >= 1.22, which the Kubernetes
-# build above guarantees, so it comes with --kube (`make test`), not with `make demo`.
-[ -z "$build_kube" ] || bash scripts/helm-docs/install.sh >/dev/null
-# The other upstream Go tools, the same way (scripts/go-tool.sh, cached in
-# ~/.cache/hangwatch/tools): actionlint, which `make check` runs on the release workflow,
-# and syft, which makes the image's SBOM in `make release` (the node tier releases).
-[ -z "$build_kube" ] || bash scripts/go-tool.sh actionlint >/dev/null
-[ -z "$build_kube" ] || bash scripts/go-tool.sh syft >/dev/null
+timed "pip install of hangwatch into $venv" "$py" -m pip install --quiet \
+  --disable-pip-version-check --root-user-action=ignore -e ./producer -e '.[dev]'
+# Then two chains side by side (each step needs the project's Python above; the Maven
+# steps share ~/.m2, which Maven does not lock, so they run one after the other):
+# - Apache Kafka's broker and tools jars for `hangwatch lab up --engine kafka`, both
+#   lines: the default 4.x and 3.9 (the incidents' clients older than 2.1); a no-op when
+#   cached, about a minute each from an empty Maven repository. Spark's Kafka connector
+#   and the jars it needs beside pyspark's, for each supported Spark line (4.x, 3.5:
+#   hangwatch_pipeline.spark_kafka.LINES; a no-op when cached; about 40 s per line from an
+#   empty Maven repository). Every client of testing/clients (Debian's Go packages; the
+#   incidents' own clients at their own versions from the Go module proxy, Maven Central
+#   and PyPI), built into ~/.cache/hangwatch/clients; a no-op when cached.
+# - The 3.5 line's own virtualenv (one environment holds one pyspark): pyspark 3.5.7 and
+#   the test extra, hangwatch editable from here, in ~/.cache/hangwatch/spark-3.5/venv; a
+#   no-op when built for this pyproject.toml (about 1-2 minutes otherwise).
+# (Each chain is a session of its own, as the Kubernetes build, so that stopping setup
+# stops everything it started.)
+export -f timed
+setsid --wait bash -c '
+  set -e
+  timed "Apache Kafka'"'"'s jars" "$1" -m hangwatch_lab.kafkajars >/dev/null
+  timed "Spark'"'"'s Kafka connector" "$1" -m hangwatch_pipeline.spark_kafka --all
+  timed "the clients of testing/clients" "$1" -m hangwatch_testing.clients.build >/dev/null
+' maven "$py" &
+maven_pid=$!
+background+=("$maven_pid")
+setsid --wait bash -c 'timed "the Spark 3.5 line'"'"'s virtualenv" "$1" -m hangwatch_testing.spark_line_env' \
+  spark-line "$py" &
+line_pid=$!
+background+=("$line_pid")
+wait_background "downloading jars or building the clients" "$maven_pid"
+wait_background "building the Spark 3.5 line's virtualenv" "$line_pid"
+# The Kubernetes builds and the Go tools started above: their exit status is setup's.
+[ -z "$kube_pid" ] || wait_background "the Kubernetes build" "$kube_pid"
+background=()
+echo "setup: done in $((SECONDS / 60))m$(printf '%02d' $((SECONDS % 60)))s" >&2

@@ -44,20 +44,20 @@ class GroupTimes:
         lines = []
         for worker, seconds in sorted(self.seconds_by_worker.items(), key=lambda kv: -kv[1]):
             longest = sorted(self.groups_by_worker[worker], key=lambda g: -self.seconds_by_group[g])
-            shown = ", ".join(f"{g} {_minutes(self.seconds_by_group[g])}" for g in longest[:3])
+            shown = ", ".join(f"{g} {minutes(self.seconds_by_group[g])}" for g in longest[:3])
             more = len(longest) - 3
             lines.append(
-                f"worker {worker}: busy {_minutes(seconds)} in {len(longest)} groups "
+                f"worker {worker}: busy {minutes(seconds)} in {len(longest)} groups "
                 f"({shown}{f', {more} more' if more > 0 else ''})"
             )
         ranked = sorted(self.seconds_by_group.items(), key=lambda kv: -kv[1])
         for group, seconds in ranked[:top]:
             lines.append(
-                f"group {group}: {_minutes(seconds)} over {self.tests_by_group[group]} tests"
+                f"group {group}: {minutes(seconds)} over {self.tests_by_group[group]} tests"
             )
         return lines
 
 
-def _minutes(seconds: float) -> str:
+def minutes(seconds: float) -> str:
     whole = round(seconds)
     return f"{whole // 60}m{whole % 60:02d}s"
