@@ -67,7 +67,12 @@ GROUPS = {
 module's. `spark`: the Spark pipeline tests, the demo and the Spark 3.5 line's subset
 (spark_lines: a pytest of Spark tests under the 3.5 environment) each start Spark JVMs
 that take both cores; two of them at once slow each other past their deadlines. The
-five-minute soak is a group of its own, so that the rest of its module runs beside it."""
+five-minute soak is a group of its own, so that the rest of its module runs beside it.
+A folder's or module's entry takes only the tests of a tier above `unit`: a unit test
+(nothing but Python) of such a folder keeps its module's group, so it never waits in the
+queue of a group that is there for what its neighbours start (in the `spark` group's
+folders: the pipeline's pure parts and refusals, the demo's parts, the line
+environments: 2-3 minutes of the suite's longest group)."""
 
 TIERS = {
     "kube": "kube",
@@ -76,6 +81,9 @@ TIERS = {
     "image": "image",
     "demo": "spark",
     "pipeline_spark": "spark",
+    "pipeline_spark/test_transforms_and_reports.py": "unit",  # the pipeline's pure parts
+    "pipeline_spark/test_bad_configuration_is_one_line.py": "unit",  # refused before Spark
+    "pipeline_spark/test_connector_bad_input.py": "unit",  # refused before Spark
     "spark_lines": "spark",
     "spark_lines/test_spark_line_env.py": "unit",
     "lab": "lab",
@@ -171,13 +179,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     root = Path(__file__).parent
     for item in items:
         module = item.path.relative_to(root).as_posix()
-        item.add_marker(getattr(pytest.mark, tier_of(module, item.fixturenames)))
+        tier = tier_of(module, item.fixturenames)
+        item.add_marker(getattr(pytest.mark, tier))
         if item.get_closest_marker("xdist_group") is not None:
             continue
-        test = f"{module}::{item.name}"
-        group = GROUPS.get(test) or GROUPS.get(module) or GROUPS.get(module.split("/")[0])
-        item.add_marker(pytest.mark.xdist_group(group or module))
+        item.add_marker(pytest.mark.xdist_group(group_of(module, item.name, tier)))
     items.sort(key=lambda item: _rank(item, len(FIRST)))
+
+
+def group_of(module: str, test: str, tier: str) -> str:
+    """The xdist group of `test` in `module` (a path under tests/) of `tier`, when the test
+    names none itself (`GROUPS`: the test's entry, else, above the unit tier, its
+    module's or folder's, else its module)."""
+    if (group := GROUPS.get(f"{module}::{test}")) is not None:
+        return group
+    if tier != "unit":
+        for key in (module, module.split("/", maxsplit=1)[0]):
+            if (group := GROUPS.get(key)) is not None:
+                return group
+    return module
 
 
 def tier_of(module: str, fixtures: list[str]) -> str:
