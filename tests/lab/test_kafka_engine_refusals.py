@@ -13,7 +13,9 @@ SASL listener the authorizer lets a user write where an ACL allows it, refuses a
 without one (TOPIC_AUTHORIZATION_FAILED), and a wrong password fails the login while
 the PLAINTEXT listener's super user (the lab's own) writes anywhere; a client quota
 throttles (the broker reports throttle time, every record is still written). The mock
-refuses each with one line naming the engine that can.
+refuses each with one line naming the engine that can. Settings that do not fit (a
+value out of range, an option the engine does not have) are one usage error before
+anything starts.
 """
 
 from __future__ import annotations
@@ -177,11 +179,64 @@ def test_a_sasl_user_or_password_the_broker_config_cannot_hold_is_one_usage_erro
         r'[^"\\;\s]{1,128}', password
     )
     if valid:
-        assert KafkaLab(brokers=1, sasl_users={user: password}).sasl_users == {user: password}
+        assert KafkaLab(brokers=1, sasl_users={user: password}).settings.sasl_users == {
+            user: password
+        }
     else:
         with pytest.raises(UsageError, match=r"invalid (SASL user name|password)") as err:
             KafkaLab(brokers=1, sasl_users={user: password})
         assert "\n" not in str(err.value)
+
+
+@given(
+    brokers=st.integers(-2, 12),
+    ports=st.none() | st.lists(st.integers(1, 65535), max_size=12),
+    session_timeout_ms=st.integers(-10, 3000),
+    ready_timeout_seconds=st.floats(-5, 300, allow_nan=False),
+    controllers=st.integers(-2, 8),
+    configured=st.sampled_from(["t", "absent"]),
+    unknown=st.sampled_from(["", "broker_count", "sasl_user", "hosts"]),
+)
+def test_settings_that_do_not_fit_are_one_usage_error_before_anything_starts(
+    brokers: int,
+    ports: list[int] | None,
+    session_timeout_ms: int,
+    ready_timeout_seconds: float,
+    controllers: int,
+    configured: str,
+    unknown: str,
+) -> None:
+    """The kafka engine's options (`KafkaSettings`): each out of range, an option the
+    engine does not have, a port list of another length than the brokers, configs for a
+    topic the lab does not create: one line naming it; anything else is taken as given."""
+    options: dict[str, Any] = {
+        "ports": ports,
+        "session_timeout_ms": session_timeout_ms,
+        "ready_timeout_seconds": ready_timeout_seconds,
+        "controllers": controllers,
+        "topic_configs": {configured: {"max.message.bytes": "1000"}},
+    }
+    if unknown:
+        options[unknown] = 1
+    fits = (
+        1 <= brokers <= 9
+        and (ports is None or len(ports) == brokers)
+        and session_timeout_ms >= 1000
+        and ready_timeout_seconds > 0
+        and 0 <= controllers <= 5
+        and configured == "t"
+        and not unknown
+    )
+    if fits:
+        lab = KafkaLab(brokers=brokers, topics={"t": 1}, **options)
+        assert lab.settings.ports == (None if ports is None else tuple(ports))
+        assert lab.topic_configs == {"t": {"max.message.bytes": "1000"}}
+        return
+    with pytest.raises(UsageError) as err:
+        KafkaLab(brokers=brokers, topics={"t": 1}, **options)
+    assert "\n" not in str(err.value)
+    if unknown and brokers >= 1:
+        assert f"unknown kafka engine option {unknown}" in str(err.value)
 
 
 @given(st.text(max_size=120))

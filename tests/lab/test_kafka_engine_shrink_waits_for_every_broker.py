@@ -69,7 +69,7 @@ def test_a_removed_broker_listed_again_restarts_the_settle_window(
 
     monkeypatch.setattr(lab, "_metadata", metadata)
     lab._wait_shrunk({1, 2})
-    settle = 2 * lab.session_timeout_ms / 1000
+    settle = 2 * lab.settings.session_timeout_ms / 1000
     back_at = answered[5]  # the round that listed broker 3 again
     assert now[0] - back_at >= settle  # the window counted from after it, not from round 1
     assert now[0] - back_at < settle + 1.0

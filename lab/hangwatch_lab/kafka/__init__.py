@@ -40,7 +40,8 @@ Every JVM is started from one long-lived thread with PR_SET_PDEATHSIG=SIGKILL, s
 the brokers die with the lab process even when it is SIGKILLed; `close` kills them
 and removes the data directory on every other exit path.
 
-The package, by job: `nodes` (settings, files, processes of one node), `processes`
+The package, by job: `nodes` (settings, files, processes of one node), `settings`
+(`KafkaSettings`: what a cluster is started with, checked), `processes`
 (`KafkaProcesses`: the cluster's nodes started and stopped, and the state every layer
 shares), `admin` (topics, configs, ACLs), `tools` (Kafka's own command-line tools),
 `faults`, and `engine` (`KafkaLab`, every layer as one lab).

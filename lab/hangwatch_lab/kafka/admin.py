@@ -179,8 +179,8 @@ class KafkaAdmin(KafkaProcesses):
         """Allow SASL user `user` the `operations` on `topic` (literal ACLs, any host), returned
         once every broker's authorizer lists them (each learns them from the metadata log in
         its own time). Other users and other topics stay denied."""
-        if user not in self.sasl_users:
-            users = ", ".join(sorted(self.sasl_users)) or "none; start it with sasl_users"
+        if user not in self.settings.sasl_users:
+            users = ", ".join(sorted(self.settings.sasl_users)) or "none; start it with sasl_users"
             raise UsageError(f"no SASL user {user!r} in this lab (users: {users})")
         bad = [op for op in operations if op not in TOPIC_OPERATIONS]
         if bad or not operations:

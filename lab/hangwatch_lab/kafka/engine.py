@@ -29,7 +29,7 @@ class KafkaLab(KafkaFaults):
         netfilter.remove_stale_chains()
         remove_stale_data_dirs()
         self._java = find_java()
-        self._lib = kafkajars.ensure_jars(self.kafka_version)
+        self._lib = kafkajars.ensure_jars(self.settings.kafka_version)
         atexit.register(self.close)
         try:
             self._start_nodes_retrying()
@@ -42,7 +42,7 @@ class KafkaLab(KafkaFaults):
             "lab up",
             extra={
                 "engine": "kafka",
-                "version": self.kafka_version,
+                "version": self.settings.kafka_version,
                 "bootstrap": self.bootstrap,
                 "seconds": round(self.start_seconds, 1),
             },

@@ -116,7 +116,7 @@ class KafkaFaults(KafkaTools):
             raise UsageError(f"--how must be one of {', '.join(ELECTION_CAUSES)}, got {how!r}")
         if topic not in self.topics:
             raise UsageError(f"unknown topic {topic!r} (lab topics: {', '.join(self.topics)})")
-        minimum = self.session_timeout_ms / 1000
+        minimum = self.settings.session_timeout_ms / 1000
         if not minimum <= seconds <= 3600:
             raise UsageError(
                 f"election seconds must be in [{minimum:g}, 3600] on the kafka engine (a frozen "
@@ -245,7 +245,7 @@ class KafkaFaults(KafkaTools):
         live = [b.id for b in self.brokers.values() if not b.removed]
         if not 1 <= to < len(live):
             raise UsageError(f"--to must be between 1 and {len(live) - 1}, got {to}")
-        if not self.controllers and to <= self.broker_count // 2:
+        if not self.settings.controllers and to <= self.broker_count // 2:
             raise UsageError(
                 f"--to {to} would leave the {self.broker_count} KRaft voters without a majority "
                 f"(every node is also a controller): keep at least {self.broker_count // 2 + 1}"
@@ -294,7 +294,7 @@ class KafkaFaults(KafkaTools):
         was not established). The controller fences or unfences a broker on its heartbeats
         and their absence within a session timeout, so a view held for two of them, with
         the removed brokers' processes gone, is taken as final."""
-        settle_seconds = 2 * self.session_timeout_ms / 1000
+        settle_seconds = 2 * self.settings.session_timeout_ms / 1000
         deadline = time.monotonic() + 60
         last = "no answer yet"
         agreed_since: float | None = None

@@ -1,15 +1,15 @@
 """The Kafka engine's processes: a cluster's nodes configured, formatted, started,
 waited for, stopped, frozen and continued (`KafkaProcesses`, the engine's first layer).
 
-It holds every piece of the engine's state (`__init__`): the layers above it - admin
-work, Kafka's tools, faults, and the engine itself - add behaviour only.
+It holds every piece of the engine's state (`__init__`), its settings
+(`KafkaSettings`) among them: the layers above it - admin work, Kafka's tools, faults,
+and the engine itself - add behaviour only.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -24,8 +24,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._metadata import ClusterMetadata
 
 from hangwatch.child_processes import stop_process
-from hangwatch.errors import LabError, LabSetupError, UsageError
-from hangwatch_lab import kafkajars
+from hangwatch.errors import LabError, LabSetupError
 from hangwatch_lab.kafka import nodes
 from hangwatch_lab.kafka.nodes import (
     AUTHORIZER,
@@ -37,11 +36,8 @@ from hangwatch_lab.kafka.nodes import (
     LAB_SUPER_USER,
     LOG4J,
     LOG4J2,
-    MAX_CONTROLLERS,
-    READY_TIMEOUT_SECONDS,
     SASL_LISTENER,
     SASL_MECHANISM,
-    SESSION_TIMEOUT_MS,
     START_ATTEMPTS,
     STOP_TIMEOUT_SECONDS,
     TOOL_OPTIONS,
@@ -56,6 +52,7 @@ from hangwatch_lab.kafka.nodes import (
     port_in_use,
     run_state,
 )
+from hangwatch_lab.kafka.settings import KafkaSettings
 from hangwatch_lab.lab import BrokerState, Lab
 
 log = logging.getLogger(__name__)
@@ -66,80 +63,31 @@ class KafkaProcesses(Lab):
 
     @property
     def engine_description(self) -> str:
-        if self.controllers:
+        if self.settings.controllers:
             return (
-                f"Apache Kafka {self.kafka_version} (KRaft, {self.broker_count} brokers, "
-                f"{self.controllers} controllers)"
+                f"Apache Kafka {self.settings.kafka_version} (KRaft, {self.broker_count} brokers, "
+                f"{self.settings.controllers} controllers)"
             )
-        return f"Apache Kafka {self.kafka_version} (KRaft, {self.broker_count} nodes)"
+        return f"Apache Kafka {self.settings.kafka_version} (KRaft, {self.broker_count} nodes)"
 
     def __init__(
         self,
         brokers: int = 3,
         topics: dict[str, int] | None = None,
         engine: str = "kafka",
-        *,
-        ports: list[int] | None = None,
-        session_timeout_ms: int = SESSION_TIMEOUT_MS,
-        ready_timeout_seconds: float = READY_TIMEOUT_SECONDS,
-        host: str = HOST,
-        kafka_version: str | None = None,
-        topic_configs: dict[str, dict[str, str]] | None = None,
-        auto_create_topics: bool = True,
-        sasl_users: dict[str, str] | None = None,
-        controllers: int = 0,
+        **options: Any,
     ) -> None:
+        """`options`: the fields of `KafkaSettings` (`KafkaSettings.of`)."""
         super().__init__(brokers, topics)
-        if not 0 <= controllers <= MAX_CONTROLLERS:
-            raise UsageError(
-                f"--controllers must be between 0 (every broker also a controller) and "
-                f"{MAX_CONTROLLERS}, got {controllers}"
-            )
-        self.controllers = controllers
-        """Controller-only nodes (0: KRaft's combined mode, every broker a controller)."""
-        self.kafka_version = kafka_version or kafkajars.default_version()
-        """The Apache Kafka release the cluster runs (`4.x.y` or `3.9.z`)."""
-        self.kafka_line = kafkajars.line_of(self.kafka_version)
-        unknown = sorted(set(topic_configs or {}) - set(self.topics))
-        if unknown:
-            raise UsageError(f"topic configs for topics the lab does not create: {unknown}")
-        self.topic_configs = {t: dict(c) for t, c in (topic_configs or {}).items()}
-        self.auto_create_topics = auto_create_topics
-        for user, password in (sasl_users or {}).items():
-            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", user):
-                raise UsageError(f"invalid SASL user name {user!r} (letters, digits, _ . -)")
-            # written into the broker's JAAS line: no quote, backslash, semicolon or space
-            if not re.fullmatch(r'[^"\\;\s]{1,128}', password):
-                raise UsageError(
-                    f"invalid password for SASL user {user!r} (1-128 characters, none of "
-                    "quote, backslash, semicolon or whitespace)"
-                )
-        self.sasl_users = dict(sasl_users or {})
+        self.settings = KafkaSettings.of(options)
+        self.settings.check(brokers, self.topics)
+        self.topic_configs = {t: dict(c) for t, c in self.settings.topic_configs.items()}
+        """Each topic's configs as the lab set them (at its creation, then `alter_topic`)."""
         self.sasl_bootstrap = ""
         """The SASL_PLAINTEXT listeners (empty without `sasl_users`): clients there are
         authenticated and authorized against the ACLs."""
-        if not 1 <= brokers <= 9:
-            raise UsageError(
-                f"--brokers must be between 1 and 9 on the kafka engine, got {brokers}"
-            )
-        if ports is not None and len(ports) != brokers:
-            raise UsageError(f"need one client port per broker ({brokers}), got {len(ports)}")
-        if session_timeout_ms < 4 * HEARTBEAT_INTERVAL_MS:
-            raise UsageError(
-                f"the session timeout must be at least {4 * HEARTBEAT_INTERVAL_MS} ms "
-                f"(4 heartbeats), got {session_timeout_ms}"
-            )
-        if ready_timeout_seconds <= 0:
-            raise UsageError(f"the ready timeout must be > 0 s, got {ready_timeout_seconds}")
-        self.host = host
-        """The address the brokers' client listeners bind and advertise (loopback unless
-        clients elsewhere, e.g. pods on a node's bridge, must reach them; the controller
-        listeners stay on loopback)."""
-        self.session_timeout_ms = session_timeout_ms
-        self.ready_timeout_seconds = ready_timeout_seconds
         self.start_seconds = 0.0
         self.election_results: list[dict[str, Any]] = []
-        self._fixed_ports = ports
         self._nodes: dict[int, Node] = {}
         """The brokers' nodes (combined broker+controller nodes without `controllers`)."""
         self._controller_nodes: dict[int, Node] = {}
@@ -161,7 +109,7 @@ class KafkaProcesses(Lab):
                 self._start_nodes()
                 return
             except PortTakenError as exc:
-                if self._fixed_ports or attempt == START_ATTEMPTS:
+                if self.settings.ports or attempt == START_ATTEMPTS:
                     raise
                 log.warning(
                     "a port was taken while starting; starting again on new ports",
@@ -193,19 +141,19 @@ class KafkaProcesses(Lab):
     def _start_nodes(self) -> None:
         n = self.broker_count
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"{DATA_PREFIX}{os.getpid()}-"))
-        log4j2 = self.kafka_line != "3"
+        log4j2 = self.settings.kafka_line != "3"
         (self.data_dir / "tools-log4j.properties").write_text(
             TOOLS_LOG4J2 if log4j2 else TOOLS_LOG4J
         )
         (self.data_dir / "log4j.properties").write_text(LOG4J2 if log4j2 else LOG4J)
-        client_ports = self._fixed_ports or []
-        sasl = n if self.sasl_users else 0
-        quorum = self.controllers or n
+        client_ports = list(self.settings.ports or [])
+        sasl = n if self.settings.sasl_users else 0
+        quorum = self.settings.controllers or n
         picked = nodes.free_ports(n + quorum + sasl - len(client_ports))
         client_ports = client_ports or picked[:n]
         controller_ports = picked[len(picked) - quorum - sasl : len(picked) - sasl]
         sasl_ports = picked[len(picked) - sasl :]
-        for c in range(1, self.controllers + 1):
+        for c in range(1, self.settings.controllers + 1):
             cid = CONTROLLER_ID_BASE + c
             controller = Node(cid, 0, controller_ports[c - 1], self.data_dir / f"controller{c}")
             self._require_free_ports(controller, f"starting controller {cid}")
@@ -215,17 +163,19 @@ class KafkaProcesses(Lab):
             node = Node(
                 i,
                 client_ports[i - 1],
-                0 if self.controllers else controller_ports[i - 1],
+                0 if self.settings.controllers else controller_ports[i - 1],
                 self.data_dir / f"node{i}",
                 sasl_port=sasl_ports[i - 1] if sasl else 0,
             )
             self._require_free_ports(node, f"starting broker {i}")
             node.dir.mkdir()
             self._nodes[i] = node
-            self.brokers[i] = BrokerState(id=i, host=self.host, port=node.port)
+            self.brokers[i] = BrokerState(id=i, host=self.settings.host, port=node.port)
         self.bootstrap = ",".join(b.address for b in self.brokers.values())
         self.sasl_bootstrap = ",".join(
-            f"{self.host}:{node.sasl_port}" for node in self._nodes.values() if node.sasl_port
+            f"{self.settings.host}:{node.sasl_port}"
+            for node in self._nodes.values()
+            if node.sasl_port
         )
         voters = ",".join(
             f"{i}@{HOST}:{node.controller_port}"
@@ -236,7 +186,11 @@ class KafkaProcesses(Lab):
             node.config.write_text(self._properties(node, voters))
         log.info(
             "formatting storage",
-            extra={"brokers": n, "controllers": self.controllers, "dir": str(self.data_dir)},
+            extra={
+                "brokers": n,
+                "controllers": self.settings.controllers,
+                "dir": str(self.data_dir),
+            },
         )
         self._format_storage()
         self._spawner = Spawner()
@@ -264,9 +218,9 @@ class KafkaProcesses(Lab):
 
     def _properties(self, node: Node, voters: str) -> str:
         replication = min(3, self.broker_count)
-        listeners = [f"PLAINTEXT://{self.host}:{node.port}"] if node.port else []
+        listeners = [f"PLAINTEXT://{self.settings.host}:{node.port}"] if node.port else []
         if node.sasl_port:
-            listeners.append(f"{SASL_LISTENER}://{self.host}:{node.sasl_port}")
+            listeners.append(f"{SASL_LISTENER}://{self.settings.host}:{node.sasl_port}")
         controller = [f"CONTROLLER://{HOST}:{node.controller_port}"] if node.controller_port else []
         broker: dict[str, Any] = (
             {"advertised.listeners": ",".join(listeners), "inter.broker.listener.name": "PLAINTEXT"}
@@ -284,10 +238,10 @@ class KafkaProcesses(Lab):
                 f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,{SASL_LISTENER}:{SASL_LISTENER}"
             ),
             "log.dirs": node.dir / "data",
-            "broker.session.timeout.ms": self.session_timeout_ms,
+            "broker.session.timeout.ms": self.settings.session_timeout_ms,
             "broker.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
             "auto.leader.rebalance.enable": "false",
-            "auto.create.topics.enable": str(self.auto_create_topics).lower(),
+            "auto.create.topics.enable": str(self.settings.auto_create_topics).lower(),
             "num.partitions": 3,
             "default.replication.factor": replication,
             "min.insync.replicas": 1,
@@ -305,8 +259,8 @@ class KafkaProcesses(Lab):
             "log.cleaner.enable": "false",
             "unclean.leader.election.enable": "false",
         }
-        if self.sasl_users:
-            users = " ".join(f'user_{u}="{p}"' for u, p in sorted(self.sasl_users.items()))
+        if self.settings.sasl_users:
+            users = " ".join(f'user_{u}="{p}"' for u, p in sorted(self.settings.sasl_users.items()))
             props |= {
                 "authorizer.class.name": AUTHORIZER,
                 "super.users": LAB_SUPER_USER,
@@ -322,7 +276,9 @@ class KafkaProcesses(Lab):
     ) -> list[str]:
         assert self.data_dir is not None and self._lib is not None
         log4j = self.data_dir / ("tools-log4j.properties" if tools else "log4j.properties")
-        setting = "log4j.configuration" if self.kafka_line == "3" else "log4j2.configurationFile"
+        setting = (
+            "log4j.configuration" if self.settings.kafka_line == "3" else "log4j2.configurationFile"
+        )
         return [
             self._java,
             *options,
@@ -407,7 +363,7 @@ class KafkaProcesses(Lab):
     def _wait_ready(self, ids: set[int], step: str) -> None:
         """Until every reachable broker's own metadata lists every registered broker,
         `ids` included (each broker learns of the others one by one)."""
-        deadline = time.monotonic() + self.ready_timeout_seconds
+        deadline = time.monotonic() + self.settings.ready_timeout_seconds
         last = "no answer yet"
         while True:
             for i in ids:
@@ -432,7 +388,7 @@ class KafkaProcesses(Lab):
             if time.monotonic() > deadline:
                 raise LabSetupError(
                     f"{step}: brokers {sorted(ids)} not ready within "
-                    f"{self.ready_timeout_seconds:g} s ({last}); the machine may be "
+                    f"{self.settings.ready_timeout_seconds:g} s ({last}); the machine may be "
                     "overloaded: retry, or raise --ready-timeout"
                 )
             time.sleep(0.2)

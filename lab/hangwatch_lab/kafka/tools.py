@@ -64,7 +64,7 @@ class KafkaTools(KafkaAdmin):
             raise UsageError(f"quota values must be > 0, got {quota}")
         settings = ",".join(f"{key}={value:g}" for key, value in sorted(quota.items()))
         self._tool(
-            CONFIG_COMMAND[self.kafka_line],
+            CONFIG_COMMAND[self.settings.kafka_line],
             "--bootstrap-server",
             self._healthy_bootstrap(),
             "--alter",
