@@ -196,6 +196,9 @@ def test_a_sasl_user_or_password_the_broker_config_cannot_hold_is_one_usage_erro
     controllers=st.integers(-2, 8),
     configured=st.sampled_from(["t", "absent"]),
     unknown=st.sampled_from(["", "broker_count", "sasl_user", "hosts"]),
+    broker_configs=st.sampled_from(
+        [{}, {"connections.max.idle.ms": "5000"}, {"Bad.Key": "1"}, {"a": "x\ny"}]
+    ),
 )
 def test_settings_that_do_not_fit_are_one_usage_error_before_anything_starts(
     brokers: int,
@@ -205,16 +208,19 @@ def test_settings_that_do_not_fit_are_one_usage_error_before_anything_starts(
     controllers: int,
     configured: str,
     unknown: str,
+    broker_configs: dict[str, str],
 ) -> None:
-    """The kafka engine's options (`KafkaSettings`): each out of range, an option the
-    engine does not have, a port list of another length than the brokers, configs for a
-    topic the lab does not create: one line naming it; anything else is taken as given."""
+    """The kafka engine's options (`KafkaSettings`): each out of range, a broker property
+    that cannot be written into server.properties, an option the engine does not have, a
+    port list of another length than the brokers, configs for a topic the lab does not
+    create: one line naming it; anything else is taken as given."""
     options: dict[str, Any] = {
         "ports": ports,
         "session_timeout_ms": session_timeout_ms,
         "ready_timeout_seconds": ready_timeout_seconds,
         "controllers": controllers,
         "topic_configs": {configured: {"max.message.bytes": "1000"}},
+        "broker_configs": broker_configs,
     }
     if unknown:
         options[unknown] = 1
@@ -226,6 +232,7 @@ def test_settings_that_do_not_fit_are_one_usage_error_before_anything_starts(
         and 0 <= controllers <= 5
         and configured == "t"
         and not unknown
+        and broker_configs in ({}, {"connections.max.idle.ms": "5000"})
     )
     if fits:
         lab = KafkaLab(brokers=brokers, topics={"t": 1}, **options)

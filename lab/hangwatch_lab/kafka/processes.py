@@ -259,6 +259,8 @@ class KafkaProcesses(Lab):
             "log.cleaner.enable": "false",
             "unclean.leader.election.enable": "false",
         }
+        if node.port:
+            props |= self.settings.broker_configs
         if self.settings.sasl_users:
             users = " ".join(f'user_{u}="{p}"' for u, p in sorted(self.settings.sasl_users.items()))
             props |= {

@@ -28,6 +28,9 @@ from hangwatch_lab.kafka.nodes import (
 
 MAX_BROKERS = 9
 """The most brokers the kafka engine starts (each a JVM of its own)."""
+BROKER_CONFIG_KEY = re.compile(r"[a-z][a-z0-9.]{0,127}")
+BROKER_CONFIG_VALUE = re.compile(r"[^\r\n\\]{0,256}")
+"""What a broker property may be: written into server.properties as `key=value`."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,9 @@ class KafkaSettings:
     authorizer checks against ACLs (none: no such listener)."""
     controllers: int = 0
     """Controller-only nodes (0: KRaft's combined mode, every broker a controller)."""
+    broker_configs: Mapping[str, str] = field(default_factory=dict)
+    """More properties of every broker's server.properties (e.g. the brokers'
+    `connections.max.idle.ms`), over the lab's own."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.controllers <= MAX_CONTROLLERS:
@@ -80,6 +86,13 @@ class KafkaSettings:
                     "quote, backslash, semicolon or whitespace)"
                 )
         object.__setattr__(self, "sasl_users", dict(self.sasl_users))
+        for key, value in self.broker_configs.items():
+            if not BROKER_CONFIG_KEY.fullmatch(key) or not BROKER_CONFIG_VALUE.fullmatch(value):
+                raise UsageError(
+                    f"invalid broker config {key!r}={value!r} (a key of letters, digits and "
+                    "dots; a value on one line)"
+                )
+        object.__setattr__(self, "broker_configs", dict(self.broker_configs))
         if self.session_timeout_ms < 4 * HEARTBEAT_INTERVAL_MS:
             raise UsageError(
                 f"the session timeout must be at least {4 * HEARTBEAT_INTERVAL_MS} ms "
