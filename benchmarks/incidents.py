@@ -33,7 +33,15 @@ interval (`--expected-write-interval-seconds 10`, a policy's
 (`--jvm-thread-dumps`, one per second). The first line printed is the machine and its
 load.
 
-    python benchmarks/incidents.py [--runs 3] [--starts 8]
+The field corpus's rows (`Incident.case`: kafka-go issue 451, sarama issue 2150, kafkajs
+issue 918, ...) run as producer pods (a declared write interval) and, after each watch,
+restart their client to see whether a fresh one writes. With `--scorecard` their runs are
+summed into the scorecard (`hangwatch_testing.incidents.scoring`): the rows replace those
+of the same id in the scorecard the run report shows
+(demo/hangwatch_demo/report/field-corpus.json), and docs/incidents.md's scorecard
+section is rendered again from it.
+
+    python benchmarks/incidents.py [--runs 3] [--starts 8] [--scorecard]
                                    [--incidents S0,S1,S2,S2-control,S3,S4]
 """
 
@@ -44,6 +52,7 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 from machine import describe, unwind_on_sigterm
 
@@ -51,11 +60,14 @@ from hangwatch.contracts import Verdict
 from hangwatch.errors import LabError
 from hangwatch_lab import kafkajars
 from hangwatch_operator.policies import DEFAULT_ACTIONS
+from hangwatch_testing.clients.runs import SidecarTiming
 from hangwatch_testing.incidents.catalogue import BY_ID, INCIDENTS
 from hangwatch_testing.incidents.model import Incident
 from hangwatch_testing.incidents.replay import Replay, replay, replay_started_after
+from hangwatch_testing.incidents.scoring import score_row, write_scorecard
 from hangwatch_testing.incidents.seeds import WRITE_INTERVAL_SECONDS
 
+REPO = Path(__file__).resolve().parents[1]
 FRESH_WATCH_SECONDS = 30.0
 """How long each fresh client of S1-fresh* is watched from its start."""
 WITNESS_ARGS = ("--expected-write-interval-seconds", str(WRITE_INTERVAL_SECONDS))
@@ -210,6 +222,11 @@ def main(argv: list[str] | None = None) -> int:
         "--starts", type=int, default=8, help="fresh clients per S1-fresh* incident"
     )
     parser.add_argument("--incidents", default=",".join(i.id for i in INCIDENTS))
+    parser.add_argument(
+        "--scorecard",
+        action="store_true",
+        help="sum the field corpus's rows into the run report's scorecard and docs/incidents.md",
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in args.incidents.split(",") if name not in BY_ID]
     if unknown or args.runs < 1 or args.starts < 1:
@@ -221,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [BY_ID[name] for name in args.incidents.split(",")]
     print(f"{describe()}; load average {_load()}", flush=True)
     rows: dict[str, str] = {}
+    scored = []
     started = time.monotonic()
     fresh = [i for i in chosen if i.client_after_fault]
     if fresh:
@@ -247,6 +265,16 @@ def main(argv: list[str] | None = None) -> int:
             if result.election:
                 print(f"          election: {result.election}", flush=True)
         rows[incident.id] = row(incident, results)
+        if incident.case is not None:
+            scored.append(score_row(incident, results, SidecarTiming()))
+    if args.scorecard and scored:
+        measured = (
+            f"{describe()}, load average {_load()} at the end, "
+            f"{time.strftime('%Y-%m-%d', time.gmtime())}: `python benchmarks/incidents.py "
+            f"--runs {args.runs} --scorecard --incidents {','.join(r.row for r in scored)}`."
+        )
+        for path in write_scorecard(scored, measured, REPO):
+            print(f"wrote {path}", flush=True)
     print(
         "\n| incident | client, version | fault (Apache Kafka, 3 KRaft nodes) | "
         "reproduced? (per run) | verdict | fault to verdict, s: median (max) | action | "

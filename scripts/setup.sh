@@ -3,7 +3,8 @@
 # iptables (kernel faults in the lab), kcat (an independent Kafka client for tests),
 # Go (golang-go; Debian's sarama and kafka-go test builds), Debian's sarama and kafka-go
 # sources (real clients the tests build in GOPATH mode), the incidents' own clients at
-# their own versions (hangwatch_testing.clients.build, with maven), the image test's container
+# their own versions (hangwatch_testing.clients.build, with maven, and Node.js with npm
+# for the kafkajs ones), the image test's container
 # tools (buildah, podman, runc, debootstrap), Chromium (a test opens the demo's HTML
 # report headless), the node tier's CNI plugins and static libc, and the project itself
 # with its development extras, in the project's virtual environment .venv. Java's JDK
@@ -50,6 +51,9 @@ command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v prometheus-alertmanager >/dev/null 2>&1 || need_apt+=(prometheus-alertmanager)  # tests/chart's end-to-end alert test
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)  # sarama's zstd dependency uses cgo
+# Node.js and npm: the field corpus's kafkajs clients (npm ci of their lockfiles)
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 [ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || need_apt+=(golang-github-shopify-sarama-dev)
 [ -d /usr/share/gocode/src/github.com/segmentio/kafka-go ] || need_apt+=(golang-github-segmentio-kafka-go-dev)
 command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)

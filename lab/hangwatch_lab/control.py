@@ -26,6 +26,7 @@ FAULTS = (
     "stall-produce",
     "down",
     "blackhole",
+    "refuse",
     "unresponsive",
     "rtt",
     "election",
@@ -58,7 +59,7 @@ def apply_fault(lab: Lab, kind: str, params: dict[str, Any]) -> None:
     """Apply fault `kind` with `params` (broker, ms, topic, seconds, ...) to `lab`."""
     if kind == "down":
         lab.down(int(_need(params, "broker", kind)), params.get("how"))
-    elif kind in ("blackhole", "unresponsive", "stall-produce"):
+    elif kind in ("blackhole", "refuse", "unresponsive", "stall-produce"):
         getattr(lab, kind.replace("-", "_"))(int(_need(params, "broker", kind)))
     elif kind == "rtt":
         lab.rtt(int(_need(params, "broker", kind)), int(_need(params, "ms", kind)))

@@ -68,6 +68,8 @@ class BrokerState:
     port: int
     down: bool = False
     blackholed: bool = False
+    refused: bool = False
+    """Every packet to its port answered with a TCP reset (`Lab.refuse`)."""
     rtt_ms: int = 0
     produce_stalled: bool = False
     frozen: bool = False
@@ -79,13 +81,16 @@ class BrokerState:
 
     @property
     def condition(self) -> str:
-        """`up`, `down`, `blackhole`, `unresponsive`, `removed`, `rtt=<ms>ms` or `stall-produce`."""
+        """`up`, `down`, `blackhole`, `refuse`, `unresponsive`, `removed`, `rtt=<ms>ms` or
+        `stall-produce`."""
         if self.removed:  # how a client dialing it sees it: dropped, frozen or refused
             return "removed+" + (
                 "blackhole" if self.blackholed else "frozen" if self.frozen else "refused"
             )
         if self.blackholed:
             return "blackhole"
+        if self.refused:
+            return "refuse"
         if self.down:
             return "down"
         if self.frozen or self.rtt_ms >= UNRESPONSIVE_RTT_MS:
@@ -215,6 +220,16 @@ class Lab:
             self._blackholes.add(state.port)
         state.blackholed = True
         log.info("fault blackhole", extra={"broker": broker, "port": state.port})
+
+    def refuse(self, broker: int) -> None:
+        """Answer every packet to the broker's port with a TCP reset in the kernel (a
+        firewall's REJECT): clients' connections to it are reset at their next packet and
+        their connects refused, while the broker runs on. Undone by `restore`."""
+        state = self._broker(broker)
+        with self._lock:
+            self._blackholes.refuse(state.port)
+        state.refused = True
+        log.info("fault refuse", extra={"broker": broker, "port": state.port})
 
     def withhold_answers(self, broker: int, pid: int) -> list[int]:
         """The broker stops answering one client: its data to the connections process

@@ -313,6 +313,7 @@ class MockLab(Lab):
             with self._lock:
                 self._blackholes.remove(state.port)
             state.blackholed = False
+            state.refused = False
             if state.down:
                 self._call("set_up", broker=state.id)
                 state.down = False

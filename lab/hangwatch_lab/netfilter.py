@@ -6,6 +6,11 @@ data on established connections) and packets *from* it (answers already in
 flight). On loopback both directions pass INPUT, so nothing is dropped at send time
 and the broker never sees an error: exactly what a dead host looks like.
 
+Refusing a broker's port adds one REJECT rule to that chain: every packet *to* the port
+is answered with a TCP reset (`--reject-with tcp-reset`), so established connections
+are reset at their next packet and new connects refused at once, while the broker itself
+runs on (a firewall's REJECT, a load balancer whose backend went away).
+
 Withholding a broker's answers from one client adds, per connection that client has
 open to the broker, a DROP rule for the broker's packets to that connection that carry
 data (`ANSWER_MIN_BYTES` and more): bare TCP acknowledgements still pass, so the
@@ -138,8 +143,17 @@ def _chain_pid(chain: str) -> int:
 
 
 def drop_rule_count(pid: int | None = None) -> int:
-    """How many DROP rules hangwatch lab chains (of lab process `pid` if given) hold now."""
-    return sum(_iptables("-S", chain).stdout.count("-j DROP") for chain in list_chains(pid))
+    """How many DROP and REJECT rules hangwatch lab chains (of lab process `pid` if given)
+    hold now."""
+    return sum(
+        rules.count("-j DROP") + rules.count("-j REJECT")
+        for rules in (_iptables("-S", chain).stdout for chain in list_chains(pid))
+    )
+
+
+def refuse_rule(port: int) -> list[str]:
+    """The iptables rule (without chain) answering every packet to `port` with a TCP reset."""
+    return ["-p", "tcp", "--dport", str(port), "-j", "REJECT", "--reject-with", "tcp-reset"]
 
 
 def _remove_chain(chain: str) -> None:
@@ -168,6 +182,8 @@ class Blackholes:
     def __init__(self) -> None:
         self.chain = f"{CHAIN_PREFIX}{os.getpid()}-{next(_serial)}"
         self.ports: set[int] = set()
+        self.refused: set[int] = set()
+        """Ports whose packets are answered with a TCP reset (`refuse`)."""
         self.withheld: dict[int, set[int]] = {}
         """Broker port -> local ports of the connections whose answers are withheld."""
         self.held: dict[int, socket.socket] = {}
@@ -194,6 +210,15 @@ class Blackholes:
         _iptables("-A", self.chain, "-p", "tcp", "--sport", str(port), "-j", "DROP")
         self.ports.add(port)
 
+    def refuse(self, port: int) -> None:
+        """Answer every packet to `port` with a TCP reset: its connections are reset at
+        their next packet, new connects refused."""
+        if port in self.refused:
+            return
+        self._ensure_chain()
+        _iptables("-A", self.chain, *refuse_rule(port))
+        self.refused.add(port)
+
     def hold(self, port: int) -> None:
         """Keep the port of a broker stopped for good bound, never listening, until
         `close`: no other process on the machine is handed it (an API server or another
@@ -216,8 +241,8 @@ class Blackholes:
 
     @property
     def active(self) -> bool:
-        """Whether any rule is in force (a blackhole or answers withheld)."""
-        return bool(self.ports or any(self.withheld.values()))
+        """Whether any rule is in force (a blackhole, a refused port or answers withheld)."""
+        return bool(self.ports or self.refused or any(self.withheld.values()))
 
     def withhold(self, port: int, local_ports: Iterable[int]) -> None:
         """Drop the data broker `port` sends to these connections (their local ports),
@@ -230,9 +255,13 @@ class Blackholes:
             self.withheld.setdefault(port, set()).add(local)
 
     def remove(self, port: int) -> None:
-        """Let packets to and from `port` through again (answers withheld included)."""
+        """Let packets to and from `port` through again (answers withheld and a refusal
+        included)."""
         for local in self.withheld.pop(port, set()):
             _iptables("-D", self.chain, *withhold_rule(port, local), check=False)
+        if port in self.refused:
+            _iptables("-D", self.chain, *refuse_rule(port), check=False)
+            self.refused.discard(port)
         if port not in self.ports:
             return
         _iptables("-D", self.chain, "-p", "tcp", "--dport", str(port), "-j", "DROP", check=False)
@@ -245,6 +274,7 @@ class Blackholes:
             _remove_chain(self.chain)
             self._created = False
         self.ports.clear()
+        self.refused.clear()
         self.withheld.clear()
         for held in self.held.values():
             held.close()

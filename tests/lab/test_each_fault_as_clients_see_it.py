@@ -1,7 +1,9 @@
 """Each lab fault as real, independent clients experience it.
 
 Covers: `down` refuses connections; `blackhole` times out new connects (kernel DROP)
-and stalls a producer's established connections until its own timeout; `unresponsive`
+and stalls a producer's established connections until its own timeout; `refuse` resets
+an established connection at its next request and refuses new connects while the broker
+runs on, until `restore`; `unresponsive`
 accepts TCP but never answers ApiVersions; `rtt` delays answers; `election` makes
 metadata report LEADER_NOT_AVAILABLE and fails produce requests, then leaders move
 and producing works; `request-errors` fails the next N produce requests with the
@@ -14,6 +16,8 @@ same way.
 from __future__ import annotations
 
 import os
+import socket
+import struct
 import subprocess
 import time
 
@@ -22,7 +26,12 @@ from confluent_kafka import KafkaError, Producer
 
 from hangwatch.errors import LabError
 from hangwatch_lab import Lab
-from tests.lab.clients import api_versions_answered, connect_outcome, produce
+from tests.lab.clients import (
+    API_VERSIONS_V0,
+    api_versions_answered,
+    connect_outcome,
+    produce,
+)
 
 
 def test_down_refuses_connections(lab: Lab) -> None:
@@ -52,6 +61,22 @@ def test_blackhole_stalls_established_producer_until_its_timeout(
     assert len(outcomes) == 3
     assert all(o is not None and o.code() == KafkaError._MSG_TIMED_OUT for o in outcomes)
     assert elapsed >= 2.5, "a blackholed cluster cannot fail faster than the client's own timeout"
+
+
+def test_refuse_resets_established_connections_and_refuses_connects(
+    lab: Lab, kernel_faults: None
+) -> None:
+    with socket.create_connection(("127.0.0.1", lab.brokers[2].port), timeout=2) as live:
+        lab.refuse(2)
+        assert lab.status().brokers[1]["condition"] == "refuse"
+        with pytest.raises(ConnectionResetError):
+            live.sendall(struct.pack(">i", len(API_VERSIONS_V0)) + API_VERSIONS_V0)
+            live.recv(8)  # the reset arrives as the answer to the request
+    assert connect_outcome(lab.brokers[2].port) == "refused"
+    assert connect_outcome(lab.brokers[1].port) == "connected"
+    lab.restore(2)
+    assert lab.status().chain is None
+    assert api_versions_answered(lab.brokers[2].port), "served again once restored"
 
 
 def test_unresponsive_accepts_tcp_but_never_answers(lab: Lab) -> None:

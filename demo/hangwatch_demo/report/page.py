@@ -25,6 +25,7 @@ from hangwatch_demo.report.records import (
     ScenarioStory,
     VerdictChange,
 )
+from hangwatch_demo.report.scorecard import Scorecard, html_table
 
 STYLE = """
 body { font-family: sans-serif; margin: 1.5em; color: #212121; }
@@ -144,8 +145,21 @@ def _scenario(s: ScenarioStory, image: bytes) -> str:
     return "\n".join(parts)
 
 
-def html(story: RunStory, images: dict[str, bytes]) -> str:
-    """The page; `images` maps each finished scenario's name to its timeline PNG."""
+def _field_corpus(card: Scorecard) -> str:
+    return "\n".join(
+        [
+            '<h2 id="field-corpus">field corpus: published producer hangs, replayed</h2>',
+            '<p class="note">Each client at the release a public report names, and its '
+            "control, replayed on Apache Kafka next to a real sidecar (the figures measured "
+            "last, docs/incidents.md); rows the done-when fails are marked.</p>",
+            html_table(card),
+        ]
+    )
+
+
+def html(story: RunStory, images: dict[str, bytes], scorecard: Scorecard | None = None) -> str:
+    """The page; `images` maps each finished scenario's name to its timeline PNG;
+    `scorecard`, the field corpus's figures, after the machine's table."""
     run = story.run
     unfinished = [s.start.scenario for s in story.scenarios if s.row is None]
     if story.end is not None:
@@ -161,6 +175,7 @@ def html(story: RunStory, images: dict[str, bytes]) -> str:
         _table(story),
         "<h2>machine and versions</h2>",
         _machine_and_versions(story),
+        *([_field_corpus(scorecard)] if scorecard is not None and scorecard.rows else []),
         *(_scenario(s, images[s.start.scenario]) for s in story.finished),
     ]
     return (

@@ -2,7 +2,8 @@
 
 `write_report(DIR)` reads `DIR/events.jsonl` (`records.read_run`), draws every finished
 scenario's timeline (`figures`), writes `DIR/timeline-NN-<scenario>.png` and
-`DIR/report.html` (`page`, the same PNGs embedded) and returns the page's path. A
+`DIR/report.html` (`page`, the same PNGs embedded, and the field corpus's scorecard this
+package keeps, `scorecard.SCORECARD_FILE`) and returns the page's path. A
 record that cannot be read is a `RecordError`; a file that cannot be written a
 `ReportDirError` naming it (both one line, exit 3).
 """
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import re
+from importlib import resources
 from pathlib import Path
 
 from hangwatch_demo.report import figures, page
 from hangwatch_demo.report.recorder import ReportDirError
 from hangwatch_demo.report.records import EVENTS_FILE, RecordError, read_run
+from hangwatch_demo.report.scorecard import SCORECARD_FILE, Scorecard, read_scorecard
 
 REPORT_FILE = "report.html"
 
@@ -43,8 +46,14 @@ def write_report(directory: Path) -> Path:
         images[scenario.start.scenario] = image
         _write(directory / image_name(index, scenario.start.scenario), image)
     target = directory / REPORT_FILE
-    _write(target, page.html(story, images).encode("utf-8"))
+    _write(target, page.html(story, images, kept_scorecard()).encode("utf-8"))
     return target
+
+
+def kept_scorecard() -> Scorecard:
+    """The field corpus's scorecard this package keeps (the figures measured last)."""
+    kept = resources.files("hangwatch_demo.report") / SCORECARD_FILE
+    return read_scorecard(kept.read_bytes(), f"hangwatch_demo.report/{SCORECARD_FILE}")
 
 
 def _write(path: Path, data: bytes) -> None:

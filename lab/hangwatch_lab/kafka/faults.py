@@ -79,6 +79,7 @@ class KafkaFaults(KafkaTools):
             with self._lock:
                 self._blackholes.remove(state.port)
             state.blackholed = False
+            state.refused = False
             if state.frozen:
                 self._continue(state.id)
                 restarted.add(state.id)

@@ -23,6 +23,10 @@ Kinds (each directory under `testing/clients/` says what its programs do):
 - `python`: a virtualenv of its own with the requirements file's exact pins, wheels only
   (a release PyPI serves only as an sdist is refused, not compiled), and the
   directory's programs copied beside it. -> `venv/bin/python`, `<program>.py`
+- `node`: `npm ci` of the version's `package.json` and its `package-lock.json` (the
+  version file: a directory of its own per version, beside the programs), from the npm
+  registry, install scripts never run, and the directory's programs copied beside
+  `node_modules`. -> `<program>.js`
 
     python -m hangwatch_testing.clients.build [client ...]   # no client: all of them
 
@@ -99,6 +103,15 @@ CLIENTS: tuple[Client, ...] = (
     _incident("kafka-clients-0.11.0.3", "java", "java/kafka-clients-0.11.0.3", "pom.xml"),
     # Spark's sink's client; HealthyProducer, S4's control
     _incident("kafka-clients-3.9.2", "java", "java/kafka-clients-3.9.2", "pom.xml"),
+    # the field corpus: kafka-go issue 451, sarama issue 2150, kafkajs issue 918
+    _incident("kafka-go-v0.3.5", "go", "kafka-go-v0.3", "v0.3.5.mod"),
+    _incident("kafka-go-v0.3.6", "go", "kafka-go-v0.3", "go.mod"),
+    _incident("kafka-go-v0.3.7", "go", "kafka-go-v0.3", "v0.3.7.mod"),  # the fix
+    _incident("sarama-v1.31.0", "go", "sarama", "v1.31.0.mod"),
+    _incident("sarama-v1.32.0", "go", "sarama", "v1.32.0.mod"),
+    _incident("sarama-v1.33.0", "go", "sarama", "v1.33.0.mod"),  # the fix
+    _incident("kafkajs-1.14.0", "node", "kafkajs", "1.14.0/package-lock.json"),
+    _incident("kafkajs-1.15.0", "node", "kafkajs", "1.15.0/package-lock.json"),  # the fix
 )
 BY_NAME = {client.name: client for client in CLIENTS}
 
@@ -128,6 +141,13 @@ def _toolchain(kind: str) -> str:
         ).stdout
     if kind == "python":
         return sys.version
+    if kind == "node":
+        _require("node", "npm", hint="install nodejs and npm (scripts/setup.sh does)")
+        versions = [
+            subprocess.run([tool, "--version"], capture_output=True, text=True, check=True).stdout
+            for tool in ("node", "npm")
+        ]
+        return "node " + " npm ".join(versions)
     raise BuildError(f"unknown kind of client {kind!r}")
 
 
@@ -136,7 +156,7 @@ def _files(directory: Path, patterns: tuple[str, ...]) -> Iterator[Path]:
         yield from sorted(directory.glob(pattern))
 
 
-PROGRAM_PATTERNS = ("*.go", "*.java", "*.py")
+PROGRAM_PATTERNS = ("*.go", "*.java", "*.py", "*.js")
 
 
 def key(client: Client, toolchain: str) -> str:
@@ -145,6 +165,8 @@ def key(client: Client, toolchain: str) -> str:
     pinned = [client.directory / client.version_file] if client.version_file else []
     if client.kind == "go":
         pinned.append(client.directory / (client.version_file.removesuffix(".mod") + ".sum"))
+    if client.kind == "node":
+        pinned.append((client.directory / client.version_file).parent / "package.json")
     common, patterns = COMMON.get(client.kind, ("", ()))
     shared = list(_files(SOURCES / common, patterns)) if common else []
     for path in [*pinned, *_files(client.directory, PROGRAM_PATTERNS), *shared]:
@@ -232,11 +254,26 @@ def _python(client: Client, out: Path) -> None:
         shutil.copy2(program, out / program.name)
 
 
+def _node(client: Client, out: Path) -> None:
+    lockfile = client.directory / client.version_file
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy2(lockfile.parent / name, out / name)
+    _run(
+        ["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
+        f"npm ci of {client.version_file} for {client.name}",
+        "npm registry reachable?",
+        cwd=out,
+    )
+    for program in client.directory.glob("*.js"):
+        shutil.copy2(program, out / program.name)
+
+
 BUILDERS: dict[str, Callable[[Client, Path], None]] = {
     "go-debian": _go_debian,
     "go": _go,
     "java": _java,
     "python": _python,
+    "node": _node,
 }
 
 
@@ -293,6 +330,12 @@ def python_command(name: str, program: str, *args: str) -> list[str]:
     virtualenv."""
     build = built(name)
     return [str(build / "venv" / "bin" / "python"), str(build / program), *args]
+
+
+def node_command(name: str, program: str, *args: str) -> list[str]:
+    """The argv running `program` (a .js of its source directory) with Node.js beside client
+    `name`'s own `node_modules`."""
+    return ["node", str(built(name) / program), *args]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -108,6 +108,10 @@ class Incident:
     where: Where = Where.PROCESS
     case: FieldCase | None = None
     """The field corpus's report this row replays (None: a seed)."""
+    lasting_fault: bool = False
+    """The fault takes a while (a broker stopped and started again, maybe several times):
+    `inject` runs beside the watch, which goes on reading the sidecar and the client, and
+    the replay waits for it to end before the lab closes."""
 
     def __post_init__(self) -> None:
         if self.case is not None and self.where is not self.case.where:
@@ -124,3 +128,33 @@ def go_client(client: str, *args: str) -> Callable[[str, Path], list[str]]:
     """A row's `command` running Go client `client` (the incidents' Go programs take the
     bootstrap list as `-brokers`) with `args`."""
     return lambda bootstrap, _: [str(binary(client)), "-brokers", bootstrap, *args]
+
+
+def field_row(
+    case: FieldCase,
+    id: str,
+    client: str,
+    label: str,
+    fault: tuple[str, Callable[[Lab, Path], None]],
+    command: Callable[[str, Path], list[str]],
+    *,
+    watch_seconds: float,
+    sidecar_args: tuple[str, ...],
+    control: bool = False,
+) -> Incident:
+    """A row of field case `case`, run where the case runs, its `fault` (what it is, how
+    it is applied) a lasting one (`Incident.lasting_fault`)."""
+    return Incident(
+        id,
+        client,
+        label,
+        fault[0],
+        command,
+        fault[1],
+        watch_seconds=watch_seconds,
+        control=control,
+        sidecar_args=sidecar_args,
+        where=case.where,
+        case=case,
+        lasting_fault=True,
+    )

@@ -11,7 +11,13 @@ sidecar's healthy verdict, injects the fault and records, until the watch ends:
 - every verdict change of the sidecar's /status with its reasons (the evidence named),
   timed from the fault;
 - the client's own view from its JSON lines: its last acknowledgement before the fault,
-  its first acknowledgement and first error after it (so how long it stayed silent).
+  its first acknowledgement and first error after it (so how long it stayed silent);
+- for a field-corpus row (`Incident.case`), what a restart does: once the watch is over
+  the client is stopped and started again on the same lab, and the record says when the
+  fresh one first had a write acknowledged.
+
+A lasting fault (`Incident.lasting_fault`: brokers stopped and started again) runs in a
+thread beside the watch; the record says when it ended.
 
 Everything stops on the way out, on every path: the client, the sidecar, the lab (its
 JVMs, rules and data directory).
@@ -43,6 +49,9 @@ WINDOW_SECONDS = 5.0
 BASELINE_SECONDS = 5.0
 """The healthy stretch before the fault whose acknowledgement rate is the baseline: the
 fault comes only once the client has been acknowledged for this long."""
+RESTART_WATCH_SECONDS = 45.0
+"""How long a field-corpus row's restarted client is given to have a write acknowledged
+(a fresh client learns the cluster first: seconds on a loaded machine)."""
 
 
 class ClientProcess:
@@ -126,6 +135,15 @@ class Replay:
     witness_changes: list[tuple[float, str, list[str]]] = field(default_factory=list)
     """Like `changes`, of the second sidecar with other flags (`replay_started_after`'s
     `witness_args`), when there was one."""
+    client_exit: int | None = None
+    """The client's exit code when its process ended by itself during the watch."""
+    fault_ended_after: float | None = None
+    """A lasting fault: seconds from its start to its end (the cluster whole again)."""
+    restarted_first_ack: float | None = None
+    """A field-corpus row: seconds from the client's restart after the watch to the fresh
+    client's first acknowledgement (None: none within RESTART_WATCH_SECONDS, or not
+    restarted: `restarted`)."""
+    restarted: bool = False
 
     def first(self, verdict: str) -> float | None:
         return next((t for t, v, _ in self.changes if v == verdict), None)
@@ -152,6 +170,12 @@ class Replay:
             + (
                 f", witness changes {[(t, v, r[:2]) for t, v, r in self.witness_changes]}"
                 if self.witness_changes
+                else ""
+            )
+            + (f", fault ended at {self.fault_ended_after}" if self.fault_ended_after else "")
+            + (
+                f", restarted: first ack {self.restarted_first_ack} s after the restart"
+                if self.restarted
                 else ""
             )
         )
@@ -236,13 +260,64 @@ def replay(
                 result.last_ack_before_fault = round(fault_at - client.acks[-1], 2)
             baseline = client.acked_since(fault_at - BASELINE_SECONDS)
             result.acks_per_second_before = round(baseline / BASELINE_SECONDS, 1)
-            incident.inject(lab, scratch)
             watch = incident.watch_seconds if watch_seconds is None else watch_seconds
-            _watch(result, sidecar, client, fault_at, watch)
+            with _fault(incident, lab, scratch) as ended:
+                _watch(result, sidecar, client, fault_at, watch)
+            if ended:
+                result.fault_ended_after = round(ended[0] - fault_at, 2)
             results = getattr(lab, "election_results", [])
             if results:
                 result.election = dict(results[-1])
-            return result
+        if incident.case is not None:
+            result.restarted = True
+            result.restarted_first_ack = _restart(incident, lab, scratch)
+        return result
+
+
+@contextmanager
+def _fault(incident: Incident, lab: Lab, scratch: Path) -> Iterator[list[float]]:
+    """Applies the row's fault: at once, or (a lasting fault) in a thread while the
+    caller's block watches; yields a list that holds the fault's end (monotonic) once
+    a lasting fault is over, and on the way out waits for it and raises what it raised."""
+    ended: list[float] = []
+    if not incident.lasting_fault:
+        incident.inject(lab, scratch)
+        yield ended
+        return
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            incident.inject(lab, scratch)
+        except BaseException as exc:  # noqa: BLE001 - handed to the replay's thread
+            failed.append(exc)
+        ended.append(time.monotonic())
+
+    worker = threading.Thread(target=run, name=f"fault-{incident.id}", daemon=True)
+    worker.start()
+    try:
+        yield ended
+    finally:
+        worker.join()
+    if failed:
+        raise failed[0]
+
+
+def _restart(incident: Incident, lab: Lab, scratch: Path) -> float | None:
+    """The client started again on the same lab (what restarting its pod does): seconds to
+    its first acknowledgement, None when none came within RESTART_WATCH_SECONDS."""
+    client = ClientProcess(incident.command(lab.bootstrap, scratch), scratch / "restarted.log")
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < RESTART_WATCH_SECONDS:
+            if client.acks:
+                return round(client.acks[0] - started, 2)
+            if client.proc.poll() is not None:
+                return None
+            time.sleep(0.25)
+        return None
+    finally:
+        client.stop()
 
 
 @contextmanager
@@ -354,7 +429,8 @@ def _watch(
         acks = [at for at in list(client.acks) if at >= fault_at]
         if acks and result.first_ack_after is None:
             result.first_ack_after = round(acks[0] - fault_at, 2)
-        if client.proc.poll() is not None:
+        if (code := client.proc.poll()) is not None:
+            result.client_exit = code
             break
         time.sleep(0.25)
     end = time.monotonic()

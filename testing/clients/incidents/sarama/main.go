@@ -1,6 +1,8 @@
-// Command sarama-incident replays the sarama incidents S0 and S2 with sarama itself at the
-// version its go.mod pins (go.mod: v1.37.2; v1.38.0.mod: v1.38.0, the fixed control). No
-// hangwatch code: it only produces and reports what sarama answered.
+// Command sarama-incident replays the sarama incidents S0 and S2, and IBM/sarama issue 2150,
+// with sarama itself at the version its version file pins (go.mod: v1.37.2; v1.38.0.mod:
+// v1.38.0, S2's fixed control; v1.31.0.mod, v1.32.0.mod: issue 2150's affected releases;
+// v1.33.0.mod: its fix). No hangwatch code: it only produces and reports what sarama
+// answered.
 //
 //	-mode sync: S0. A SyncProducer (Retry.Max=1, Net.WriteTimeout=3s, the rest
 //	  sarama's defaults), one message at a time at -rate per second.
@@ -8,6 +10,10 @@
 //	  RequiredAcks=WaitForAll, Net.MaxOpenRequests=1, Retry.Max=3), fed batches of
 //	  -batch messages; the next batch goes only when every message of the last one has
 //	  been answered (what SyncProducer.SendMessages does).
+//	-mode concurrent: issue 2150. A SyncProducer with sarama's defaults (Net.MaxOpenRequests
+//	  5, Retry.Max 3; Version 2.1.0, the oldest Kafka 4 serves), -senders goroutines each
+//	  sending one message at a time, -rate messages per second between them; sarama's
+//	  log on stderr.
 //
 // Every line on stdout is one JSON object: {"ts": unix seconds, "event": ...}; events:
 // start, ack (n: messages acknowledged so far), error (error: sarama's text), waiting
@@ -17,9 +23,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"log"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -30,9 +38,10 @@ import (
 func main() {
 	brokers := flag.String("brokers", "", "bootstrap list host:port,...")
 	topic := flag.String("topic", "t", "topic")
-	mode := flag.String("mode", "sync", "sync (S0) or idempotent (S2)")
+	mode := flag.String("mode", "sync", "sync (S0), idempotent (S2) or concurrent (issue 2150)")
 	rate := flag.Float64("rate", 10, "messages (sync) or batches (idempotent) per second")
 	batch := flag.Int("batch", 10, "messages per batch (idempotent)")
+	senders := flag.Int("senders", 8, "goroutines sending at once (concurrent)")
 	flag.Parse()
 	if *brokers == "" {
 		fmt.Fprintln(os.Stderr, "sarama-incident: -brokers is required")
@@ -47,6 +56,8 @@ func main() {
 		err = runSync(addrs, *topic, *rate, stop)
 	case "idempotent":
 		err = runIdempotent(addrs, *topic, *rate, *batch, stop)
+	case "concurrent":
+		err = runConcurrent(addrs, *topic, *rate, *senders, stop)
 	default:
 		err = fmt.Errorf("unknown -mode %q", *mode)
 	}
@@ -158,4 +169,50 @@ func runIdempotent(addrs []string, topic string, rate float64, batch int, stop c
 		}
 		close(done)
 	}
+}
+
+// runConcurrent is issue 2150: a SyncProducer with sarama's defaults shared by `senders`
+// goroutines, so that several requests are in flight to a broker at once.
+func runConcurrent(addrs []string, topic string, rate float64, senders int, stop chan os.Signal) error {
+	if senders < 1 {
+		return fmt.Errorf("-senders must be at least 1, got %d", senders)
+	}
+	sarama.Logger = log.New(os.Stderr, "sarama ", log.LstdFlags|log.Lmicroseconds)
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V2_1_0_0
+	cfg.Producer.Return.Successes = true
+	producer, err := sarama.NewSyncProducer(addrs, cfg)
+	if err != nil {
+		return err
+	}
+	progress.Emit("start", map[string]any{"mode": "concurrent", "client": "sarama", "senders": senders})
+	var mu sync.Mutex
+	acked := 0
+	each := interval(rate / float64(senders))
+	for s := 0; s < senders; s++ {
+		go func(s int) {
+			tick := time.NewTicker(each)
+			defer tick.Stop()
+			for i := 0; ; i++ {
+				<-tick.C
+				done := make(chan struct{})
+				go progress.Waiting(done, 1)
+				_, _, err := producer.SendMessage(&sarama.ProducerMessage{
+					Topic: topic, Value: sarama.StringEncoder(fmt.Sprintf("s%d-m%d", s, i)),
+				})
+				close(done)
+				if err != nil {
+					progress.Emit("error", map[string]any{"error": err.Error()})
+					continue
+				}
+				mu.Lock()
+				acked++
+				n := acked
+				mu.Unlock()
+				progress.Emit("ack", map[string]any{"n": n})
+			}
+		}(s)
+	}
+	<-stop
+	return nil // no Close: a producer stuck by the bug would block it
 }
