@@ -55,7 +55,7 @@ profile 6 of 6 passed). Speed is measured in benchmarks/."""
 
 GROUPS = {
     "pipeline_spark": "spark",
-    "demo": "spark",
+    "demo": "demo",
     "spark_lines": "spark",
     "sidecar/test_spark_view_on_a_real_driver.py": "spark",
     "sidecar/test_failure_budget_on_a_real_driver.py": "spark",
@@ -64,9 +64,15 @@ GROUPS = {
     "test_healthy_producer_under_load_for_five_minutes_is_only_healthy": "five-minute-soak",
 }
 """Folder, module or test (under tests/) -> the xdist group it joins instead of its
-module's. `spark`: the Spark pipeline tests, the demo and the Spark 3.5 line's subset
-(spark_lines: a pytest of Spark tests under the 3.5 environment) each start Spark JVMs
-that take both cores; two of them at once slow each other past their deadlines. The
+module's. `spark`: the Spark pipeline tests, Spark's view on a real driver and the Spark
+3.5 line's subset (spark_lines: a pytest of Spark tests under the 3.5 environment) start
+Spark JVMs one after the other; `demo`: `hangwatch demo`'s runs, each a local-cluster
+application with its sidecars and operator. Two groups, not one: together they were
+46 min 38 s of one worker in a cold run whose pytest lasted 53 min 30 s, the run's
+critical path; apart, each is about half of it, and one Spark application of each may
+run at once (their waits are set for a loaded machine: the demo's start timeout is 180 s,
+its recovery timeout 45 s; the node tier's Spark pods already ran beside the `spark`
+group). The
 five-minute soak is a group of its own, so that the rest of its module runs beside it.
 A folder's or module's entry takes only the tests of a tier above `unit`: a unit test
 (nothing but Python) of such a folder keeps its module's group, so it never waits in the
@@ -128,11 +134,12 @@ build; `browser` headless Chromium."""
 
 TIER_NAMES = ("unit", "lab", "spark", "kube", "node", "image", "browser")
 
-FIRST = ("spark", "node", "kube", "five-minute-soak", "python39")
+FIRST = ("spark", "demo", "node", "real-kafka-incidents", "kube", "five-minute-soak", "python39")
 """The longest groups, handed to workers first so that none of them finishes last
-(`kube`: the real API server tier, `node`: the single-node cluster tier, `python39`:
-the producer distribution under Debian bullseye's Python 3.9, whose first run
-debootstraps; their tests name those groups themselves). The Makefile's
+(`kube`: the real API server tier, `node`: the single-node cluster tier,
+`real-kafka-incidents`: the incidents replayed with their own clients, `python39`:
+the producer distribution under Debian bullseye's Python 3.9, whose root setup
+debootstraps ahead; their tests name those groups themselves). The Makefile's
 `--no-loadscope-reorder` keeps this order: pytest-xdist otherwise hands out the groups
 with the most tests first, and the soak (one test, five minutes) started 135th of 148
 groups."""

@@ -39,7 +39,8 @@ def test_the_most_specific_entry_wins_and_lab_fixtures_make_a_lab_test() -> None
 
 
 def test_a_folders_group_takes_its_heavy_tests_and_leaves_its_unit_tests_apart() -> None:
-    assert group_of("demo/test_demo_silence_controls.py", "test_x", "spark") == "spark"
+    assert group_of("demo/test_demo_silence_controls.py", "test_x", "spark") == "demo"
+    assert group_of("pipeline_spark/test_connector_sink.py", "test_x", "spark") == "spark"
     assert group_of("demo/test_demo_parts.py", "test_x", "unit") == "demo/test_demo_parts.py"
     assert tier_of("pipeline_spark/test_transforms_and_reports.py", []) == "unit"
     assert tier_of("pipeline_spark/test_connector_sink.py", ["lab"]) == "spark"
