@@ -39,6 +39,9 @@ PHASES = ("setup", "check", "pytest")
 """`make test`'s phases, in order (scripts/timed.sh's `make test: PHASE took ...` lines)."""
 SLOWEST = 25
 """Tests listed one by one (the slowest of the cold run)."""
+GROUP_SECONDS = 30.0
+"""Groups listed one by one: those of at least this many seconds in the cold run (the
+others are summed in one row)."""
 
 _PHASE = re.compile(r"^make test: (\w+) took (\d+)m(\d\d)s")
 _MACHINE = re.compile(r"^make test: machine: (.+)$")
@@ -134,7 +137,9 @@ def _outcome(run: Run) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in sorted(run.outcomes.items()))
 
 
-def table(cold: Run, warm: Run | None, slowest: int = SLOWEST) -> list[str]:
+def table(
+    cold: Run, warm: Run | None, slowest: int = SLOWEST, group_seconds: float = GROUP_SECONDS
+) -> list[str]:
     """The markdown between the markers: the machine, phases, groups, slowest tests."""
     runs = [cold] + ([warm] if warm else [])
     heads = " | ".join(r.name for r in runs)
@@ -164,9 +169,19 @@ def table(cold: Run, warm: Run | None, slowest: int = SLOWEST) -> list[str]:
     counts = cold.tests_by_group()
     warm_groups = warm.seconds_by_group() if warm else {}
     lines += ["", f"| xdist group | tests | {heads} |", "|---|---:|" + "---:|" * len(runs)]
-    for group, seconds in sorted(groups.items(), key=lambda kv: (-kv[1], kv[0])):
-        cells = [minutes(seconds)] + ([_cell(warm_groups.get(group))] if warm else [])
-        lines.append(f"| {group} | {counts[group]} | " + " | ".join(cells) + " |")
+    ranked_groups = sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
+    for group, seconds in ranked_groups:
+        if seconds >= group_seconds:
+            cells = [minutes(seconds)] + ([_cell(warm_groups.get(group))] if warm else [])
+            lines.append(f"| {group} | {counts[group]} | " + " | ".join(cells) + " |")
+    rest = [g for g, seconds in ranked_groups if seconds < group_seconds]
+    if rest:
+        cells = [minutes(sum(groups[g] for g in rest))]
+        cells += [minutes(sum(warm_groups.get(g, 0.0) for g in rest))] if warm else []
+        lines.append(
+            f"| {len(rest)} more groups, each under {group_seconds:g} s cold | "
+            f"{sum(counts[g] for g in rest)} | " + " | ".join(cells) + " |"
+        )
     lines += ["", f"| test ({slowest} slowest, {cold.name}) | group | {heads} |"]
     lines.append("|---|---|" + "---:|" * len(runs))
     ranked = sorted(cold.seconds_by_test.items(), key=lambda kv: (-kv[1], kv[0]))[:slowest]
