@@ -33,9 +33,11 @@ interval (`--expected-write-interval-seconds 10`, a policy's
 (`--jvm-thread-dumps`, one per second). The first line printed is the machine and its
 load.
 
-The field corpus's rows (`Incident.case`: kafka-go issue 451, sarama issue 2150, kafkajs
-issue 918, ...) run as producer pods (a declared write interval) and, after each watch,
-restart their client to see whether a fresh one writes. With `--scorecard` their runs are
+The field corpus's rows (`Incident.case`: librdkafka issues 5430 and 5080, kafka-go issue
+451, sarama issue 2150, kafkajs issue 918, ...) run where the reports' clients ran: as
+producer pods (a declared write interval), or inside Spark (librdkafka: a PySpark task on
+a real executor, `hangwatch_testing.incidents.spark_task`); after each watch they restart
+their client to see whether a fresh one writes. With `--scorecard` their runs are
 summed into the scorecard (`hangwatch_testing.incidents.scoring`): the rows replace those
 of the same id in the scorecard the run report shows
 (demo/hangwatch_demo/report/field-corpus.json), and docs/incidents.md's scorecard

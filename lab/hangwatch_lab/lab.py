@@ -270,6 +270,9 @@ class Lab:
     def _needs(self, fault: str, engine: str, why: str) -> UsageError:
         return UsageError(f"fault {fault} needs --engine {engine} ({why})")
 
+    def pause_controllers(self, seconds: float) -> None:
+        raise self._needs("pause-controllers", "kafka", "the mock cluster has no controllers")
+
     def rtt(self, broker: int, rtt_ms: int) -> None:
         raise self._needs("rtt", "mock", "a real broker cannot be told to delay its answers")
 

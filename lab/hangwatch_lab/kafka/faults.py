@@ -1,10 +1,12 @@
 """The Kafka engine's faults, each with a real cause: brokers stopped, frozen, restored,
-leaders moved, elections by the controller and shrinks (`KafkaFaults`).
+leaders moved, elections by the controller, the controllers paused, and shrinks
+(`KafkaFaults`).
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 
@@ -14,6 +16,7 @@ from hangwatch.errors import LabError, UsageError
 from hangwatch_lab.kafka.nodes import (
     POLL_SECONDS,
     Node,
+    run_state,
 )
 from hangwatch_lab.kafka.tools import KafkaTools
 from hangwatch_lab.lab import BrokerState, down_cause
@@ -27,6 +30,12 @@ broker is continued anyway (its result then says `leaderless_seconds: None`)."""
 ELECTION_CAUSES = ("freeze", "kill")
 """How `election` takes the leader away: SIGSTOP (a pause; connections hang) or SIGKILL
 (a crash; connections reset)."""
+
+CONTROLLER_PAUSE = "controllers"
+"""`pause_controllers`'s entry among the faults under way (`elections_under_way`)."""
+PAUSE_WATCH_SECONDS = 10.0
+"""How long after the controllers are continued `pause_controllers` goes on reading the
+metadata for partitions without a leader (the brokers fenced, then unfenced)."""
 
 DEAD_MODES = ("blackhole", "refused", "frozen")
 """How a broker removed by `shrink` looks to a client that still dials it: a host gone
@@ -235,6 +244,87 @@ class KafkaFaults(KafkaTools):
 
     def elections_under_way(self) -> list[str]:
         return sorted(self._election_threads)
+
+    def pause_controllers(self, seconds: float) -> None:
+        """Pause every controller-only node's JVM (SIGSTOP, a long GC pause of the KRaft
+        quorum) for `seconds`, then continue them, in the background: longer than the
+        session timeout, the controllers find every broker's session expired when they
+        run again and fence the brokers (their partitions' leader -1) until their next
+        heartbeats. The brokers themselves are never touched. `restore` and `close` wait
+        for or continue the controllers on every path. The result (in
+        `election_results`, `fault: controller-pause`) says how long the partitions of
+        the lab's topics had no leader, as the brokers' metadata showed it."""
+        if not self.settings.controllers:
+            raise UsageError("pausing the controllers needs controller-only nodes (--controllers)")
+        if not 0 < seconds <= 3600:
+            raise UsageError(f"controller pause seconds must be in (0, 3600], got {seconds}")
+        with self._lock:
+            if CONTROLLER_PAUSE in self._election_threads:
+                raise LabError("the controllers are already paused")
+            nodes = [n for n in self._controller_nodes.values() if n.proc is not None]
+            thread = threading.Thread(
+                target=self._run_pause, args=(nodes, seconds), name="controller-pause", daemon=True
+            )
+            self._election_threads[CONTROLLER_PAUSE] = thread
+        paused_at = time.monotonic()
+        try:
+            for node in nodes:
+                assert node.proc is not None
+                node.proc.send_signal(signal.SIGSTOP)
+            for node in nodes:
+                assert node.proc is not None
+                while run_state(node.proc.pid) != "T" and time.monotonic() - paused_at < 10:
+                    time.sleep(0.01)
+        except BaseException:
+            self._continue_controllers(nodes)
+            with self._lock:
+                self._election_threads.pop(CONTROLLER_PAUSE, None)
+            raise
+        thread.start()
+        log.info("fault controller-pause", extra={"seconds": seconds, "controllers": len(nodes)})
+
+    @staticmethod
+    def _continue_controllers(nodes: list[Node]) -> None:
+        for node in nodes:
+            if node.proc is not None and node.proc.poll() is None:
+                node.proc.send_signal(signal.SIGCONT)
+
+    def _run_pause(self, nodes: list[Node], seconds: float) -> None:
+        paused_at = time.monotonic()
+        leaderless: list[float] = []
+        try:
+            self._closed.wait(seconds)
+        finally:
+            self._continue_controllers(nodes)
+        resumed_at = time.monotonic()
+        try:
+            while not self._closed.is_set() and time.monotonic() - resumed_at < PAUSE_WATCH_SECONDS:
+                try:
+                    md = self._metadata(timeout=1.0)
+                    parts = [
+                        p
+                        for t in self.topics
+                        if t in md.topics
+                        for p in md.topics[t].partitions.values()
+                    ]
+                    if any(p.leader == -1 for p in parts):
+                        leaderless.append(time.monotonic() - paused_at)
+                except KafkaException:
+                    pass
+                self._closed.wait(POLL_SECONDS * 4)
+        finally:
+            result = {
+                "fault": "controller-pause",
+                "fault_seconds": round(resumed_at - paused_at, 3),
+                "leaderless_seen": len(leaderless),
+                "leaderless_from_to": (
+                    [round(leaderless[0], 2), round(leaderless[-1], 2)] if leaderless else None
+                ),
+            }
+            with self._lock:
+                self.election_results.append(result)
+                self._election_threads.pop(CONTROLLER_PAUSE, None)
+            log.info("controller pause over", extra=result)
 
     def shrink(self, to: int, dead: str = "blackhole") -> None:
         """Decommission brokers to+1..N the way operators do: every partition reassigned

@@ -112,6 +112,9 @@ CLIENTS: tuple[Client, ...] = (
     _incident("sarama-v1.33.0", "go", "sarama", "v1.33.0.mod"),  # the fix
     _incident("kafkajs-1.14.0", "node", "kafkajs", "1.14.0/package-lock.json"),
     _incident("kafkajs-1.15.0", "node", "kafkajs", "1.15.0/package-lock.json"),  # the fix
+    # the field corpus's librdkafka rows (confluent-kafka's wheels bundle librdkafka)
+    _incident("confluent-kafka-2.12.1", "python", "confluent-kafka", "2.12.1.txt"),
+    _incident("confluent-kafka-2.8.0", "python", "confluent-kafka", "2.8.0.txt"),
 )
 BY_NAME = {client.name: client for client in CLIENTS}
 

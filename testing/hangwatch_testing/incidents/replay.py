@@ -41,8 +41,14 @@ from typing import Any
 from hangwatch.child_processes import stop_process
 from hangwatch.errors import LabError
 from hangwatch_lab import Lab
+from hangwatch_testing.clients.refusals import (
+    SPARK_READY_SECONDS,
+    SPARK_STOP_SECONDS,
+    SparkExecutor,
+)
 from hangwatch_testing.clients.runs import PARTITIONS, TOPIC, SidecarProcess, SidecarTiming
-from hangwatch_testing.incidents.model import Incident
+from hangwatch_testing.incidents.model import Incident, Where
+from hangwatch_testing.waiting import wait_for
 
 WINDOW_SECONDS = 5.0
 """The width of `Replay.acks_per_window`'s windows."""
@@ -55,14 +61,22 @@ RESTART_WATCH_SECONDS = 45.0
 
 
 class ClientProcess:
-    """A running incident client and what its JSON lines said (monotonic times)."""
+    """A running incident client and what its JSON lines said (monotonic times); a Spark
+    row's driver (`spark_task`) also says where its executor is (`spark_executor`)."""
 
-    def __init__(self, argv: list[str], log_path: Path) -> None:
+    def __init__(self, argv: list[str], log_path: Path, spark: bool = False) -> None:
         self.acks: list[float] = []
         self.errors: list[tuple[float, str]] = []
+        self.ready: SparkExecutor | None = None
+        self._grace = SPARK_STOP_SECONDS if spark else 5.0
         self._log = log_path.open("w")
         self.proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            bufsize=1,
+            start_new_session=spark,  # the driver's JVMs share its session
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -71,6 +85,10 @@ class ClientProcess:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             now = time.monotonic()
+            if line.startswith("ready "):
+                ui, app, executor, pid = line.split()[1:5]
+                self.ready = SparkExecutor(ui, app, executor, int(pid))
+                continue
             try:
                 event: dict[str, Any] = json.loads(line)
             except ValueError:
@@ -94,8 +112,19 @@ class ClientProcess:
     def first_error_after(self, moment: float) -> tuple[float, str] | None:
         return next(((at, e) for at, e in list(self.errors) if at >= moment), None)
 
+    def spark_executor(self) -> SparkExecutor:
+        """The Spark row's executor, once its driver has said where it is."""
+        found: SparkExecutor = wait_for(
+            lambda: self.ready,
+            SPARK_READY_SECONDS,
+            "the Spark row's executor",
+            interval=0.5,
+            give_up=lambda: self.proc.poll() is not None,
+        )
+        return found
+
     def stop(self) -> None:
-        stop_process(self.proc, 5)
+        stop_process(self.proc, self._grace)
         self._reader.join(timeout=5)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
@@ -181,8 +210,13 @@ class Replay:
         )
 
 
+BASELINE_DEADLINE_SECONDS = 90.0
+"""How long a client may take to be acknowledged for BASELINE_SECONDS with the sidecar
+healthy (a Spark row's from its executor's registration: its task and Python worker)."""
+
+
 def _wait_baseline(sidecar: SidecarProcess, client: ClientProcess, started: float) -> str:
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + BASELINE_DEADLINE_SECONDS
     verdict = ""
     while time.monotonic() < deadline:
         if client.proc.poll() is not None:
@@ -194,7 +228,10 @@ def _wait_baseline(sidecar: SidecarProcess, client: ClientProcess, started: floa
         if verdict == "healthy" and connected and acking and client.acked_since(started) >= 3:
             return verdict
         time.sleep(0.25)
-    raise RuntimeError(f"no healthy baseline in 90 s (verdict {verdict!r}, {client.errors[-2:]})")
+    raise RuntimeError(
+        f"no healthy baseline in {BASELINE_DEADLINE_SECONDS:.0f} s (verdict {verdict!r}, "
+        f"{client.errors[-2:]})"
+    )
 
 
 LAB_STARTS = 2
@@ -270,7 +307,7 @@ def replay(
                 result.election = dict(results[-1])
         if incident.case is not None:
             result.restarted = True
-            result.restarted_first_ack = _restart(incident, lab, scratch)
+            result.restarted_first_ack = _restart(incident, lab, scratch / "restarted")
         return result
 
 
@@ -305,10 +342,17 @@ def _fault(incident: Incident, lab: Lab, scratch: Path) -> Iterator[list[float]]
 
 def _restart(incident: Incident, lab: Lab, scratch: Path) -> float | None:
     """The client started again on the same lab (what restarting its pod does): seconds to
-    its first acknowledgement, None when none came within RESTART_WATCH_SECONDS."""
-    client = ClientProcess(incident.command(lab.bootstrap, scratch), scratch / "restarted.log")
-    started = time.monotonic()
+    its first acknowledgement (a Spark row's from its new executor's registration), None
+    when none came within RESTART_WATCH_SECONDS. `scratch`: the fresh client's own."""
+    scratch.mkdir()
+    spark = incident.where is Where.SPARK
+    client = ClientProcess(
+        incident.command(lab.bootstrap, scratch), scratch / "restarted.log", spark
+    )
     try:
+        if spark:
+            client.spark_executor()
+        started = time.monotonic()
         while time.monotonic() - started < RESTART_WATCH_SECONDS:
             if client.acks:
                 return round(client.acks[0] - started, 2)
@@ -338,16 +382,22 @@ def _client_and_sidecar(
     telemetry = scratch / "telemetry"
     telemetry.mkdir(exist_ok=True)
     log_path = scratch / f"client-{start}.log"
-    client = ClientProcess(incident.command(lab.bootstrap, scratch), log_path)
+    spark = incident.where is Where.SPARK
+    client = ClientProcess(incident.command(lab.bootstrap, scratch), log_path, spark)
     sidecars: list[SidecarProcess] = []
     try:
+        watched = (
+            client.spark_executor().sidecar_argv()
+            if spark
+            else ["--socket-process", str(client.proc.pid)]
+        )
         for extra in (sidecar_args, *(() if witness_args is None else (witness_args,))):
             sidecars.append(
                 SidecarProcess(
                     lab.bootstrap,
                     telemetry,
                     timing or SidecarTiming(),
-                    *("--socket-process", str(client.proc.pid)),
+                    *watched,
                     *incident.sidecar_args,
                     *extra,
                 )
