@@ -107,7 +107,8 @@ def test_both_renderings_say_the_same_and_escape_what_they_show() -> None:
     assert "sarama \\| <b>" in text and "Measured: on 2 cores" in text
     table = html_table(card)
     assert "&lt;b&gt;" in table and "<b>" not in table
-    assert '<a href="https://example.invalid/1">c#1</a>' in table
+    assert 'c#1<br><span class="note">https://example.invalid/1</span>' in table
+    assert "href=" not in table, "the page links and fetches nothing"
     late = _row(flag_after_last_write=[10.4, 10.6, 12.9])
     assert wrong(late) and "bound 11 s: **late**" in markdown(Scorecard("m", [late]))
     assert wrong(_row(flagged=2, flag_after_last_write=[1.0, 2.0], first_flags=["x", "y"]))
