@@ -10,6 +10,7 @@ section is the rendering of the file the run report keeps, never edited apart.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -177,3 +178,30 @@ def test_docs_section_is_the_kept_scorecard_rendered() -> None:
 
 def test_the_run_report_shows_the_scorecard_after_the_machine() -> None:
     assert "field corpus" in page._field_corpus(Scorecard("m", [_row()]))
+
+
+def test_a_lasting_fault_runs_beside_the_watch_and_its_failure_is_raised(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from hangwatch_testing.incidents import replay as replaying
+
+    started = threading.Event()
+
+    def slow(_lab: object, _scratch: Path) -> None:
+        started.set()
+        time.sleep(0.3)
+
+    row = dataclasses.replace(BY_ID["KG451"], inject=slow)
+    with replaying._fault(row, None, tmp_path) as ended:  # type: ignore[arg-type]
+        assert started.wait(5) and not ended, "the watch goes on while the fault lasts"
+    assert ended, "the replay waited for the fault's end"
+
+    def fails(_lab: object, _scratch: Path) -> None:
+        raise RuntimeError("restore failed")
+
+    with (
+        pytest.raises(RuntimeError, match="restore failed"),
+        replaying._fault(dataclasses.replace(row, inject=fails), None, tmp_path),  # type: ignore[arg-type]
+    ):
+        pass

@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from hangwatch.errors import one_line
 from hangwatch_demo.report.records import Count, Name, RecordError, Seconds, Text
 
 SCORECARD_FILE = "field-corpus.json"
@@ -95,20 +96,22 @@ def read_scorecard(data: bytes | str, source: str) -> Scorecard:
     try:
         card = msgspec.json.decode(data, type=Scorecard)
     except msgspec.ValidationError as exc:
-        raise RecordError(f"{source}: not a scorecard: {exc}") from None
+        raise RecordError(one_line(f"{source}: not a scorecard: {exc}")) from None
     except msgspec.DecodeError as exc:
-        raise RecordError(f"{source}: not JSON: {exc}") from None
+        raise RecordError(one_line(f"{source}: not JSON: {exc}")) from None
     ids = [row.row for row in card.rows]
     if len(set(ids)) != len(ids):
-        raise RecordError(f"{source}: a row is listed twice")
+        raise RecordError(one_line(f"{source}: a row is listed twice"))
     for row in card.rows:
         went_on = row.runs - row.hung - row.exited
         if went_on < 0 or row.flagged > row.hung or row.false_alarms > went_on:
-            raise RecordError(f"{source}: row {row.row}: more runs counted than made")
+            raise RecordError(one_line(f"{source}: row {row.row}: more runs counted than made"))
         if len(row.flag_after_last_write) != row.flagged or len(row.first_flags) != row.flagged:
-            raise RecordError(f"{source}: row {row.row}: one time and flag per flagged run")
+            raise RecordError(
+                one_line(f"{source}: row {row.row}: one time and flag per flagged run")
+            )
         if row.restarted > row.runs or len(row.restart_wrote) > row.restarted:
-            raise RecordError(f"{source}: row {row.row}: more restarts counted than made")
+            raise RecordError(one_line(f"{source}: row {row.row}: more restarts counted than made"))
     return card
 
 
