@@ -175,7 +175,27 @@ setsid --wait bash -c 'timed "the Spark 3.5 line'"'"'s virtualenv" "$1" -m hangw
   spark-line "$py" &
 line_pid=$!
 background+=("$line_pid")
+# With --kube, the roots and images the image, node and producer tiers start from, each
+# cached by content (hangwatch_testing.prebuilt; minutes each cold, a no-op when cached),
+# so that no test builds them: the bookworm base root (debootstrap) and bullseye's Python
+# 3.9 root beside the chains above; each Spark line's image once the base and the
+# connectors' jars are there.
+roots_pid="" python39_pid=""
+if [ -n "$build_kube" ]; then
+  setsid --wait bash -c 'timed "the bookworm base root" "$1" -m hangwatch_testing.prebuilt base' \
+    base "$py" &
+  roots_pid=$!
+  setsid --wait bash -c 'timed "the bullseye Python 3.9 root" "$1" -m hangwatch_testing.prebuilt python39' \
+    python39 "$py" &
+  python39_pid=$!
+  background+=("$roots_pid" "$python39_pid")
+fi
 wait_background "downloading jars or building the clients" "$maven_pid"
+if [ -n "$build_kube" ]; then
+  wait_background "building the bookworm base root" "$roots_pid"
+  timed "the Spark images" "$py" -m hangwatch_testing.prebuilt spark-images
+  wait_background "building bullseye's Python 3.9 root" "$python39_pid"
+fi
 wait_background "building the Spark 3.5 line's virtualenv" "$line_pid"
 # The Kubernetes builds and the Go tools started above: their exit status is setup's.
 [ -z "$kube_pid" ] || wait_background "the Kubernetes build" "$kube_pid"

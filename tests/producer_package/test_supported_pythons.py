@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from hangwatch_lab import Lab
-from tests.producer_package.bullseye import (
+from hangwatch_testing.bullseye import (
     PRODUCER,
     VENV,
     Chroot,

@@ -1,6 +1,7 @@
 """Debian bullseye's Python 3.9 in a debootstrap root, for the producer distribution's tests.
 
-Not a test module. `python39_root()` makes, once, a minimal Debian bullseye
+The producer-package tier's (tests/producer_package); setup prebuilds it
+(`hangwatch_testing.prebuilt`). `python39_root()` makes, once, a minimal Debian bullseye
 (`debootstrap --variant=minbase` with Debian's python3, 3.9, and its venv module)
 and in it a virtual environment at `VENV` holding the producer's dependencies and the
 test tools (`TOOLS`: pytest, and mypy 1.19.1, the last mypy that targets 3.9). The
