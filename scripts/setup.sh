@@ -179,7 +179,7 @@ background+=("$line_pid")
 # cached by content (hangwatch_testing.prebuilt; minutes each cold, a no-op when cached),
 # so that no test builds them: the bookworm base root (debootstrap) and bullseye's Python
 # 3.9 root beside the chains above; each Spark line's image once the base and the
-# connectors' jars are there.
+# connectors' jars are there, then the hangwatch image (`make image` on that base).
 roots_pid="" python39_pid=""
 if [ -n "$build_kube" ]; then
   setsid --wait bash -c 'timed "the bookworm base root" "$1" -m hangwatch_testing.prebuilt base' \
@@ -194,6 +194,7 @@ wait_background "downloading jars or building the clients" "$maven_pid"
 if [ -n "$build_kube" ]; then
   wait_background "building the bookworm base root" "$roots_pid"
   timed "the Spark images" "$py" -m hangwatch_testing.prebuilt spark-images
+  timed "the hangwatch image" "$py" -m hangwatch_testing.prebuilt hangwatch-image
   wait_background "building bullseye's Python 3.9 root" "$python39_pid"
 fi
 wait_background "building the Spark 3.5 line's virtualenv" "$line_pid"

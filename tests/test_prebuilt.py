@@ -18,7 +18,8 @@ def test_anything_but_one_known_build_is_the_usage_line(
 ) -> None:
     assert prebuilt.main(argv) == 3
     err = capsys.readouterr().err
-    assert err == "usage: python -m hangwatch_testing.prebuilt base|spark-images|python39\n"
+    names = "base|spark-images|hangwatch-image|python39"
+    assert err == f"usage: python -m hangwatch_testing.prebuilt {names}\n"
 
 
 def test_a_failed_build_is_one_line_naming_it(

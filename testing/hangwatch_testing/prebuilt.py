@@ -10,10 +10,12 @@ itself only when setup did not:
 - `spark-images`: the Spark image of each Spark line (scripts/build-spark-image.sh on
   that base, the line's pyspark and Kafka connector: run it after setup resolved the
   connectors' jars), the node tier's spark-submit tests' (`line_images`);
+- `hangwatch-image`: `make image` on that base as a docker archive
+  (`hangwatch_testing.node.images.hangwatch_image_archive`), the node tier's;
 - `python39`: Debian bullseye's Python 3.9 with the producer's environment
   (`hangwatch_testing.bullseye.python39_root`), the producer-package tier's.
 
-    python -m hangwatch_testing.prebuilt base|spark-images|python39
+    python -m hangwatch_testing.prebuilt base|spark-images|hangwatch-image|python39
 
 scripts/setup.sh --kube (`make test`) runs them in the background beside the
 Kubernetes build. A failed build is one line naming it, exit 1.
@@ -28,6 +30,7 @@ import pytest
 from hangwatch_pipeline.spark_kafka import LINES
 from hangwatch_testing.bullseye import python39_root
 from hangwatch_testing.containers import ROOT, bookworm_python_rootfs, require_tools, run
+from hangwatch_testing.node.images import hangwatch_image_archive
 
 SPARK_IMAGE_TIMEOUT_SECONDS = 3600.0
 
@@ -50,7 +53,12 @@ def spark_images() -> None:
         )
 
 
-BUILDS = {"base": bookworm_python_rootfs, "spark-images": spark_images, "python39": python39_root}
+BUILDS = {
+    "base": bookworm_python_rootfs,
+    "spark-images": spark_images,
+    "hangwatch-image": hangwatch_image_archive,
+    "python39": python39_root,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

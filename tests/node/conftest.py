@@ -4,16 +4,16 @@
 (`hangwatch_testing.node.cluster`), waits for the node to be Ready, and afterwards stops
 everything and fails the session's last test if the tier left an interface, an
 iptables rule, a mount or a runtime process behind. `broker` (per module) is a
-listener on the node's IP that never answers. `hangwatch_image` builds the
-project's image with `make image` (buildah, on the debootstrap base tests/image uses)
-and imports it into the node's containerd. Every module of the tier marks itself
+listener on the node's IP that never answers. `hangwatch_image` imports the
+project's image, `make image` (buildah, on the debootstrap base tests/image uses) cached
+by content (`hangwatch_testing.node.images`: setup builds it ahead), into the node's
+containerd. Every module of the tier marks itself
 `xdist_group("node")`, so one pytest-xdist worker owns the cluster.
 """
 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -25,9 +25,6 @@ from hangwatch_testing.node.cluster import NodeCluster, node_cluster
 from hangwatch_testing.node.components import NodeUnavailableError
 from hangwatch_testing.node.images import hangwatch_image_in
 from hangwatch_testing.silent_broker import SilentBroker
-
-IMAGE = f"localhost/hangwatch:{uuid.uuid4().hex[:8]}"
-"""The hangwatch image's name in the node's runtime (built by `hangwatch_image`)."""
 
 
 @pytest.fixture(scope="session")
@@ -54,13 +51,14 @@ def broker(node: NodeCluster) -> Iterator[SilentBroker]:
 
 @pytest.fixture(scope="session")
 def hangwatch_image(node: NodeCluster) -> Iterator[str]:
-    """`make image` built on the debootstrap base and imported into the node's runtime."""
-    with hangwatch_image_in(node, IMAGE) as image:
+    """`make image` on the debootstrap base (cached by content; setup builds it ahead),
+    imported into the node's runtime; its name."""
+    with hangwatch_image_in(node) as image:
         yield image
 
 
 @pytest.fixture(scope="session")
-def release(node: NodeCluster) -> HelmRelease:
+def release(node: NodeCluster, hangwatch_image: str) -> HelmRelease:
     """The chart itself (no copy: this release meets its kubeVersion floor), installed
     with Helm 4's server-side apply and the README's `helm install` values; the images
     are the one `hangwatch_image` imports into the node (no registry)."""
@@ -70,7 +68,7 @@ def release(node: NodeCluster) -> HelmRelease:
         NAMESPACE,
         "charts/hangwatch",
     )
-    repository, tag = IMAGE.rsplit(":", 1)
+    repository, tag = hangwatch_image.rsplit(":", 1)
     image = {"repository": repository, "tag": tag}
     installed = HelmRelease(node, CHART)
     installed.install(merge_values(readme.values, {"image": image, "sidecar": {"image": image}}))
