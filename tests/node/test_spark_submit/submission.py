@@ -6,7 +6,8 @@ package's namespace, its Kafka cluster as the job's arguments), with the line's 
 spark-submit (`spark_submit_bin`); `PodRecorder` keeps the last state of each pod of
 the namespace; `completed_run` checks the end of a run (spark-submit exited 0, the
 driver Succeeded, every executor carried the native sidecar, no sidecar ended non-zero,
-`hangwatch pipeline verify` reads every event back).
+every pod carries the line's Spark version, `hangwatch pipeline verify` reads every event
+back).
 
 This cluster has no cluster DNS: the driver advertises its pod IP to the executors
 (`SPARK_DRIVER_HOST_IS_POD_IP`, image/spark/entrypoint.sh) rather than its headless
@@ -239,11 +240,14 @@ def completed_run(
     kafka: KafkaLab,
     run_id: str,
     expected: int,
+    line: SparkLine = DEFAULT_LINE,
 ) -> dict[str, Any]:
     """Check what every submission must end with: spark-submit exited 0, the driver pod
     Succeeded, the job's summary is ok, every executor pod Spark created carried the
-    native sidecar and no sidecar ended non-zero, and `pipeline verify` reads every event
-    of the run back. Returns the job's summary."""
+    native sidecar and no sidecar ended non-zero, every pod is labelled with `line`'s
+    Spark version (the driver's by the submission client, the executors' by the driver
+    in the image), and `pipeline verify` reads every event of the run back. Returns the
+    job's summary."""
     drivers = recorder.role("driver")
     assert len(drivers) == 1, submitted.stdout[-5000:]
     driver = drivers[0]
@@ -269,6 +273,8 @@ def completed_run(
                 "terminated"
             )
             assert ended is None or ended["exitCode"] == 0, (meta["name"], status)
+    versions = {p["metadata"]["labels"].get("spark-version") for p in recorder.pods.values()}
+    assert versions == {line.version}, versions
 
     verified = run_hangwatch(
         "pipeline",
