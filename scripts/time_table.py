@@ -13,6 +13,7 @@ repository, pip's cache, the project's .venv). Then
 
     python3 scripts/time_table.py --cold cold.xml cold.log --warm warm.xml warm.log --write
 
+(either run alone gives a table of one column).
 replaces the table between the markers in docs/testing-tiers.md (without --write: the
 table on stdout). Per phase, per xdist group (all of them) and per test (the slowest,
 cold and warm side by side), with the machine and the commit each run was on. An
@@ -38,9 +39,9 @@ END = "<!-- /time-table -->"
 PHASES = ("setup", "check", "pytest")
 """`make test`'s phases, in order (scripts/timed.sh's `make test: PHASE took ...` lines)."""
 SLOWEST = 25
-"""Tests listed one by one (the slowest of the cold run)."""
+"""Tests listed one by one (the slowest of the first run: the cold one when given)."""
 GROUP_SECONDS = 30.0
-"""Groups listed one by one: those of at least this many seconds in the cold run (the
+"""Groups listed one by one: those of at least this many seconds in the first run (the
 others are summed in one row)."""
 
 _PHASE = re.compile(r"^make test: (\w+) took (\d+)m(\d\d)s")
@@ -138,10 +139,12 @@ def _outcome(run: Run) -> str:
 
 
 def table(
-    cold: Run, warm: Run | None, slowest: int = SLOWEST, group_seconds: float = GROUP_SECONDS
+    runs: list[Run], slowest: int = SLOWEST, group_seconds: float = GROUP_SECONDS
 ) -> list[str]:
-    """The markdown between the markers: the machine, phases, groups, slowest tests."""
-    runs = [cold] + ([warm] if warm else [])
+    """The markdown between the markers: the machines, phases, setup steps, workers,
+    groups and slowest tests, one column per run (ranked by the first: the cold run when
+    there is one)."""
+    first = runs[0]
     heads = " | ".join(r.name for r in runs)
     lines = [BEGIN, ""]
     for run in runs:
@@ -160,34 +163,38 @@ def table(
         lines += [
             f"| {s} | " + " | ".join(_cell(r.steps.get(s)) for r in runs) + " |" for s in steps
         ]
-    if cold.workers:
-        busy = ", ".join(
-            f"{w} {minutes(s)}" for w, s in sorted(cold.workers.items(), key=lambda kv: -kv[1])
+    busy = [
+        f"{run.name}: "
+        + ", ".join(
+            f"{w} {minutes(s)}" for w, s in sorted(run.workers.items(), key=lambda kv: -kv[1])
         )
-        lines += ["", f"Workers' busy time ({cold.name}): {busy}."]
-    groups = cold.seconds_by_group()
-    counts = cold.tests_by_group()
-    warm_groups = warm.seconds_by_group() if warm else {}
+        for run in runs
+        if run.workers
+    ]
+    if busy:
+        lines += ["", f"Workers' busy time ({'; '.join(busy)})."]
+    groups = first.seconds_by_group()
+    counts = first.tests_by_group()
+    by_run = [r.seconds_by_group() for r in runs]
     lines += ["", f"| xdist group | tests | {heads} |", "|---|---:|" + "---:|" * len(runs)]
     ranked_groups = sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
     for group, seconds in ranked_groups:
         if seconds >= group_seconds:
-            cells = [minutes(seconds)] + ([_cell(warm_groups.get(group))] if warm else [])
+            cells = [_cell(g.get(group)) for g in by_run]
             lines.append(f"| {group} | {counts[group]} | " + " | ".join(cells) + " |")
     rest = [g for g, seconds in ranked_groups if seconds < group_seconds]
     if rest:
-        cells = [minutes(sum(groups[g] for g in rest))]
-        cells += [minutes(sum(warm_groups.get(g, 0.0) for g in rest))] if warm else []
+        cells = [minutes(sum(g.get(name, 0.0) for name in rest)) for g in by_run]
         lines.append(
-            f"| {len(rest)} more groups, each under {group_seconds:g} s cold | "
+            f"| {len(rest)} more groups, each under {group_seconds:g} s ({first.name}) | "
             f"{sum(counts[g] for g in rest)} | " + " | ".join(cells) + " |"
         )
-    lines += ["", f"| test ({slowest} slowest, {cold.name}) | group | {heads} |"]
+    lines += ["", f"| test ({slowest} slowest, {first.name}) | group | {heads} |"]
     lines.append("|---|---|" + "---:|" * len(runs))
-    ranked = sorted(cold.seconds_by_test.items(), key=lambda kv: (-kv[1], kv[0]))[:slowest]
-    for test, seconds in ranked:
-        cells = [minutes(seconds)] + ([_cell(warm.seconds_by_test.get(test))] if warm else [])
-        lines.append(f"| `{test}` | {cold.group_by_test[test]} | " + " | ".join(cells) + " |")
+    ranked = sorted(first.seconds_by_test.items(), key=lambda kv: (-kv[1], kv[0]))[:slowest]
+    for test, _ in ranked:
+        cells = [_cell(r.seconds_by_test.get(test)) for r in runs]
+        lines.append(f"| `{test}` | {first.group_by_test[test]} | " + " | ".join(cells) + " |")
     return [*lines, "", END]
 
 
@@ -201,7 +208,7 @@ def replace_table(doc: str, lines: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="time_table.py", description=__doc__.split("\n")[0])
-    parser.add_argument("--cold", nargs=2, metavar=("JUNIT", "LOG"), required=True, type=Path)
+    parser.add_argument("--cold", nargs=2, metavar=("JUNIT", "LOG"), type=Path)
     parser.add_argument("--warm", nargs=2, metavar=("JUNIT", "LOG"), type=Path)
     parser.add_argument("--slowest", type=int, default=SLOWEST, help="tests listed (default 25)")
     parser.add_argument("--write", action="store_true", help=f"replace the table in {DOC}")
@@ -209,9 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.slowest < 1:
             raise InputError(f"--slowest must be at least 1, not {args.slowest}")
-        cold = read_run("cold", *args.cold)
-        warm = read_run("warm", *args.warm) if args.warm else None
-        lines = table(cold, warm, args.slowest)
+        given = [(name, paths) for name, paths in (("cold", args.cold), ("warm", args.warm))]
+        runs = [read_run(name, *paths) for name, paths in given if paths]
+        if not runs:
+            raise InputError("give a run: --cold JUNIT LOG, --warm JUNIT LOG or both")
+        lines = table(runs, args.slowest)
         if args.write:
             DOC.write_text(replace_table(DOC.read_text(), lines))
         else:

@@ -89,20 +89,19 @@ def test_cold_and_warm_side_by_side_slowest_first(
     )
     warm_log = tmp_path / "warm.log"
     warm_log.write_text("make test: setup took 0m20s\nreal\t45m3.20s\n")
-    lines = table.table(
-        table.read_run("cold", *cold), table.read_run("warm", warm_junit, warm_log), 2
-    )
+    runs = [table.read_run("cold", *cold), table.read_run("warm", warm_junit, warm_log)]
+    lines = table.table(runs, 2)
     assert lines[0] == table.BEGIN and lines[-1] == table.END
     assert "| setup | 24m03s | 0m20s |" in lines
     assert "| **make test** | **78m36s** | **45m03s** |" in lines
     assert "| spark | 2 | 10m00s | 5m00s |" in lines
-    assert "| 1 more groups, each under 30 s cold | 1 | 0m02s | 0m00s |" in lines
+    assert "| 1 more groups, each under 30 s (cold) | 1 | 0m02s | 0m00s |" in lines
     tests = [line for line in lines if line.startswith("| `")]
     assert tests == [
         "| `tests/demo/test_a.py::test_one` | spark | 6m40s | 5m00s |",
         "| `tests/node/test_b.py::test_three` | node | 5m00s | 2m00s |",
     ]
-    assert "Workers' busy time (cold): gw0 49m41s, gw1 39m20s." in lines
+    assert "Workers' busy time (cold: gw0 49m41s, gw1 39m20s)." in lines
 
 
 def test_only_the_text_between_the_markers_is_replaced(table: ModuleType) -> None:
