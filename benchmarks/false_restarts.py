@@ -48,7 +48,8 @@ from machine import describe, unwind_on_sigterm
 
 from hangwatch.contracts import Verdict
 from hangwatch.defaults import POLICY
-from hangwatch_demo.runner import DemoRow, run_demo_scenario
+from hangwatch_demo.row_scoring import DemoRow
+from hangwatch_demo.runner import run_demo_scenario
 from hangwatch_demo.scenarios import (
     RESTART_VERDICTS,
     SCENARIOS,

@@ -42,7 +42,7 @@ from hangwatch_lab import netfilter
 from hangwatch_sidecar.probe.metadata import RDKAFKA_LOG
 
 if TYPE_CHECKING:
-    from hangwatch_demo.runner import DemoRow
+    from hangwatch_demo.row_scoring import DemoRow
     from hangwatch_demo.spark_cluster import LocalSparkCluster
 
 
@@ -195,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, names: list[str], recorder: Recorder) -> int:
     try:
         # pyspark and aiohttp only when the demo runs (help and usage errors need neither)
-        from hangwatch_demo.runner import as_dict, run_demo_scenario  # noqa: PLC0415
+        from hangwatch_demo.row_scoring import as_dict  # noqa: PLC0415
+        from hangwatch_demo.runner import run_demo_scenario  # noqa: PLC0415
         from hangwatch_demo.spark_cluster import (  # noqa: PLC0415
             EXECUTORS,
             MASTER,

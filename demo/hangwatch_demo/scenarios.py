@@ -10,6 +10,14 @@ plain confluent-kafka client that the sidecar judges from its socket view and Sp
 view alone (the `plain-*` twins of S2 and S4, and an idle control). The refusal rows
 (`*-message-too-large`) lower the topic's `max.message.bytes` below every record: writes
 the cluster refuses, which a restart cannot fix (`heal` lifts the limit again).
+
+Everything particular to a scenario is in its row, so adding one is adding a row: its
+fault and heal, its producer's settings (`producer_conf`: S4's client debug lines, which
+reach the wedgeable logger), and what the lab emulates of the client: S1's refusals
+lived in the client in the incident, so a new client was the cure; the lab makes them
+in the brokers, and `on_first_restart` lifts them when the first executor is
+restarted. S4's trigger is a file in the wedged executor's own working directory, so
+its replacement starts clean by itself (see `spark_tasks`).
 """
 
 from __future__ import annotations
@@ -99,6 +107,10 @@ class Scenario:
     heal: Callable[[Context], None] | None = None
     """Undoes what `Lab.restore` does not (a topic config): called with it when nothing
     was restarted, and after a restart too (a restart cannot clear such a fault)."""
+    on_first_restart: Callable[[Context], None] | None = None
+    """What the operator's first restart of an executor undoes in the lab: the emulation
+    of state that lived in the client in the incident, which a new client cleared (S1's
+    sticky refusals). None: the fault stays until it is healed."""
 
     @property
     def injects(self) -> bool:
@@ -116,6 +128,12 @@ def _s1(ctx: Context) -> None:
     # partitions the cluster's metadata says it leads, so every write fails while the
     # cluster is healthy (kafka-go's sticky metadata error after the cluster shrank).
     ctx.lab.request_errors("produce", "NOT_LEADER_FOR_PARTITION", 100_000)
+
+
+def _new_client(ctx: Context) -> None:
+    # In the incident the sticky error lived in the client: a new one (the restarted
+    # executor's) no longer gets it. The lab emulates it in the brokers, so it lifts it.
+    ctx.lab.restore()
 
 
 def _s2_stuck(ctx: Context) -> None:
@@ -325,6 +343,7 @@ SCENARIOS: dict[str, Scenario] = {
             dead_bootstrap_entries=2,
             baseline=Verdict.BROKER_DEGRADED,
             label="every write: NOT_LEADER",
+            on_first_restart=_new_client,
         ),
         Scenario(
             "s2-stuck-after-election",
@@ -369,6 +388,8 @@ SCENARIOS: dict[str, Scenario] = {
             lambda t: t.heartbeat_seconds + t.probe_interval_seconds + STATS_SECONDS,
             restart_helps=True,
             label="poll thread blocked by user code",
+            # client debug lines are what reaches the wedgeable logger on the poll thread
+            producer_conf={"debug": "msg"},
         ),
         Scenario(
             "plain-s2-stuck-after-election",

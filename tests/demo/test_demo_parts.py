@@ -15,13 +15,16 @@ remembers elections (grace) and the restarts it had carried out (cooldown), and 
 an hour of history, as the operator does; the demo's policy is one the API server
 accepts; a run whose first event is never written fails as not started, and its row
 counts no lost events; a fault's row that saw a verdict its scenario forbids (a
-refusal's restart verdicts) fails even though its expected verdict came.
+refusal's restart verdicts) fails even though its expected verdict came; what a
+scenario's first restart undoes is its row's (S1's refusals, lifted once), and the
+modules that run a scenario name none.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -29,18 +32,13 @@ from types import SimpleNamespace
 import pytest
 
 from hangwatch.contracts import Verdict
+from hangwatch_demo.actuation import alert_subject, restart
+from hangwatch_demo.job_sizing import CONTROL_WATCH_SECONDS, RATE_PER_SECOND, job_options
 from hangwatch_demo.local_operator import DEMO_POLICY, LocalOperator
-from hangwatch_demo.runner import (
-    CONTROL_WATCH_SECONDS,
-    RATE_PER_SECOND,
-    NotStartedError,
-    _row,
-    _until_started,
-    action_summary,
-    alert_subject,
-    job_options,
-)
-from hangwatch_demo.scenarios import SCENARIOS, Timing
+from hangwatch_demo.row_scoring import action_summary, score_row
+from hangwatch_demo.runner import NotStartedError, _until_started
+from hangwatch_demo.scenario_run import ScenarioRun, Setup
+from hangwatch_demo.scenarios import SCENARIOS, Context, Timing
 from hangwatch_demo.sidecars import announced_port, executor_pod, sidecar_argv
 from hangwatch_demo.spark_cluster import Executor, LineStream, executors_of
 from hangwatch_operator.decisions import Decision
@@ -275,10 +273,10 @@ def test_the_row_of_a_run_that_never_started_counts_no_lost_events() -> None:
         problems=["not started: no event of the run written within 180 s"],
         started=False,
     )
-    row = _row(run, 4200, 4200, 0, None, None)  # type: ignore[arg-type]
+    row = score_row(run, 4200, 4200, 0, None, None)  # type: ignore[arg-type]
     assert row.not_started and row.lost == 0 and not row.ok
     run.started, run.problems = True, []
-    row = _row(run, 4200, 7, 0, None, None)  # type: ignore[arg-type]
+    row = score_row(run, 4200, 7, 0, None, None)  # type: ignore[arg-type]
     assert not row.not_started and row.lost == 7 and not row.ok
 
 
@@ -299,7 +297,58 @@ def test_a_refusal_row_that_saw_a_restart_verdict_fails() -> None:
         problems=[],
         started=True,
     )
-    row = _row(run, 4000, 0, 0, 8.0, None)  # type: ignore[arg-type]
+    row = score_row(run, 4000, 0, 0, 8.0, None)  # type: ignore[arg-type]
     assert row.ok and row.verdict == "writes_rejected"
     run.changes.insert(0, (2.0, "exec-1 metadata_stale"))
-    assert not _row(run, 4000, 0, 0, 8.0, None).ok  # type: ignore[arg-type]
+    assert not score_row(run, 4000, 0, 0, 8.0, None).ok  # type: ignore[arg-type]
+
+
+def test_the_first_restart_undoes_what_its_scenario_says_and_only_the_first() -> None:
+    """S1's row says its first restart lifts the lab's refusals (a new client in the
+    incident); the actuation does it on the first restart only, for any scenario that
+    says so, and never for one that does not."""
+    lifted: list[str] = []
+    lab = SimpleNamespace(restore=lambda: lifted.append("restore"), bootstrap="")
+    executors = [SimpleNamespace(id=str(i), pid=100 + i) for i in (1, 2)]
+    for name, expected in (("s1-stale-metadata", ["restore"]), ("s2-stuck-after-election", [])):
+        lifted.clear()
+        scenario = SCENARIOS[name]
+        run = ScenarioRun(
+            Setup(  # type: ignore[arg-type]
+                scenario,
+                Timing(),
+                lab,
+                SimpleNamespace(executors=lambda: executors, kill=lambda *a: None),
+                None,
+                None,
+                lambda message: None,
+                SimpleNamespace(action=lambda *a: None, fault_end=lambda *a: None),
+            )
+        )
+        run.context = Context(lab=lab, wedge_file=Path("wedge"))  # type: ignore[arg-type]
+        for executor in executors:
+            pod = SimpleNamespace(executor_id=executor.id, name=f"exec-{executor.id}")
+            decision = SimpleNamespace(
+                pod=pod, verdict=scenario.expect, operation=Operation.RESTART
+            )
+            restart(run, decision)  # type: ignore[arg-type]
+        assert lifted == expected, name
+        assert [name for name, _ in run.restarted] == ["exec-1", "exec-2"]
+
+
+def test_the_runner_knows_no_scenario_by_name() -> None:
+    """What is particular to a scenario is in its row (`scenarios`): the modules that
+    run one never compare a scenario's seed or name, nor name a seed."""
+    import ast
+
+    import hangwatch_demo
+
+    package = Path(hangwatch_demo.__file__).parent
+    for module in ("runner", "actuation", "job_sizing", "row_scoring", "scenario_run"):
+        tree = ast.parse((package / f"{module}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                names = {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+                assert not {"seed", "name"} & names, (module, ast.unparse(node))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                assert not re.fullmatch(r"S\d( control)?", node.value), (module, node.value)
