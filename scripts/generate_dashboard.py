@@ -35,6 +35,8 @@ from grafana_foundation_sdk.models.dashboard import (
     VariableSort,
 )
 
+from hangwatch.verdicts import VERDICTS
+
 OUTPUT = Path(__file__).resolve().parents[1] / "charts/hangwatch/files/dashboards/hangwatch.json"
 UID = "hangwatch-overview"
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -246,8 +248,9 @@ def broker_rows(builder: dash.Dashboard) -> dash.Dashboard:
 
 
 def producer_rows(builder: dash.Dashboard) -> dash.Dashboard:
-    """Rows 3 and 4: the producers' progress and queue, and metadata freshness."""
-    return (
+    """Rows 3 and 4: the producers' progress and queue, metadata freshness, and the
+    producers per verdict for each verdict declared with a panel (`hangwatch.verdicts`)."""
+    builder = (
         builder.with_row(dash.Row("Producers"))
         .with_panel(
             series(
@@ -309,23 +312,19 @@ def producer_rows(builder: dash.Dashboard) -> dash.Dashboard:
                 unit="s",
             )
         )
-        .with_panel(
-            series(
-                "Producers whose writes are refused",
-                "Producers whose latest verdict is writes_rejected (the cluster refuses their "
-                "writes for a reason a restart cannot fix: /status names the error), per "
-                "application.",
-                per_application("sum", "hangwatch_producer_verdict", 'verdict="writes_rejected"'),
-            )
-        )
-        .with_panel(
-            series(
-                "Producers with stale metadata",
-                "Producers whose latest verdict is metadata_stale, per application.",
-                per_application("sum", "hangwatch_producer_verdict", 'verdict="metadata_stale"'),
-            )
-        )
     )
+    for parts in VERDICTS:  # the verdicts declared with a panel of their own
+        if parts.panel is not None:
+            builder = builder.with_panel(
+                series(
+                    parts.panel.title,
+                    parts.panel.description,
+                    per_application(
+                        "sum", "hangwatch_producer_verdict", f'verdict="{parts.verdict}"'
+                    ),
+                )
+            )
+    return builder
 
 
 def operator_rows(builder: dash.Dashboard) -> dash.Dashboard:

@@ -3,7 +3,9 @@
 Users put these strings in alerts, dashboards and scripts: change them only with a
 reason written in the README's changelog. The sidecar produces verdicts and
 reachability classes, the operator consumes them, the chart's alert rules and the
-dashboard match on them.
+dashboard match on them. Each verdict's other parts (its `spec.actions` field, default
+actions, colour, alerts, dashboard panel, docs line) are declared once in
+`hangwatch.verdicts`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,19 @@ class Verdict(StrEnum):
     UNKNOWN = "unknown"
     NODE_NETWORK_FAULT = "node_network_fault"
     """Added by the operator only: pods on one node fail while pods elsewhere succeed."""
+
+
+class Operation(StrEnum):
+    """What an operator decision does: the values of a policy's `spec.actions` (but
+    `uncordonNode`, which hangwatch decides itself) and of the `action` label of the
+    operator's metrics. `hangwatch_operator.operations` holds the rest of the decision
+    vocabulary; a verdict's default actions (`hangwatch.verdicts`) are these."""
+
+    RESTART = "restart"
+    DECOMMISSION = "decommission"
+    CORDON_NODE = "cordonNode"
+    UNCORDON_NODE = "uncordonNode"
+    ALERT = "alert"
 
 
 class Reachability(StrEnum):

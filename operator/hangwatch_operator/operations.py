@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from hangwatch.contracts import Operation
 
-class Operation(StrEnum):
-    """What a decision does. A policy names any of them but `uncordonNode` in `spec.actions`
-    (`POLICY_OPERATIONS`); hangwatch decides uncordons itself (`autoUncordon`)."""
-
-    RESTART = "restart"
-    DECOMMISSION = "decommission"
-    CORDON_NODE = "cordonNode"
-    UNCORDON_NODE = "uncordonNode"
-    ALERT = "alert"
+__all__ = [
+    "DISRUPTIVE",
+    "NODE_OPERATIONS",
+    "POLICY_OPERATIONS",
+    "Operation",
+    "Outcome",
+    "Suppression",
+]
+"""`Operation` is defined with the public names (`hangwatch.contracts`), because each
+verdict's default actions are declared beside it (`hangwatch.verdicts`); it is named
+here too, with the rest of the decision vocabulary."""
 
 
 POLICY_OPERATIONS = frozenset(

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from hangwatch.contracts import Verdict
 from hangwatch.defaults import POLICY
+from hangwatch.verdicts import VERDICTS
 from hangwatch_operator.operations import DISRUPTIVE, POLICY_OPERATIONS, Operation
 from hangwatch_operator.settings import InjectionMode
 
@@ -66,33 +67,19 @@ def pod_role(labels: Mapping[str, str]) -> str | None:
 
 
 ACTION_FIELDS: dict[str, Verdict] = {
-    "producerHung": Verdict.PRODUCER_HUNG,
-    "metadataStale": Verdict.METADATA_STALE,
-    "producerSilent": Verdict.PRODUCER_SILENT,
-    "writesRejected": Verdict.WRITES_REJECTED,
-    "brokerDegraded": Verdict.BROKER_DEGRADED,
-    "clusterUnreachable": Verdict.CLUSTER_UNREACHABLE,
-    "leaderElection": Verdict.LEADER_ELECTION,
-    "nodeNetworkFault": Verdict.NODE_NETWORK_FAULT,
-    "unknown": Verdict.UNKNOWN,
+    parts.action_field: parts.verdict for parts in VERDICTS if parts.action_field is not None
 }
-"""`spec.actions` field -> the verdict it configures (`healthy` needs no action)."""
+"""`spec.actions` field -> the verdict it configures (`healthy` needs no action), from
+each verdict's declaration (`hangwatch.verdicts`)."""
 
 DEFAULT_ACTIONS: dict[Verdict, tuple[Operation, ...]] = {
-    Verdict.PRODUCER_HUNG: (Operation.RESTART,),
-    Verdict.METADATA_STALE: (Operation.RESTART,),
-    Verdict.PRODUCER_SILENT: (Operation.ALERT,),
-    Verdict.WRITES_REJECTED: (Operation.ALERT,),
-    Verdict.BROKER_DEGRADED: (Operation.ALERT,),
-    Verdict.CLUSTER_UNREACHABLE: (Operation.ALERT,),
-    Verdict.LEADER_ELECTION: (Operation.ALERT,),
-    Verdict.NODE_NETWORK_FAULT: (Operation.ALERT,),
-    Verdict.UNKNOWN: (),
+    parts.verdict: parts.default_actions for parts in VERDICTS if parts.default_actions is not None
 }
-"""Same defaults as the CRD: restart only where a restart is the fix (S1, S2, S4) and the
-evidence says so; silence alone (`producer_silent`) alerts (docs/evidence-ladder.md), and
-writes the cluster refuses for a reason the next client meets again (`writes_rejected`)
-alert: the CRD forbids restarting or decommissioning for them."""
+"""Same defaults as the CRD (`hangwatch.verdicts`): restart only where a restart is the fix
+(S1, S2, S4) and the evidence says so; silence alone (`producer_silent`) alerts
+(docs/evidence-ladder.md), and writes the cluster refuses for a reason the next client
+meets again (`writes_rejected`) alert: the CRD forbids restarting or decommissioning for
+them."""
 
 PORT_PATTERN = (
     "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
@@ -156,9 +143,14 @@ on the node (a flapping link shows again within minutes) before it takes pods ag
 
 _E = TypeVar("_E", bound=StrEnum)
 _BOOTSTRAP = re.compile(BOOTSTRAP_ENTRY)
-_CLUSTER_AT_FAULT = frozenset(
-    {Verdict.BROKER_DEGRADED, Verdict.CLUSTER_UNREACHABLE, Verdict.LEADER_ELECTION, Verdict.UNKNOWN}
+_NO_RESTART = frozenset(
+    p.verdict for p in VERDICTS if p.default_actions is not None and not p.restart_may_help
 )
+"""Verdicts a restart cannot help (the cluster at fault, a refusal the next client meets
+again, nothing judged): policies may not restart or decommission for them."""
+_NODE_FAULTS = frozenset(p.verdict for p in VERDICTS if p.node_at_fault)
+"""Verdicts a policy may cordon the node for."""
+_NODE_FIELDS = " or ".join(f for f, v in ACTION_FIELDS.items() if v in _NODE_FAULTS)
 _SECRET_PROPERTY = re.compile(r"^(sasl|ssl)\.[a-z0-9]+(\.[a-z0-9]+)*$")
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([numkMGTPE]|[KMGTPE]i)?$")
 _SUFFIX: dict[str, Decimal] = {
@@ -582,9 +574,9 @@ def _actions(raw: Mapping[str, Any]) -> Actions:
         if not POLICY_OPERATIONS.issuperset(actions):
             refused = sorted(set(actions) - POLICY_OPERATIONS)
             raise InvalidPolicyError(f"spec.actions.{key}: {', '.join(refused)} is not an action")
-        if Operation.CORDON_NODE in actions and verdict is not Verdict.NODE_NETWORK_FAULT:
-            raise InvalidPolicyError(f"spec.actions.{key}: cordonNode is for nodeNetworkFault")
-        if verdict in _CLUSTER_AT_FAULT and DISRUPTIVE & set(actions):
+        if Operation.CORDON_NODE in actions and verdict not in _NODE_FAULTS:
+            raise InvalidPolicyError(f"spec.actions.{key}: cordonNode is for {_NODE_FIELDS}")
+        if verdict in _NO_RESTART and DISRUPTIVE & set(actions):
             raise InvalidPolicyError(f"spec.actions.{key}: restarting adds churn, use alert")
         if set(actions) >= DISRUPTIVE:
             raise InvalidPolicyError(

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 
 from hangwatch.contracts import Reachability, Verdict
 from hangwatch.pod_security import Feature, parse_not_judged
+from hangwatch.verdicts import VERDICTS, JudgedBy
 from hangwatch.wire import status
 from hangwatch_operator.watched import WatchedPod
 from hangwatch_producer.wire.schema import WireFormatError
 
-OPERATOR_ONLY = frozenset({Verdict.NODE_NETWORK_FAULT})
-"""Verdicts only the operator gives (from several pods); a sidecar claiming one is refused."""
+OPERATOR_ONLY = frozenset(p.verdict for p in VERDICTS if p.judged_by is JudgedBy.OPERATOR)
+"""Verdicts only the operator gives (from several pods, `hangwatch.verdicts`); a sidecar
+claiming one is refused."""
 
 CLOCK_SKEW_SECONDS = 30.0
 """How far a sidecar's clock may run ahead of the operator's: nodes synchronised by NTP

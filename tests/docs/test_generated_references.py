@@ -1,9 +1,12 @@
-"""The site's two generated references are current and complete.
+"""The site's two generated references and the generated blocks of other pages are current
+and complete.
 
 Covers: docs/reference/chart-values.md (helm-docs from charts/hangwatch/values.yaml) and
 docs/reference/crd.md (scripts/generate_references.py from crds/producerhealthpolicy.yaml)
 are exactly what `python3 scripts/generate_references.py` produces now, so an edit of
-values.yaml or the CRD without regenerating fails with the command to run; every key of
+values.yaml or the CRD without regenerating fails with the command to run; so are the
+generated blocks (the verdict table of docs/contracts.md), and a page that lost a
+block's BEGIN or END line is refused naming the block; every key of
 values.yaml has a row, or an ancestor with one (a key without a `# --` comment has
 neither); every field of the CRD's schema is in its object's table with its default and
 bounds, and every CEL rule's message is on the page; text that the site would take for
@@ -39,6 +42,21 @@ def test_the_committed_references_are_the_generated_ones() -> None:
         f"{', '.join(stale)} differ from their sources: run {generator.COMMAND} "
         "(helm-docs comes from scripts/helm-docs/install.sh, which scripts/setup.sh runs)"
     )
+
+
+def test_the_generated_blocks_are_current() -> None:
+    generator = _generator()
+    stale = generator.stale_blocks()
+    assert stale == [], f"{', '.join(stale)}: run {generator.COMMAND}"
+
+
+def test_a_page_without_a_blocks_lines_is_refused() -> None:
+    generator = _generator()
+    text = "<!-- BEGIN rules: generated -->\nold\n<!-- END rules -->\n"
+    assert generator.spliced(text, "rules", "new\n") == text.replace("old", "new")
+    for broken in (text.replace("<!-- END rules -->", ""), text.replace("BEGIN", "BEGUN")):
+        with pytest.raises(generator.GenerationError, match="no block 'rules'"):
+            generator.spliced(broken, "rules", "new\n")
 
 
 def _leaves(node: Any, path: str = "") -> Iterator[str]:

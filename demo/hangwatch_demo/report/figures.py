@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from hangwatch.contracts import Verdict
+from hangwatch.verdicts import VERDICTS
 from hangwatch_demo.report.records import (
     NO_STATUS,
     Action,
@@ -38,19 +38,11 @@ UNKNOWN_COLOUR = "#9e9e9e"
 """A verdict this version does not know (a newer sidecar's, or a kept run's): grey."""
 
 VERDICT_COLOURS: dict[str, str] = {
-    Verdict.HEALTHY: "#4caf50",
-    Verdict.BROKER_DEGRADED: "#ffc107",
-    Verdict.LEADER_ELECTION: "#90caf9",
-    Verdict.CLUSTER_UNREACHABLE: "#ff7043",
-    Verdict.METADATA_STALE: "#ab47bc",
-    Verdict.PRODUCER_HUNG: "#d32f2f",
-    Verdict.NODE_NETWORK_FAULT: "#5d4037",
-    Verdict.UNKNOWN: UNKNOWN_COLOUR,
-    Verdict.PRODUCER_SILENT: "#f48fb1",
-    Verdict.WRITES_REJECTED: "#00897b",
+    **{str(parts.verdict): parts.colour for parts in VERDICTS},
     NO_STATUS: "#cfd8dc",
 }
-"""Each verdict of `hangwatch.contracts.Verdict` and the colour its band is drawn in."""
+"""Each verdict and the colour its band is drawn in (declared with the verdict:
+`hangwatch.verdicts`), and the band of a sidecar that did not answer."""
 
 ACTED = "acted"
 """The outcome of a decision that was carried out (`hangwatch_operator.operations.Outcome`)."""
