@@ -5,8 +5,9 @@ Covers: docs/reference/chart-values.md (helm-docs from charts/hangwatch/values.y
 docs/reference/crd.md (scripts/generate_references.py from crds/producerhealthpolicy.yaml)
 are exactly what `python3 scripts/generate_references.py` produces now, so an edit of
 values.yaml or the CRD without regenerating fails with the command to run; so are the
-generated blocks (the verdict table of docs/contracts.md), and a page that lost a
-block's BEGIN or END line is refused naming the block; every key of
+generated blocks (the sidecar's rule table in docs/sidecar.md and in the docstring of
+`hangwatch_sidecar.rules`, the verdict table of docs/contracts.md), and a page that lost
+a block's BEGIN or END line is refused naming the block; every key of
 values.yaml has a row, or an ancestor with one (a key without a `# --` comment has
 neither); every field of the CRD's schema is in its object's table with its default and
 bounds, and every CEL rule's message is on the page; text that the site would take for
