@@ -162,33 +162,51 @@ splits = st.one_of(
     ),
 )
 
+PRODUCER: dict[str, st.SearchStrategy[Any]] = {
+    "key": st.sampled_from(["producer-1-1", "producer-2-1", "producer-3-1"]),
+    "pid": st.integers(1, 3),
+    "alive": mostly(True, False, None),
+    "pending": st.sampled_from([0, 100]),
+    "delivered_total": st.integers(0, 10),
+    "failed_total": st.integers(0, 10),
+    "topics": topic_sets,
+    "heartbeat_age_seconds": mostly(1.0, seconds),
+    "progress_age_seconds": maybe_seconds,
+    "pending_seconds": seconds,
+    "failing_seconds": seconds,
+    "leaders": leaders,
+    "answered_age_seconds": maybe_seconds,
+    "awaiting_responses": mostly(0, 1, 2),
+    "metadata_age_seconds": maybe_seconds,
+    "disagreeing_seconds": seconds,
+    "identity": st.sampled_from([{}, {"client_id": "orders", "spark_task": "3"}]),
+    "errors": mostly((), st.lists(errors, max_size=3).map(tuple)),
+    "throttle_age_seconds": maybe_seconds,
+    "throttle_seconds": mostly(0.0, 1.5, 30.0),
+    "problem": mostly(None, "telemetry is not JSON"),
+    "java": mostly(False, True),
+    "counts_pending": st.booleans(),
+    "splits": splits,
+}
+"""Each field of a producer's observation, anything its telemetry may say."""
+STALLED: dict[str, st.SearchStrategy[Any]] = {
+    **PRODUCER,
+    "alive": st.just(True),
+    "pending": st.just(100),
+    "heartbeat_age_seconds": st.just(1.0),
+    "progress_age_seconds": st.sampled_from([None, 31.0, 200.0]),
+    "pending_seconds": st.sampled_from([31.0, 45.0, 200.0]),
+    "throttle_seconds": st.just(0.0),
+    "problem": st.none(),
+    "java": st.just(False),
+    "errors": st.just(()),
+}
+"""A live wrapper producer whose messages have waited past the stall threshold with no
+delivery: how it was answered (or not), its metadata and its failures vary."""
+
 some_producers = st.lists(
-    st.builds(
-        ProducerObservation,
-        key=st.sampled_from(["producer-1-1", "producer-2-1", "producer-3-1"]),
-        pid=st.integers(1, 3),
-        alive=mostly(True, False, None),
-        pending=st.sampled_from([0, 100]),
-        delivered_total=st.integers(0, 10),
-        failed_total=st.integers(0, 10),
-        topics=topic_sets,
-        heartbeat_age_seconds=mostly(1.0, seconds),
-        progress_age_seconds=maybe_seconds,
-        pending_seconds=seconds,
-        failing_seconds=seconds,
-        leaders=leaders,
-        answered_age_seconds=maybe_seconds,
-        awaiting_responses=mostly(0, 1, 2),
-        metadata_age_seconds=maybe_seconds,
-        disagreeing_seconds=seconds,
-        identity=st.sampled_from([{}, {"client_id": "orders", "spark_task": "3"}]),
-        errors=mostly((), st.lists(errors, max_size=3).map(tuple)),
-        throttle_age_seconds=maybe_seconds,
-        throttle_seconds=mostly(0.0, 1.5, 30.0),
-        problem=mostly(None, "telemetry is not JSON"),
-        java=mostly(False, True),
-        counts_pending=st.booleans(),
-        splits=splits,
+    st.one_of(
+        st.builds(ProducerObservation, **PRODUCER), st.builds(ProducerObservation, **STALLED)
     ),
     min_size=1,
     max_size=3,
