@@ -3,7 +3,7 @@
 The sidecar's probe loop turns a probe result into a `ClusterObservation`; the
 telemetry reader turns each producer's telemetry file into a `ProducerObservation`
 (via `tracking.ProducerTracker`, which remembers when progress and heartbeats were
-last seen). Both are plain frozen data so `verdicts.evaluate` stays a pure function.
+last seen). Both are plain frozen data so the rules (`rules.evaluate`) stay pure functions.
 All times are the sidecar's own monotonic clock, in seconds.
 """
 

@@ -27,22 +27,28 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, replace
 
 from hangwatch.contracts import Reachability
 from hangwatch.logs import IDENTITY_ENV
 from hangwatch_producer.secrets import redact
 from hangwatch_sidecar import budget
+from hangwatch_sidecar.assessment import PodAssessment, Thresholds
+from hangwatch_sidecar.evidence import ClusterObservation
+from hangwatch_sidecar.hysteresis import Debouncer
 from hangwatch_sidecar.metadata_keeper import MetadataKeeper
 from hangwatch_sidecar.observing import endpoints_to_probe, observe_cluster
 from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings, parse_bootstrap
 from hangwatch_sidecar.probe.tls import tls_context
+from hangwatch_sidecar.probe.types import EndpointProbe
 from hangwatch_sidecar.prober import BrokerProber
 from hangwatch_sidecar.producer_reader import ProducerReader
 from hangwatch_sidecar.pystacks.judge import HeldView
 from hangwatch_sidecar.pystacks.reader import MAX_PROCESSES, StackReader
 from hangwatch_sidecar.pystacks.watch import StackWatch
+from hangwatch_sidecar.round import RoundEvidence
+from hangwatch_sidecar.rules import evaluate
 from hangwatch_sidecar.settings import SidecarSettings
 from hangwatch_sidecar.spark.attach import SOURCE, LocalReader
 from hangwatch_sidecar.spark.client import DriverClient, DriverReader
@@ -50,7 +56,6 @@ from hangwatch_sidecar.spark.tracking import SparkTracker
 from hangwatch_sidecar.spark.types import ReadStats, SparkView
 from hangwatch_sidecar.spark.watch import SparkWatch
 from hangwatch_sidecar.state import SidecarState, not_judged
-from hangwatch_sidecar.verdicts import Debouncer, RoundEvidence, Thresholds, evaluate
 
 log = logging.getLogger(__name__)
 JITTER = 0.2
@@ -140,80 +145,29 @@ class SidecarLoop:
         """One full evaluation round; returns (and publishes) the new state."""
         started = self.clock()
         previous = self.state()
-        doubt = previous.cluster is not None and bool(previous.cluster.failing)
-        fetching = (
-            self._pool.submit(self.metadata.fetch, started, doubt)
-            if self.metadata.due(
-                started,
-                previous.cluster,
-                previous.producers,
-                self.producers.disagreeing_since.values(),
-            )
-            else None
-        )
-        sampling = None
-        if self.stacks is not None:
-            running = previous.spark.task_running if previous.spark is not None else None
-            if self.stacks.due(running, previous.sockets):
-                sampling = self._pool.submit(self.stacks.sample)
-            else:
-                self.stacks.skip()
+        fetching, sampling = self._start_reads(started, previous)
         probes, passive, view = self.prober.probe(
             endpoints_to_probe(self.bootstrap, self.metadata.metadata), started
         )
         if fetching is not None:
             fetching.result()
-        for p in probes:
-            if p.reachability is not Reachability.OK:
-                self.probe_errors[str(p.reachability)] += 1
         now = self.clock()
-        cluster = observe_cluster(
-            now,
-            self.bootstrap,
-            probes,
-            self.metadata.metadata,
-            self.metadata.error,
-            self.metadata.known_nodes,
-            all_topics=not self.settings.topic_set,
-            metadata_age_seconds=self.metadata.age_seconds(now),
-        )
-        cluster = replace(
-            cluster,
-            brokers=tuple(
-                replace(b, detail=passive[b.address]) if b.address in passive else b
-                for b in cluster.brokers
-            ),
-        )
-        if cluster.leaderless_for(frozenset()):
-            self.leaderless_since = self.leaderless_since or now
-        else:
-            self.leaderless_since = None
+        cluster = self._cluster(now, probes, passive)
         producers = self.producers.with_disagreement(cluster, self.producers.read(now), now)
         spark = self._thread_view()
         stacks: HeldView | None = sampling.result() if sampling is not None else None
-        assessment = evaluate(
-            RoundEvidence(
-                cluster,
-                producers,
-                leaderless_since=self.leaderless_since,
-                topics=self.settings.topic_set,
-                sockets=view,
-                spark=spark,
-                stacks=stacks,
-            ),
-            thresholds=self.thresholds,
-            now=now,
+        evidence = RoundEvidence(
+            cluster,
+            producers,
+            leaderless_since=self.leaderless_since,
+            topics=self.settings.topic_set,
+            sockets=view,
+            spark=spark,
+            stacks=stacks,
         )
+        assessment = evaluate(evidence, thresholds=self.thresholds, now=now)
         wall_now = self.wall()
-        if self.debouncer.update(assessment.pod.verdict, wall_now, held=assessment.pod.held):
-            self.verdict_changes[str(self.debouncer.current)] += 1
-            log.info(
-                "verdict changed",
-                extra={
-                    "verdict": str(self.debouncer.current),
-                    "reasons": list(assessment.pod.reasons),
-                },
-            )
+        self._debounce(assessment, wall_now)
         state = replace(
             previous,
             verdict=self.debouncer.current,
@@ -243,6 +197,75 @@ class SidecarLoop:
         )
         self._publish(state)
         return state
+
+    def _start_reads(
+        self, started: float, previous: SidecarState
+    ) -> tuple[Future[None] | None, Future[HeldView] | None]:
+        """The round's metadata fetch, when due, and its sample of the Python stacks, when
+        due, started in the background while the brokers are probed."""
+        doubt = previous.cluster is not None and bool(previous.cluster.failing)
+        fetching = (
+            self._pool.submit(self.metadata.fetch, started, doubt)
+            if self.metadata.due(
+                started,
+                previous.cluster,
+                previous.producers,
+                self.producers.disagreeing_since.values(),
+            )
+            else None
+        )
+        sampling = None
+        if self.stacks is not None:
+            running = previous.spark.task_running if previous.spark is not None else None
+            if self.stacks.due(running, previous.sockets):
+                sampling = self._pool.submit(self.stacks.sample)
+            else:
+                self.stacks.skip()
+        return fetching, sampling
+
+    def _cluster(
+        self, now: float, probes: list[EndpointProbe], passive: dict[str, str]
+    ) -> ClusterObservation:
+        """The cluster as this round's probes and metadata saw it (each broker the pod's
+        own connections vouched for with what they said), counting the probe errors and
+        when partitions were first seen without a leader."""
+        for p in probes:
+            if p.reachability is not Reachability.OK:
+                self.probe_errors[str(p.reachability)] += 1
+        cluster = observe_cluster(
+            now,
+            self.bootstrap,
+            probes,
+            self.metadata.metadata,
+            self.metadata.error,
+            self.metadata.known_nodes,
+            all_topics=not self.settings.topic_set,
+            metadata_age_seconds=self.metadata.age_seconds(now),
+        )
+        cluster = replace(
+            cluster,
+            brokers=tuple(
+                replace(b, detail=passive[b.address]) if b.address in passive else b
+                for b in cluster.brokers
+            ),
+        )
+        if cluster.leaderless_for(frozenset()):
+            self.leaderless_since = self.leaderless_since or now
+        else:
+            self.leaderless_since = None
+        return cluster
+
+    def _debounce(self, assessment: PodAssessment, wall_now: float) -> None:
+        """Feed the round's pod verdict to the debouncer; log and count a change."""
+        if self.debouncer.update(assessment.pod.verdict, wall_now, held=assessment.pod.held):
+            self.verdict_changes[str(self.debouncer.current)] += 1
+            log.info(
+                "verdict changed",
+                extra={
+                    "verdict": str(self.debouncer.current),
+                    "reasons": list(assessment.pod.reasons),
+                },
+            )
 
     def _thread_view(self) -> SparkView | None:
         """The driver's view; the local JVM's thread dump when the driver's is off or

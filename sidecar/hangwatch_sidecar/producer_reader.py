@@ -20,8 +20,8 @@ from dataclasses import replace
 from hangwatch_sidecar import budget, telemetry_reader
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
 from hangwatch_sidecar.settings import SidecarSettings
+from hangwatch_sidecar.telemetry.judge import leader_disagreements
 from hangwatch_sidecar.tracking import ProducerTracker
-from hangwatch_sidecar.verdicts import leader_disagreements
 
 log = logging.getLogger(__name__)
 

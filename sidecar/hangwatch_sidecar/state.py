@@ -16,6 +16,7 @@ from typing import Any
 from hangwatch import __version__, pod_security
 from hangwatch.contracts import Verdict
 from hangwatch.wire import status
+from hangwatch_sidecar.assessment import Assessment, PodAssessment
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation, ProducerObservation
 from hangwatch_sidecar.pystacks.judge import HeldView
 from hangwatch_sidecar.sockets.types import SocketObservation
@@ -26,7 +27,6 @@ from hangwatch_sidecar.spark.types import (
     SparkView,
     ThreadObservation,
 )
-from hangwatch_sidecar.verdicts import Assessment, PodAssessment
 
 SPARK_SHOWN = 16
 STACKS_OFF = (

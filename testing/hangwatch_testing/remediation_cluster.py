@@ -33,10 +33,10 @@ from hangwatch.contracts import Reachability, Verdict
 from hangwatch_operator.injection import build_sidecar_patch
 from hangwatch_operator.policies import parse_policy
 from hangwatch_operator.settings import InjectionMode, OperatorSettings
+from hangwatch_sidecar.assessment import Assessment, PodAssessment
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation
 from hangwatch_sidecar.server import StatusServer
 from hangwatch_sidecar.state import SidecarState
-from hangwatch_sidecar.verdicts import Assessment, PodAssessment
 from hangwatch_testing.emulated_cluster import (
     EmulatedCluster,
     Kubeconfigured,

@@ -18,10 +18,12 @@ from dataclasses import replace
 
 from hangwatch.contracts import Reachability as R
 from hangwatch.contracts import Verdict as V
+from hangwatch_sidecar.assessment import Thresholds
 from hangwatch_sidecar.pystacks.judge import HeldThread, HeldView, StackTracker
 from hangwatch_sidecar.pystacks.types import Place, StackView, ThreadPlace
+from hangwatch_sidecar.round import RoundEvidence
+from hangwatch_sidecar.rules import evaluate
 from hangwatch_sidecar.spark.types import Activity, ThreadObservation
-from hangwatch_sidecar.verdicts import RoundEvidence, Thresholds, evaluate
 from tests.sidecar import spark_builders as sb
 from tests.sidecar.builders import cluster, connection, producer, socket_view
 

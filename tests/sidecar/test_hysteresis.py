@@ -11,7 +11,7 @@ other verdicts never because of that flag.
 from __future__ import annotations
 
 from hangwatch.contracts import Verdict as V
-from hangwatch_sidecar.verdicts import HELD_BY_THRESHOLD, Debouncer
+from hangwatch_sidecar.hysteresis import HELD_BY_THRESHOLD, Debouncer
 
 
 def test_single_blip_is_ignored() -> None:

@@ -35,6 +35,9 @@ from hypothesis import strategies as st
 
 from hangwatch import kafka_errors as ke
 from hangwatch.contracts import Verdict as V
+from hangwatch_sidecar.assessment import Thresholds
+from hangwatch_sidecar.round import RoundEvidence
+from hangwatch_sidecar.rules import evaluate
 from hangwatch_sidecar.spark import answers
 from hangwatch_sidecar.spark.judge import REFUSAL_WINDOW_SECONDS, judge_spark
 from hangwatch_sidecar.spark.types import (
@@ -44,7 +47,6 @@ from hangwatch_sidecar.spark.types import (
     SparkView,
     TaskThread,
 )
-from hangwatch_sidecar.verdicts import RoundEvidence, Thresholds, evaluate
 from tests.sidecar.builders import cluster
 from tests.sidecar.spark_builders import FIXTURES
 

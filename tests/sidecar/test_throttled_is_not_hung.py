@@ -19,9 +19,11 @@ from hypothesis import strategies as st
 
 from hangwatch.contracts import Verdict as V
 from hangwatch_producer.wire import telemetry as wire
+from hangwatch_sidecar.assessment import Thresholds
+from hangwatch_sidecar.round import RoundEvidence
+from hangwatch_sidecar.rules import evaluate
 from hangwatch_sidecar.sockets.types import Pattern
 from hangwatch_sidecar.tracking import ProducerTracker
-from hangwatch_sidecar.verdicts import RoundEvidence, Thresholds, evaluate
 from tests.sidecar.builders import cluster, connection, producer, socket_view
 
 T = Thresholds(

@@ -24,8 +24,10 @@ import pytest
 
 from hangwatch.contracts import Reachability as R
 from hangwatch.contracts import Verdict as V
+from hangwatch_sidecar.assessment import Thresholds
 from hangwatch_sidecar.evidence import BrokerObservation
-from hangwatch_sidecar.verdicts import RoundEvidence, Thresholds, evaluate
+from hangwatch_sidecar.round import RoundEvidence
+from hangwatch_sidecar.rules import evaluate
 from tests.sidecar.builders import cluster, producer
 
 T = Thresholds(

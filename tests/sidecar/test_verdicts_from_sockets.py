@@ -23,8 +23,10 @@ from dataclasses import replace
 
 from hangwatch.contracts import Reachability as R
 from hangwatch.contracts import Verdict as V
+from hangwatch_sidecar.assessment import MAX_CONNECTIONS_SHOWN, Thresholds
+from hangwatch_sidecar.round import RoundEvidence
+from hangwatch_sidecar.rules import evaluate
 from hangwatch_sidecar.sockets.types import Pattern
-from hangwatch_sidecar.verdicts import MAX_CONNECTIONS_SHOWN, RoundEvidence, Thresholds, evaluate
 from tests.sidecar.builders import cluster, connection, producer, socket_view
 
 T = Thresholds(

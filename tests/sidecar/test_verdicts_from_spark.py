@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from hangwatch.contracts import Reachability, Verdict
 from hangwatch.wire import status
+from hangwatch_sidecar.assessment import Thresholds
+from hangwatch_sidecar.hysteresis import Debouncer
+from hangwatch_sidecar.round import RoundEvidence
+from hangwatch_sidecar.rules import evaluate
 from hangwatch_sidecar.spark.types import Activity, RunningTask, SparkView, ThreadObservation
 from hangwatch_sidecar.state import SPARK_SHOWN, SidecarState, status_document
-from hangwatch_sidecar.verdicts import Debouncer, RoundEvidence, Thresholds, evaluate
 
 from .builders import cluster, producer
 from .spark_builders import network, peers, task, thread, view

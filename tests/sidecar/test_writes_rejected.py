@@ -21,9 +21,12 @@ import pytest
 
 from hangwatch.contracts import Verdict as V
 from hangwatch_producer.wire import telemetry as wire
+from hangwatch_sidecar.assessment import Thresholds
 from hangwatch_sidecar.evidence import ErrorObserved
+from hangwatch_sidecar.hysteresis import Debouncer
+from hangwatch_sidecar.round import RoundEvidence
+from hangwatch_sidecar.rules import evaluate
 from hangwatch_sidecar.tracking import ProducerTracker
-from hangwatch_sidecar.verdicts import Debouncer, RoundEvidence, Thresholds, evaluate
 from tests.sidecar.builders import cluster, producer
 
 T = Thresholds(

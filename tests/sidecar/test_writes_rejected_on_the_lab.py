@@ -24,8 +24,10 @@ from hangwatch.contracts import Verdict as V
 from hangwatch_lab import Lab
 from hangwatch_producer import DeliveryFailed, ProducerSettings, producer
 from hangwatch_producer.wire import telemetry as wire
+from hangwatch_sidecar.assessment import Thresholds
+from hangwatch_sidecar.round import RoundEvidence
+from hangwatch_sidecar.rules import evaluate
 from hangwatch_sidecar.tracking import ProducerTracker
-from hangwatch_sidecar.verdicts import RoundEvidence, Thresholds, evaluate
 from tests.sidecar.builders import cluster
 
 pytestmark = pytest.mark.xdist_group("kafka-engine")

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from hangwatch.contracts import Reachability, Verdict
 from hangwatch.wire import status
 from hangwatch_producer.wire.schema import Problem, WireFormatError
+from hangwatch_sidecar.assessment import Assessment, PodAssessment
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation
 from hangwatch_sidecar.state import SidecarState, status_document
-from hangwatch_sidecar.verdicts import Assessment, PodAssessment
 
 from .documents import json_values
 

@@ -1,6 +1,6 @@
 """What the socket view means for the pod's verdict: findings the verdict engine weighs (pure).
 
-Fed by `verdicts.evaluate` with the round's `SocketObservation`, whether the cluster is
+Fed by the rules (`round.Round`) with the round's `SocketObservation`, whether the cluster is
 healthy from this pod (every advertised broker answers the sidecar, metadata came,
 no partition is leaderless), the stall threshold, and `spark_task_running`: Spark's
 view of this executor (True: a task of this executor runs now; False: none; None:

@@ -1,6 +1,6 @@
 """What Spark's view of this executor means for the pod's verdict: findings (pure).
 
-Fed by `verdicts.evaluate` with the round's `SparkView`, the stall and heartbeat
+Fed by the rules (`round.Round`) with the round's `SparkView`, the stall and heartbeat
 thresholds and whether the cluster is healthy from this pod (every member broker
 answers, metadata came, no partition is leaderless). Each finding names the thread or
 task it rests on; `verdict` None marks corroborating evidence that never decides alone.
