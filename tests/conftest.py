@@ -60,6 +60,7 @@ GROUPS = {
     "sidecar/test_spark_view_on_a_real_driver.py": "spark",
     "sidecar/test_failure_budget_on_a_real_driver.py": "spark",
     "sidecar/test_spark_sink_refusals.py": "spark",
+    "sidecar/test_field_corpus_in_spark.py": "spark",
     "sidecar/test_seed_scenarios_on_the_lab.py::"
     "test_healthy_producer_under_load_for_five_minutes_is_only_healthy": "five-minute-soak",
 }
@@ -101,6 +102,7 @@ TIERS = {
     "sidecar/test_failure_budget_on_a_real_driver.py": "spark",
     "sidecar/test_spark_driver_down.py": "spark",
     "sidecar/test_spark_sink_refusals.py": "spark",
+    "sidecar/test_field_corpus_in_spark.py": "spark",
     "sidecar/test_incidents_with_their_own_clients.py": "lab",
     "sidecar/test_jvm_attach_unprivileged.py": "lab",
     "sidecar/test_seed_scenarios_on_the_lab.py": "lab",

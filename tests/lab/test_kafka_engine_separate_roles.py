@@ -5,8 +5,9 @@ started once (5 JVMs: the smallest shape with more than one controller whose shr
 leaves most bootstrap entries dead; S1's own 3 + 5 runs in benchmarks/incidents.py). The
 tests run in order; the last shrinks it for good. Covers: the controllers and the brokers
 are separate JVMs with their own `process.roles`, the voter list names the controllers
-only; clients see the 3 brokers only (controllers have no client listener) and produce
-and consume through them; a broker stopped leaves the quorum whole (its leader still one
+only; the controllers paused (SIGSTOP) and continued in the background; clients see
+the 3 brokers only (controllers have no client listener) and produce and consume
+through them; a broker stopped leaves the quorum whole (its leader still one
 of the controllers, the cluster still served) and comes back; a shrink may remove most
 brokers (3 -> 1, 2 bootstrap entries dead), which combined mode refuses, while the
 quorum stays whole; bad `controllers` values are usage errors (`--controllers` on the
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from hangwatch.errors import UsageError
+from hangwatch.errors import LabError, UsageError
 from hangwatch_lab import Lab, netfilter
 from hangwatch_lab.kafka import CONTROLLER_ID_BASE, KafkaLab, run_state
 from hangwatch_lab.lab import BrokerState
@@ -93,6 +94,28 @@ def test_a_broker_stopped_leaves_the_quorum_whole(cluster: KafkaLab) -> None:
     assert cluster.controller_pids()[leader] > 0
     cluster.restore(1)
     assert 1 in _brokers_listed(cluster, [2])
+    assert len(round_trip(cluster.bootstrap, "t", 5)) == 5
+
+
+def test_the_controllers_paused_and_continued_in_the_background(cluster: KafkaLab) -> None:
+    """The field corpus's librdkafka trigger (a KRaft controller's long pause): every
+    controller-only JVM stopped at once, the brokers untouched and still serving, the
+    controllers continued after the pause on their own, the pause recorded."""
+    pids = cluster.controller_pids()
+    brokers = cluster.broker_pids()
+    cluster.pause_controllers(3.0)
+    try:
+        assert {run_state(pid) for pid in pids.values()} == {"T"}
+        assert "T" not in {run_state(pid) for pid in brokers.values()}
+        with pytest.raises(LabError, match="already paused"):
+            cluster.pause_controllers(1.0)
+    finally:
+        cluster.restore()  # waits for the pause to end, on every path
+    assert cluster.elections_under_way() == []
+    assert "T" not in {run_state(pid) for pid in pids.values()}
+    (result,) = [r for r in cluster.election_results if r.get("fault") == "controller-pause"]
+    assert result["fault_seconds"] >= 3.0, result
+    assert cluster.active_controller() in CONTROLLERS
     assert len(round_trip(cluster.bootstrap, "t", 5)) == 5
 
 
