@@ -120,7 +120,10 @@ def merged(card: Scorecard, rows: list[ScoreRow], measured: str) -> Scorecard:
     `measured` said of them."""
     fresh = {row.row: row for row in rows}
     kept = [fresh.pop(row.row, row) for row in card.rows]
-    notes = card.measured if measured in card.measured else f"{card.measured} {measured}"
+    if not card.rows:  # the empty scorecard's placeholder goes with its first rows
+        notes = measured
+    else:
+        notes = card.measured if measured in card.measured else f"{card.measured} {measured}"
     return Scorecard(measured=notes.strip(), rows=[*kept, *fresh.values()])
 
 
