@@ -177,7 +177,7 @@ def check_operator(survey: Survey) -> Result:
             "operator",
             Status.FAIL,
             f"no operator Deployment ({OPERATOR_COMPONENT}) in {survey.namespace}",
-            "helm install hangwatch charts/hangwatch -n NAMESPACE (README: Run it on a cluster)",
+            "helm install hangwatch oci://REGISTRY/charts/hangwatch -n NAMESPACE (README: Install)",
         )
     name = (deployment.get("metadata") or {}).get("name")
     wanted = int((deployment.get("spec") or {}).get("replicas", 1) or 0)
