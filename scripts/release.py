@@ -92,7 +92,11 @@ def project_version(root: Path = ROOT) -> str:
 
 
 def _assigned(path: Path, name: str) -> str:
-    found = re.search(rf'^{name}\s*=\s*"([^"]+)"', path.read_text(), re.M)
+    """The value `name = "X"` (Python) or `name=hangwatch-producer==X` (a Dockerfile ARG)."""
+    text = path.read_text()
+    found = re.search(rf'^{name}\s*=\s*"([^"]+)"', text, re.M) or re.search(
+        rf"^{name}=hangwatch-producer==(\S+)$", text, re.M
+    )
     return found.group(1) if found else "(not found)"
 
 
@@ -137,6 +141,9 @@ VERSION_PLACES: dict[str, Callable[[Path], str]] = {
         root / "charts/hangwatch/crds/producerhealthpolicy.yaml"
     ),
     "the operator's default sidecar image tag": _sidecar_image_tag,
+    "examples/spark-on-kubernetes/Dockerfile's hangwatch-producer pin": lambda root: (
+        _assigned(root / "examples/spark-on-kubernetes/Dockerfile", "ARG HANGWATCH_PRODUCER")
+    ),
 }
 """Every place the repository spells its version (besides pyproject.toml's own, which
 feeds `make`, the image's label and every artifact); each must say the same."""

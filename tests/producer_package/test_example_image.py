@@ -7,11 +7,14 @@ here to pull Apache Spark's image):
   base whose python3 differs) is admitted by the producer's requires-python and lies
   between the Pythons the producer's tests run under (Debian bullseye's 3.9 and the
   machine's, test_supported_pythons.py);
-- the only thing pip installs is the hangwatch-producer wheel (never the `hangwatch`
-  distribution, whose sidecar dependencies would land in every executor);
+- the only thing pip installs is `hangwatch-producer` at this release's version, from the
+  package index the build is given (never the `hangwatch` distribution, whose sidecar
+  dependencies would land in every executor);
+- the base is a Spark release the tests run (a line of `hangwatch_pipeline.spark_kafka`),
+  and sparkapplication.yaml names the same one;
 - the job it copies imports nothing of hangwatch but `hangwatch_producer`;
 - the build context's .dockerignore (the repository root's, shared with `make image`)
-  keeps what it copies: the producer's wheel and the job.
+  keeps what it copies: the job.
 """
 
 from __future__ import annotations
@@ -24,8 +27,12 @@ import sys
 import tomllib
 from pathlib import Path
 
+import yaml
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
+
+import hangwatch_producer
+from hangwatch_pipeline.spark_kafka import LINES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "examples" / "spark-on-kubernetes" / "Dockerfile"
@@ -66,7 +73,7 @@ def test_the_base_python_is_supported_and_between_the_tested_ones() -> None:
     assert OLDEST_TESTED <= base_python <= newest_tested
 
 
-def test_pip_installs_the_producer_wheel_only() -> None:
+def test_pip_installs_the_producer_release_only() -> None:
     installed = []
     for instruction, rest in instructions():
         if instruction != "RUN":
@@ -77,12 +84,23 @@ def test_pip_installs_the_producer_wheel_only() -> None:
                 for arg in words[i + 2 :]:
                     if arg == "&&":
                         break
-                    if not arg.startswith("-"):
+                    if not arg.startswith("-") and arg != "${PIP_INDEX_URL}":
                         installed.append(arg)
-    assert installed == ["/tmp/hangwatch_producer-*.whl"]
+    assert installed == ["${HANGWATCH_PRODUCER}"]
+    assert args()["HANGWATCH_PRODUCER"] == f"hangwatch-producer=={hangwatch_producer.__version__}"
+    assert args()["PIP_INDEX_URL"] == "https://pypi.org/simple"
     copied = [rest for instruction, rest in instructions() if instruction == "COPY"]
-    assert "dist/hangwatch_producer-*.whl /tmp/" in copied
-    assert not any("dist/hangwatch-" in c for c in copied)
+    assert not any("dist/" in c for c in copied)
+
+
+def test_the_base_and_the_application_are_a_tested_spark_release() -> None:
+    tested = {line.version for line in LINES}
+    tag = args()["SPARK_IMAGE"].rsplit(":", 1)[1]
+    assert tag.split("-", 1)[0] in tested, f"{tag}: not one of the tested {sorted(tested)}"
+    application = yaml.safe_load(
+        (ROOT / "examples" / "spark-on-kubernetes" / "sparkapplication.yaml").read_text()
+    )
+    assert application["spec"]["sparkVersion"] == tag.split("-", 1)[0]
 
 
 def test_the_job_imports_only_the_producer_package() -> None:
@@ -113,6 +131,5 @@ def kept_by_dockerignore(path: str) -> bool:
 
 
 def test_the_build_context_keeps_what_the_dockerfile_copies() -> None:
-    assert kept_by_dockerignore("dist/hangwatch_producer-0.1.0-py3-none-any.whl")
     assert kept_by_dockerignore(args()["JOB"])
     assert not kept_by_dockerignore("dist/hangwatch-0.1.0-py3-none-any.whl")

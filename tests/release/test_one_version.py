@@ -49,6 +49,7 @@ def test_every_place_says_the_projects_version() -> None:
         ("pyproject.toml", '"hangwatch-producer==', '"hangwatch-producer==9.', "producer pin"),
         ("crds/producerhealthpolicy.yaml", 'version: "', 'version: "9.', "crds/producerhealth"),
         ("operator/hangwatch_operator/settings.py", "hangwatch:", "hangwatch:9.", "sidecar image"),
+        ("examples/spark-on-kubernetes/Dockerfile", "producer==", "producer==9.", "Dockerfile"),
     ],
 )
 def test_a_copy_that_disagrees_stops_the_release(
@@ -62,6 +63,7 @@ def test_a_copy_that_disagrees_stops_the_release(
         "crds/producerhealthpolicy.yaml",
         "charts/hangwatch/crds/producerhealthpolicy.yaml",
         "operator/hangwatch_operator/settings.py",
+        "examples/spark-on-kubernetes/Dockerfile",
     ):
         (tmp_path / place).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ROOT / place, tmp_path / place)
