@@ -141,8 +141,8 @@ VERSION_PLACES: dict[str, Callable[[Path], str]] = {
         root / "charts/hangwatch/crds/producerhealthpolicy.yaml"
     ),
     "the operator's default sidecar image tag": _sidecar_image_tag,
-    "examples/spark-on-kubernetes/Dockerfile's hangwatch-producer pin": lambda root: (
-        _assigned(root / "examples/spark-on-kubernetes/Dockerfile", "ARG HANGWATCH_PRODUCER")
+    "examples/spark-on-kubernetes/Dockerfile's hangwatch-producer pin": lambda root: _assigned(
+        root / "examples/spark-on-kubernetes/Dockerfile", "ARG HANGWATCH_PRODUCER"
     ),
 }
 """Every place the repository spells its version (besides pyproject.toml's own, which

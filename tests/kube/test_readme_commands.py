@@ -1,17 +1,17 @@
 """Every command of docs/development.md's "Run a checkout on a cluster" section, run by the tier.
 
-The commands are read from that page itself (`hangwatch_testing.kube.readme`), so it cannot
-drift from what is tested (the README's install from registries is the node tier's
-tests/node/test_install_from_registries.py). Against the real kube-apiserver with the operator running as
-the chart's ServiceAccount: `make image` is the image tier's (tests/image builds the
-image with it); the push is left aside (no registry here); the session's release was
-installed with the values of the README's `helm install`; each `kubectl` command runs
-with the release's kubectl and succeeds, the policy of examples/policy-dry-run.yaml watching
-three executor pods, one of them hung: `kubectl get producerhealthpolicies -A` shows it
-watching 3 with 1 unhealthy, `kubectl get events` shows the HangwatchDryRun Event;
-`port-forward` needs a kubelet, so the `curl` of the operator's /metrics goes to the
-operator process directly and finds `hangwatch_operator_` samples; `helm upgrade
---reuse-values` allows node patches and `helm rollback ... 1` forbids them again.
+The commands are read from that page itself (`hangwatch_testing.kube.readme`), so it
+cannot drift from what is tested. Against the real kube-apiserver with the operator
+running as the chart's ServiceAccount: `make image` is the image tier's (tests/image
+builds the image with it); the push is left aside (no registry here); the session's
+release was installed with the values of the page's `helm install`; each `kubectl`
+command runs with the release's kubectl and succeeds, the policy of
+examples/policy-dry-run.yaml watching three executor pods, one of them hung: `kubectl get
+producerhealthpolicies -A` shows it watching 3 with 1 unhealthy, `kubectl get events`
+shows the HangwatchDryRun Event; `port-forward` needs a kubelet, so the `curl` of the
+operator's /metrics goes to the operator process directly and finds `hangwatch_operator_`
+samples; `helm upgrade --reuse-values` allows node patches and `helm rollback ... 1`
+forbids them again.
 """
 
 from __future__ import annotations
