@@ -4,7 +4,8 @@ For each incident (S0 sarama v1.37.2 SyncProducer, S1 kafka-go v0.4.8, S2 sarama
 idempotent with v1.38.0 as the control, S3 Kafka 0.8.2.2's Scala producer, S4
 kafka-clients 0.11.0.3), `--runs` replays (default 3), each on a fresh 3-broker Apache
 Kafka lab (the `kafka` engine; the lab's default 4.x, or 3.9.2 for S3 and S4, whose
-clients are older than 2.1, and for S2-interval*: `Incident.kafka_version`) next to a real
+clients are older than 2.1, and for S2-interval* and S2-idle*: `Incident.kafka_version`;
+S2-idle*'s brokers close connections idle 3 s, `Incident.broker_configs`) next to a real
 `hangwatch sidecar`
 with an empty telemetry directory, its socket view narrowed to the client's process (1 s
 probes, 5 s stall, 1 s timeouts, hysteresis 2; `hangwatch_testing.incidents`).
@@ -16,7 +17,7 @@ silent from then on), every other verdict seen, the operator's default action
 for each, and the evidence the first verdict named (first run). Needs root (iptables),
 Java 17, Maven and Go. Incidents: S0 S1 S1-frozen S1-most-dead S1-most-dead-control
 S1-fresh S1-fresh-control S2 S2-control S2-stop S2-stop-control S2-interval
-S2-interval-control S3 S4 S4-dump S4-control
+S2-interval-control S2-idle S2-idle-control S3 S4 S4-dump S4-control
 (`hangwatch_testing.incidents.catalogue.INCIDENTS`). The S1-most-dead* and S1-fresh* rows
 run on 5 brokers beside 3 controllers, shrunk to 2 (`Incident.brokers`,
 `controllers`). S1-fresh* start the client after the shrink
@@ -27,8 +28,8 @@ sidecar and by a second one with a declared write interval (`WITNESS_ARGS`); the
 say in how many starts the client was stuck (no acknowledgement in the watch, its writes
 erring), the verdicts of those starts timed from the client's start, and the second
 sidecar's. Some rows run the sidecar with a
-setting of their own (`Incident.sidecar_args`): S2-interval* with a declared write
-interval (`--expected-write-interval-seconds 10`, a policy's
+setting of their own (`Incident.sidecar_args`): S2-interval* and S2-idle* with a declared
+write interval (`--expected-write-interval-seconds 10`, a policy's
 `detection.expectedWriteIntervalSeconds`), S4-dump with the local JVM's thread dumps
 (`--jvm-thread-dumps`, one per second). The first line printed is the machine and its
 load.

@@ -113,6 +113,7 @@ TIERS = {
     "sidecar/test_bad_telemetry_never_stops_the_round.py": "lab",
     "sidecar/test_socket_view_classifies_recordings.py": "lab",
     "sidecar/test_time_to_error_budget.py": "lab",
+    "sidecar/test_smallest_requests_on_the_wire.py": "lab",  # javac and a JVM
     "chart/test_alerts_fire_in_prometheus.py": "lab",
     "chart/test_alerts_reach_a_person.py": "lab",
     "operator/test_remediation_emulated.py": "lab",

@@ -39,7 +39,7 @@ from hangwatch_sidecar.probing import (
     plan_probes,
 )
 from hangwatch_sidecar.settings import SidecarSettings
-from hangwatch_sidecar.sockets.classify import SocketClassifier
+from hangwatch_sidecar.sockets.classify import SocketClassifier, min_write_bytes
 from hangwatch_sidecar.sockets.reader import Narrowing, SocketReader
 from hangwatch_sidecar.sockets.types import SocketObservation
 from hangwatch_sidecar.state import ProbeCounts
@@ -90,6 +90,9 @@ class BrokerProber:
         """ApiVersions probe requests per broker."""
         self._lock = threading.Lock()
         self._own_failed_connects = 0
+        self.fetch_floors: dict[str, int | None] = {}
+        """Broker name -> the lowest Fetch version its last ApiVersions answer listed: how
+        small a write to it can be (`sockets.classify.min_write_bytes`)."""
 
     # -- the socket view ---------------------------------------------------------------------
     def socket_view(self, now: float) -> SocketObservation | None:
@@ -99,8 +102,13 @@ class BrokerProber:
         snapshot = self.reader.snapshot(now, self.addresses.keys())
         with self._lock:
             own, self._own_failed_connects = self._own_failed_connects, 0
+        brokers = set(self.addresses.values())
         return self.classifier.observe(
-            snapshot, self.addresses, self.settings.stall_seconds, own_failed_connects=own
+            snapshot,
+            self.addresses,
+            self.settings.stall_seconds,
+            own_failed_connects=own,
+            smallest_write=min_write_bytes(self.fetch_floors.get(b) for b in brokers),
         )
 
     # -- a round -----------------------------------------------------------------------------
@@ -132,6 +140,8 @@ class BrokerProber:
         for probe in probes:
             for address in probe.addresses:
                 self.addresses[str(Endpoint(address, probe.endpoint.port))] = str(probe.endpoint)
+            if probe.api_versions_ms is not None and probe.ok:
+                self.fetch_floors[str(probe.endpoint)] = probe.fetch_min_version
         return probes, passive, view
 
     def _second_look(
@@ -179,13 +189,13 @@ class BrokerProber:
                 self.kept[name] = kept
                 self.memory[name] = replace(remembered, last_ok=True, kept=True, observed=0)
                 return probe
-            kept.close()
+            self._close_own(kept)
             if probe.reachability is Reachability.TIMEOUT:
                 self.memory[name] = EndpointMemory(False, remembered.last_fresh_at, False)
                 return probe
             # closed or reset by the broker: a new connection says what the broker is now
         elif kept is not None:
-            kept.close()
+            self._close_own(kept)
         return self._probe_fresh(endpoint, now)
 
     def _probe_fresh(self, endpoint: Endpoint, now: float) -> EndpointProbe:
@@ -200,9 +210,16 @@ class BrokerProber:
         if sock is not None and self.keep:
             self.kept[name] = sock
         elif sock is not None:
-            sock.close()
+            self._close_own(sock)
         self.memory[name] = EndpointMemory(probe.ok, now, name in self.kept)
         return probe
+
+    def _close_own(self, sock: socket.socket) -> None:
+        """Close one of the sidecar's probe connections, told to the socket view first (its
+        TIME_WAIT is the sidecar's, not the pod's)."""
+        if self.reader is not None:
+            self.reader.closing_own(sock, self.clock())
+        sock.close()
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _count(self, counter: Counter[str], name: str) -> None:
@@ -220,5 +237,5 @@ class BrokerProber:
 
     def close(self) -> None:
         for sock in list(self.kept.values()):
-            sock.close()
+            self._close_own(sock)
         self.kept.clear()

@@ -114,6 +114,7 @@ def _sockets(view: SocketObservation | None) -> status.SocketViewStatus | None:
     `status.MAX_CONNECTIONS` of them (all are counted)."""
     if view is None:
         return None
+    writes = view.writes
     return status.SocketViewStatus(
         available=view.available,
         error=view.error,
@@ -125,6 +126,9 @@ def _sockets(view: SocketObservation | None) -> status.SocketViewStatus | None:
         silent_seconds=view.silent_seconds,
         failed_connects=view.failed_connects,
         failed_connects_seconds=view.failed_connects_seconds,
+        last_write_seconds=None if writes is None else round(writes.last_write_seconds, 3),
+        closed_since_write=0 if writes is None else writes.closed,
+        not_writes_since_write=0 if writes is None else writes.not_writes,
     )
 
 

@@ -8,7 +8,8 @@ kept: the 0.8.2 producer's request (Produce v0 with a v0 message, the incidents'
 client) is written by 3.9 and refused by 4.x (the broker closes the connection and logs
 UnsupportedVersionException: Kafka 4.0 removed Produce v0-v2, KIP-896, though it still
 lists v0 in its ApiVersions answer for librdkafka's sake), and 4.x no longer serves
-Fetch before v4.
+Fetch before v4 - the floor the sidecar's probe reads to know that no write to such a
+broker is smaller than a record batch (`sockets.classify.min_write_bytes`).
 """
 
 from __future__ import annotations
@@ -22,11 +23,22 @@ from hypothesis import strategies as st
 
 from hangwatch.errors import UsageError
 from hangwatch_lab import Lab, kafkajars
+from hangwatch_sidecar.probe.endpoints import probe_endpoint
+from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings
+from hangwatch_sidecar.sockets.classify import MIN_WRITE_BYTES, MIN_WRITE_BYTES_V3, min_write_bytes
 from hangwatch_testing.kafka_clients import api_version_ranges, produce_v0
 from hangwatch_testing.processes import run_hangwatch
 from tests.lab.clients import lab_cli, lab_command
 
 pytestmark = pytest.mark.xdist_group("kafka-engine")
+
+
+def _smallest_write(port: int) -> int:
+    """The smallest write the sidecar's socket view expects the broker on `port` to take,
+    from the Fetch floor its probe reads (`sockets.classify.min_write_bytes`)."""
+    probe = probe_endpoint(Endpoint("127.0.0.1", port), ProbeSettings())
+    assert probe.ok, probe
+    return min_write_bytes([probe.fetch_min_version])
 
 
 def test_the_default_is_a_4x_release_and_the_kept_one_a_39_release() -> None:
@@ -89,11 +101,14 @@ def test_39_writes_the_old_producers_request_and_4x_refuses_it(tmp_path: Path) -
         port = int(bootstrap.rsplit(":", 1)[1])
         assert produce_v0(port, "old") == 0
         assert api_version_ranges(port)[1][0] == 0  # Fetch v0 served
+        # the sidecar's probe reads that floor: a write to it may be as small as Produce v0's
+        assert _smallest_write(port) == MIN_WRITE_BYTES
     with Lab(brokers=1, topics={"old": 1}, engine="kafka") as lab:
         assert lab.engine_description == f"Apache Kafka {default} (KRaft, 1 nodes)"
         port = lab.brokers[1].port
         assert produce_v0(port, "old") == "closed"
         assert api_version_ranges(port)[1][0] >= 4  # Fetch before v4 gone
+        assert _smallest_write(port) == MIN_WRITE_BYTES_V3  # no write below a record batch
         assert lab.data_dir is not None
         log = (lab.data_dir / "node1" / "server.log").read_text(errors="replace")
         assert "key 0 (Produce) and unsupported version 0" in log

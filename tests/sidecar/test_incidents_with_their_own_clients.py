@@ -24,7 +24,13 @@ Order and causality only (timings are benchmarks/incidents.py's):
   (sarama issue 2377: the rest of the batch is never answered); what the sidecar says
   is `expected_alarm("S2")`. The bug is a race the client does not always lose: after
   3 elections without it, the test holds hangwatch to calling nothing hung. Its control
-  (v1.38.0, the fix) keeps acknowledging and never gets a hang verdict.
+  (v1.38.0, the fix) keeps acknowledging and never gets a hang verdict;
+- S2 again on a pod that declared its write interval (10 s), brokers closing connections
+  idle 3 s, sarama refreshing metadata every 7 s (S2-idle, issue 43's case): the stuck
+  client is `producer_silent` from its last write + the interval to the end of the watch,
+  although none of the connections it was silent on is left and its refreshes keep
+  sending; its control (v1.38.0, one batch every 5 s, each on a new connection) is never
+  flagged.
 
 S1 (kafka-go v0.4.8 on a cluster shrunk 5 -> 2 beside 3 controllers) is not here: its
 lab is 8 JVMs, and its fresh-start replay needs up to 8 starts (it sticks in some); it
@@ -185,13 +191,16 @@ def _last_silence(result: Replay) -> float:
     return result.last_ack_after if result.last_ack_after is not None else 0.0
 
 
-def test_s2_sarama_1_37_with_a_declared_write_interval_is_producer_silent() -> None:
-    """A policy saying the pod's producers write at least every WRITE_INTERVAL_SECONDS: the
+def test_s2_sarama_1_37_stays_producer_silent_after_the_brokers_close_its_connections() -> None:
+    """A policy saying the pod's producers write at least every WRITE_INTERVAL_SECONDS, and
+    brokers closing connections idle 3 s (`connections.max.idle.ms`, issue 43's case): the
     real bug's silence (nothing outstanding, nothing sent) is `producer_silent`, an alert,
-    with no telemetry and no Spark view; only after the interval has passed since the
-    client's last acknowledgement, never a restart."""
+    with no telemetry and no Spark view, only after the interval has passed since the
+    client's last acknowledgement, never a restart; and it stays flagged for the rest of
+    the watch although the brokers closed every connection the client had and its
+    metadata refreshes (every 7 s, each on a connection opened again) keep sending."""
     for _ in range(3):  # the bug is a race (test_s2_sarama_1_37_through_an_election)
-        result = replay(BY_ID["S2-interval"])
+        result = replay(BY_ID["S2-idle"])
         assert result.election.get("leaderless_seconds"), result.election
         error, last_ack = result.first_error_after, result.last_ack_after
         if error is not None and (last_ack is None or last_ack < error):
@@ -206,14 +215,29 @@ def test_s2_sarama_1_37_with_a_declared_write_interval_is_producer_silent() -> N
     assert silent_at is not None, result.describe()
     # the silence counted from the client's last write at the earliest
     assert silent_at >= _last_silence(result) + WRITE_INTERVAL_SECONDS, result.describe()
+    # ... and held to the end of the watch: nothing after it, neither healthy nor unknown
+    assert result.changes[-1][1] == "producer_silent", result.describe()
     reasons = " ".join(next(r for _, v, r in result.changes if v == "producer_silent"))
     assert f"longer than the expected write interval ({WRITE_INTERVAL_SECONDS} s" in reasons
+    # what it held through: the brokers closed the client's connections, and the client's
+    # refreshes sent requests too small to be writes
+    peaks = result.socket_peaks
+    assert peaks.get("closed_since_write", 0) >= 1, result.describe()
+    assert peaks.get("not_writes_since_write", 0) >= 1, result.describe()
+    # the silence of writes outlived every connection it was first seen on
+    last_write = peaks.get("last_write_seconds", 0.0)
+    assert last_write >= result.watched_seconds - _last_silence(result) - 5.0, result.describe()
     assert not RESTARTING & set(result.verdicts), result.describe()
 
 
-def test_s2_control_sarama_1_38_with_a_declared_write_interval_is_never_flagged() -> None:
-    result = replay(BY_ID["S2-interval-control"])
+def test_s2_control_sarama_1_38_writing_through_idle_closes_is_never_flagged() -> None:
+    """The fix, writing one batch every 5 s under the same policy, idle closes and
+    election: each write goes out on a connection opened again for it (the brokers closed
+    the last one), and it is never called silent."""
+    result = replay(BY_ID["S2-idle-control"])
     assert result.election.get("leaderless_seconds"), result.election
     assert result.last_ack_after is not None, result.describe()
     assert result.longest_pause < WRITE_INTERVAL_SECONDS, result.describe()
+    # the brokers did close its idle connections between writes
+    assert result.socket_peaks.get("closed_since_write", 0) >= 1, result.describe()
     assert not ({"producer_silent"} | RESTARTING) & set(result.verdicts), result.describe()

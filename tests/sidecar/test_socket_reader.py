@@ -10,7 +10,9 @@ bytecode on the remote port) is accepted by the kernel and keeps exactly the bro
 ports asked for, one to many, and more ports than the filter holds fall back to a full
 dump with the same result; /proc/net/snmp parsing of `AttemptFails`
 (property-based: any text gives an int or None, never an exception); IPv4-mapped IPv6
-peers are named as IPv4.
+peers are named as IPv4; a connection this side closed is listed as closed (TIME_WAIT,
+with how long ago), but the sidecar's own, told to the reader before it closes it, and
+none when the view is narrowed to a process tree.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hangwatch_sidecar.sockets import reader as reader_module
+from hangwatch_sidecar.sockets.owners import ProcessRoot
 from hangwatch_sidecar.sockets.reader import Narrowing, SocketReader, attempt_fails
 from hangwatch_sidecar.sockets.types import TcpState
 from tests.sidecar.unprivileged import as_user, capabilities
@@ -203,3 +206,32 @@ def test_the_filter_bytecode_layout() -> None:
     assert len(one) == 16
     three = reader_module.remote_port_filter([9094, 9092, 9093, 9092])
     assert len(three) == 3 * 16 + 2 * 4  # three ports, two JMP ops between them
+
+
+def test_a_connection_closed_by_this_side_is_listed_as_closed_the_sidecars_own_not(
+    listener: socket.socket,
+) -> None:
+    peers = [_peer(listener)]
+    reader = SocketReader()
+    theirs = socket.create_connection(listener.getsockname())
+    accepted, _ = listener.accept()
+    theirs.sendall(b"w")
+    accepted.recv(1)  # read: closing with unread data would reset, not close
+    name = f"127.0.0.1:{theirs.getsockname()[1]}->{peers[0]}"
+    theirs.close()  # this side closes first: TIME_WAIT here, for a minute
+    time.sleep(0.05)
+    accepted.close()
+    mine = socket.create_connection(listener.getsockname())
+    mine_accepted, _ = listener.accept()
+    reader.closing_own(mine, 1.0)  # what the prober does before closing a probe socket
+    own_name = f"127.0.0.1:{mine.getsockname()[1]}->{peers[0]}"
+    mine.close()
+    mine_accepted.close()
+    time.sleep(0.2)
+    snap = reader.snapshot(2.0, peers)
+    closed = {c.name: c.closed_seconds for c in snap.closed}
+    assert name in closed and own_name not in closed, closed
+    assert 0.0 <= closed[name] < 5.0
+    assert snap.connections == ()  # closed: no connection left to judge
+    tree = SocketReader(Narrowing(process=ProcessRoot(pid=os.getpid())))
+    assert tree.snapshot(3.0, peers).closed == ()  # ownerless: not the tree's to claim

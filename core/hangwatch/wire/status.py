@@ -128,6 +128,13 @@ class SocketViewStatus(msgspec.Struct, kw_only=True, frozen=True):
     """Every connection idle this long (None: no connection, or one is not idle)."""
     failed_connects: Count | None = None
     failed_connects_seconds: Seconds = 0.0
+    last_write_seconds: Seconds | None = None
+    """Since the pod's connections last sent something that can hold a write, across
+    closed connections and reconnects (None: no connection of the pod seen yet)."""
+    closed_since_write: Count = 0
+    """The pod's connections gone since that send."""
+    not_writes_since_write: Count = 0
+    """Sends since then too small to hold a write (metadata requests, reconnects)."""
 
 
 class SidecarInfo(msgspec.Struct, kw_only=True, frozen=True):

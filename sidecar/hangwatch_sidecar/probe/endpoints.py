@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 log.addHandler(logging.NullHandler())  # library logging: silent unless the caller configures it
 
 API_VERSIONS_KEY = 18
+FETCH_KEY = 1
 MAX_RESPONSE_BYTES = 1 << 20
 """An ApiVersions answer is a few hundred bytes; a bigger length prefix is not Kafka."""
 _TLS_RECORD_TYPES = frozenset({0x15, 0x16})  # alert, handshake: a TLS listener answering
@@ -63,6 +64,30 @@ def _timed(stages: dict[str, float], name: str) -> Iterator[None]:
         yield
     finally:
         stages[name] = round((time.perf_counter() - start) * 1000, 3)
+
+
+def _probe(
+    endpoint: Endpoint,
+    reachability: Reachability,
+    detail: str,
+    addresses: tuple[str, ...],
+    stages: dict[str, float],
+    began: float,
+    fetch_min_version: int | None = None,
+) -> EndpointProbe:
+    """The probe of `endpoint` with the stages timed so far, ending now."""
+    return EndpointProbe(
+        endpoint,
+        reachability,
+        detail,
+        addresses,
+        dns_ms=stages.get("dns_ms"),
+        connect_ms=stages.get("connect_ms"),
+        tls_ms=stages.get("tls_ms"),
+        api_versions_ms=stages.get("api_versions_ms"),
+        span=(began, time.monotonic()),
+        fetch_min_version=fetch_min_version,
+    )
 
 
 def _remaining(deadline: float) -> float:
@@ -164,9 +189,28 @@ def api_versions_request(correlation_id: int, client_id: str) -> bytes:
     return struct.pack(">i", len(header)) + header
 
 
+def lowest_version(body: bytes, api_key: int) -> int | None:
+    """The lowest version of `api_key` an ApiVersions v0 answer lists (`body`: what
+    follows its correlation id: an error code, then [api key, lowest, highest] per API);
+    None when the answer carries an error, does not list the API, or is not such an
+    answer."""
+    if len(body) < 6:
+        return None
+    error, count = struct.unpack_from(">hi", body, 0)
+    if error != 0 or not 0 <= count <= (len(body) - 6) // 6:
+        return None
+    for i in range(count):
+        key, lowest, highest = struct.unpack_from(">hhh", body, 6 + 6 * i)
+        if key == api_key:
+            return lowest if 0 <= lowest <= highest else None
+    return None
+
+
 def _api_versions(
     sock: socket.socket, deadline: float, budget_ms: int, client_id: str, hint: str
-) -> None:
+) -> int | None:
+    """One ApiVersions v0 round trip; the lowest Fetch version the broker lists (None: not
+    said), or `_Failed`."""
     correlation_id = int.from_bytes(os.urandom(4), "big") >> 1
     try:
         sock.settimeout(_remaining(deadline) or 1e-6)
@@ -178,7 +222,7 @@ def _api_versions(
         if not 4 <= size <= MAX_RESPONSE_BYTES:
             raise _Failed(Reachability.UNRESPONSIVE, f"answer is not Kafka (length {size})")
         answered = struct.unpack(">i", _recv_exact(sock, 4, deadline))[0]
-        _recv_exact(sock, size - 4, deadline)  # the rest: a kept connection starts clean
+        body = _recv_exact(sock, size - 4, deadline)  # all of it: a kept connection starts clean
     except TimeoutError:
         raise _Failed(
             Reachability.UNRESPONSIVE, f"TCP accepted, no Kafka answer in {budget_ms} ms"
@@ -192,6 +236,7 @@ def _api_versions(
         ) from None
     if answered != correlation_id:
         raise _Failed(Reachability.UNRESPONSIVE, "answer has a wrong correlation id")
+    return lowest_version(body, FETCH_KEY)
 
 
 def probe_endpoint(
@@ -234,15 +279,14 @@ def probe_endpoint_and_keep(
                 cleanup.callback(sock.close)
             with _timed(stages, "api_versions_ms"):
                 hint = "" if tls else " (a TLS listener? check security.protocol)"
-                _api_versions(sock, deadline, settings.request_timeout_ms, settings.client_id, hint)
+                fetch = _api_versions(
+                    sock, deadline, settings.request_timeout_ms, settings.client_id, hint
+                )
             cleanup.pop_all()
     except _Failed as failed:
         detail = settings.scrub(failed.detail)
-        span = (began, time.monotonic())
-        probe = EndpointProbe(endpoint, failed.reachability, detail, addresses, **stages, span=span)
-        return probe, None
-    span = (began, time.monotonic())
-    return EndpointProbe(endpoint, Reachability.OK, "", addresses, **stages, span=span), sock
+        return _probe(endpoint, failed.reachability, detail, addresses, stages, began), None
+    return _probe(endpoint, Reachability.OK, "", addresses, stages, began, fetch), sock
 
 
 def _unacknowledged(sock: socket.socket) -> tuple[int, int] | None:
@@ -272,7 +316,9 @@ def probe_kept_connection(
     deadline = began + settings.request_timeout_s
     try:
         with _timed(stages, "api_versions_ms"):
-            _api_versions(sock, deadline, settings.request_timeout_ms, settings.client_id, "")
+            fetch = _api_versions(
+                sock, deadline, settings.request_timeout_ms, settings.client_id, ""
+            )
     except _Failed as failed:
         tcp = _unacknowledged(sock)
         reachability, detail = failed.reachability, failed.detail
@@ -283,10 +329,8 @@ def probe_kept_connection(
                 f"{settings.request_timeout_ms} ms ({tcp[1]} retransmissions): blackholed"
             )
         detail = settings.scrub(detail)
-        span = (began, time.monotonic())
-        return EndpointProbe(endpoint, reachability, detail, addresses, **stages, span=span)
-    span = (began, time.monotonic())
-    return EndpointProbe(endpoint, Reachability.OK, "", addresses, **stages, span=span)
+        return _probe(endpoint, reachability, detail, addresses, stages, began)
+    return _probe(endpoint, Reachability.OK, "", addresses, stages, began, fetch)
 
 
 # -- whole cluster -----------------------------------------------------------------------------

@@ -111,6 +111,11 @@ class EndpointProbe:
     api_versions_ms: float | None = None
     span: tuple[float, float] | None = None
     """`time.monotonic()` when this probe started and ended: orders the probes of one run."""
+    fetch_min_version: int | None = None
+    """The lowest Fetch version the broker's ApiVersions answer lists (None: not asked, or
+    not said). 4 and above: Apache Kafka 4.0's floor (KIP-896), where the broker also
+    refuses Produce below v3, every write smaller than a record batch, though it still
+    lists Produce v0 in that answer (KAFKA-18659)."""
 
     @property
     def ok(self) -> bool:

@@ -27,10 +27,14 @@ not known). Each finding names the connection, broker or task it rests on.
   evidence or clears it; silence with no task, or with Spark's view unknown, is just an
   idle pod - unless someone declared how often the pod's producers write at least
   (`write_interval_seconds`, a policy's `detection.expectedWriteIntervalSeconds`): then
-  every connection silent past that interval is `producer_silent` too, with no Spark
+  no write sent for longer than that interval is `producer_silent` too, with no Spark
   view at all (a producer service; S2's sarama v1.37.2, which after a real election
   keeps nothing outstanding and sends nothing more), except while Spark's view says no
-  task of this executor runs (an executor between tasks writes nothing, rightly).
+  task of this executor runs (an executor between tasks writes nothing, rightly). That
+  silence is the classifier's memory of the pod's last write (`types.WriteMemory`): it
+  goes on counting when the brokers close the idle connections or none is left, and
+  sends too small to hold a write (a metadata refresh, a reconnect's handshake) do not
+  end it.
 """
 
 from __future__ import annotations
@@ -150,6 +154,37 @@ def _blackholed(view: SocketObservation) -> list[SocketFinding]:
     return found
 
 
+def _write_silence(view: SocketObservation) -> float | None:
+    """Seconds since the pod's connections last sent something that can hold a write,
+    counted across closed connections and reconnects (`types.WriteMemory`), while no
+    connection has a request outstanding or a connect under way; None when no connection
+    of the pod was seen yet (or, with no memory, none is open)."""
+    if not view.quiet_for_writes:
+        return None
+    if view.writes is None:
+        return view.silent_seconds
+    return view.writes.last_write_seconds
+
+
+def _write_silence_reason(view: SocketObservation, silent: float, interval: float) -> str:
+    writes = view.writes
+    open_now = len(view.connections)
+    reason = (
+        f"the pod's connections to brokers have been silent for {silent:.0f} s (nothing "
+        f"sent that can hold a write), longer than the expected write interval "
+        f"({interval:.0f} s: its producers write at least that often): they send nothing "
+        f"(blocked, or nothing to send); {open_now} connection(s) open"
+    )
+    if writes is not None and writes.closed:
+        reason += f", {writes.closed} closed since its last write"
+    if writes is not None and writes.not_writes:
+        reason += (
+            f"; {writes.not_writes} send(s) since then too small to hold a write (metadata "
+            "requests, reconnects' handshakes)"
+        )
+    return reason
+
+
 def _silence(
     view: SocketObservation,
     stall_seconds: float,
@@ -157,29 +192,25 @@ def _silence(
     spark_task_running: bool | None,
     write_interval_seconds: float | None,
 ) -> list[SocketFinding]:
-    silent = view.silent_seconds
-    if silent is None or not cluster_healthy:
+    if not cluster_healthy:
         return []
-    silent_for = (
-        f"every connection of the pod to brokers ({len(view.connections)}) has been silent for "
-        f"{silent:.0f} s"
-    )
+    silent = view.silent_seconds
+    writes_silent = _write_silence(view) if write_interval_seconds is not None else None
     past_write_interval = False
-    if spark_task_running is True and silent >= stall_seconds:
+    if spark_task_running is True and silent is not None and silent >= stall_seconds:
         reason = (
-            f"{silent_for} (threshold {stall_seconds:.0f} s) while Spark runs a task of this "
-            "executor: its producer sends nothing (blocked, or the task is busy elsewhere)"
+            f"every connection of the pod to brokers ({len(view.connections)}) has been "
+            f"silent for {silent:.0f} s (threshold {stall_seconds:.0f} s) while Spark runs a "
+            "task of this executor: its producer sends nothing (blocked, or the task is busy "
+            "elsewhere)"
         )
     elif (
         write_interval_seconds is not None
+        and writes_silent is not None
         and spark_task_running is not False
-        and silent >= write_interval_seconds
+        and writes_silent >= write_interval_seconds
     ):
-        reason = (
-            f"{silent_for}, longer than the expected write interval "
-            f"({write_interval_seconds:.0f} s: its producers write at least that often): "
-            "they send nothing (blocked, or nothing to send)"
-        )
+        reason = _write_silence_reason(view, writes_silent, write_interval_seconds)
         past_write_interval = True
     else:
         return []

@@ -39,7 +39,12 @@ from hangwatch_sidecar.sockets.owners import (
     socket_inodes,
     tree_socket_inodes,
 )
-from hangwatch_sidecar.sockets.types import SocketSnapshot, TcpConnection, TcpState
+from hangwatch_sidecar.sockets.types import (
+    ClosedConnection,
+    SocketSnapshot,
+    TcpConnection,
+    TcpState,
+)
 
 INET_DIAG_INFO = 2
 """The `tcp_info` extension of an inet_diag dump (bit INET_DIAG_INFO - 1 of `idiag_ext`)."""
@@ -47,11 +52,20 @@ INET_DIAG_INFO = 2
 SNMP_PATH = Path("/proc/net/snmp")
 SELF_FD = Path("/proc/self/fd")
 
-STATES = (1 << TcpState.from_kernel_name("established")) | (
-    1 << TcpState.from_kernel_name("syn_sent")
+STATES = (
+    (1 << TcpState.from_kernel_name("established"))
+    | (1 << TcpState.from_kernel_name("syn_sent"))
+    | (1 << TcpState.from_kernel_name("time_wait"))
 )
 """Socket states dumped: established connections and connects under way (the patterns
-the classifier judges; a closing connection carries nothing to judge)."""
+the classifier judges), and connections this side closed (TIME_WAIT: they may have held
+a write no snapshot saw). Other closing states carry nothing to judge."""
+
+TIME_WAIT_SECONDS = 60.0
+"""How long Linux keeps a closed connection in TIME_WAIT (`TCP_TIMEWAIT_LEN`)."""
+OWN_MEMORY_SECONDS = 2 * TIME_WAIT_SECONDS
+"""How long the names of the sidecar's own connections are remembered: its own closed
+connections (in TIME_WAIT, ownerless) are told apart by them."""
 
 MAX_PORTS = 64
 """Broker ports put in the kernel filter at most; beyond, every port is dumped."""
@@ -126,6 +140,20 @@ def _unmapped(ip: str) -> str:
     return ip[7:] if ip.startswith("::ffff:") and "." in ip else ip
 
 
+def _name(message: Any) -> str:
+    local = Endpoint(_unmapped(str(message["idiag_src"])), int(message["idiag_sport"]))
+    peer = Endpoint(_unmapped(str(message["idiag_dst"])), int(message["idiag_dport"]))
+    return f"{local}->{peer}"
+
+
+def closed_from_diag(message: Any) -> ClosedConnection | None:
+    """A `ClosedConnection` from one inet_diag message of a TIME_WAIT socket, else None."""
+    if int(message["idiag_state"]) != TcpState.from_kernel_name("time_wait"):
+        return None
+    left = int(message["idiag_expires"] or 0) / 1000.0
+    return ClosedConnection(_name(message), max(0.0, TIME_WAIT_SECONDS - left))
+
+
 def connection_from_diag(message: Any) -> TcpConnection | None:
     """A `TcpConnection` from one pyroute2 inet_diag message; None without tcp_info."""
     info = message.get_attr("INET_DIAG_INFO")
@@ -152,6 +180,7 @@ def connection_from_diag(message: Any) -> TcpConnection | None:
         backoff=int(info["tcpi_backoff"]),
         total_retrans=int(info["tcpi_total_retrans"]),
         rtt_ms=int(info["tcpi_rtt"]) / 1000.0,
+        data_segs_out=int(info.get("tcpi_data_segs_out") or 0),
     )
 
 
@@ -170,6 +199,8 @@ class SocketReader:
         self.exclude_own = exclude_own
         self.snmp_path = snmp_path
         self.proc = proc
+        self._own_names: dict[str, float] = {}
+        """Names of the sidecar's own connections -> when last seen open."""
 
     def _dump(self, ports: Collection[int]) -> list[Any]:
         """Established and connecting TCP sockets of both families whose remote port is in
@@ -223,7 +254,45 @@ class SocketReader:
             connections=tuple(kept[:MAX_CONNECTIONS]),
             attempt_fails=fails,
             sockets_seen=len(messages),
+            closed=self._closed(messages, at, own, wanted),
         )
+
+    def closing_own(self, sock: socket.socket, at: float) -> None:
+        """The sidecar is about to close `sock`, one of its own connections: its TIME_WAIT
+        is its own, not a connection of the pod's producers."""
+        try:
+            local, peer = sock.getsockname(), sock.getpeername()
+        except OSError:
+            return
+        name = (
+            f"{Endpoint(_unmapped(str(local[0])), int(local[1]))}->"
+            f"{Endpoint(_unmapped(str(peer[0])), int(peer[1]))}"
+        )
+        self._own_names[name] = at
+
+    def _closed(
+        self, messages: list[Any], at: float, own: frozenset[int], peers: set[str]
+    ) -> tuple[ClosedConnection, ...]:
+        """The connections to `peers` this side closed within the last minute, but the
+        sidecar's own (known by their names while they were open) and, with the view
+        narrowed to a process tree, none (a closed connection has no owner left)."""
+        for message in messages:
+            if int(message["idiag_inode"]) in own:
+                self._own_names[_name(message)] = at
+        self._own_names = {n: t for n, t in self._own_names.items() if at - t <= OWN_MEMORY_SECONDS}
+        if self.narrowing.process is not None:
+            return ()
+        found = []
+        for message in messages:
+            closed = closed_from_diag(message)
+            if closed is None or closed.name in self._own_names:
+                continue
+            peer = closed.name.split("->", 1)[1]
+            ports = self.narrowing.ports
+            # no owner to narrow by user: counted whoever closed it (it may have been a write)
+            if peer in peers and (not ports or int(peer.rsplit(":", 1)[1]) in ports):
+                found.append(closed)
+        return tuple(found[:MAX_CONNECTIONS])
 
     def narrow(
         self,

@@ -70,10 +70,25 @@ class TcpConnection:
     """Exponential backoff steps of the retransmission timer."""
     total_retrans: int = 0
     rtt_ms: float = 0.0
+    data_segs_out: int = 0
+    """Segments carrying data sent so far, retransmissions included (0: the kernel does not
+    say, before Linux 4.6); with `bytes_sent`, how small each request sent can have been."""
 
     @property
     def name(self) -> str:
         return f"{self.local}->{self.peer}"
+
+
+@dataclass(frozen=True)
+class ClosedConnection:
+    """A connection to a broker that this side closed: the kernel keeps it in TIME_WAIT
+    for a minute, with neither counters nor owner. What it sent before it closed is not
+    known, so it may have held a write."""
+
+    name: str
+    """`local ip:port->broker ip:port`."""
+    closed_seconds: float
+    """How long before the snapshot it was closed (from the TIME_WAIT timer)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +104,10 @@ class SocketSnapshot:
     """Why no snapshot could be taken (netlink unavailable...); connections are then empty."""
     sockets_seen: int = 0
     """Sockets the kernel's filtered dump returned, before narrowing."""
+    closed: tuple[ClosedConnection, ...] = ()
+    """Connections to brokers the pod's side closed within the last minute, the sidecar's
+    own left out (empty when the view is narrowed to a process tree: a closed connection
+    has no owner any more)."""
 
 
 class Pattern(StrEnum):
@@ -159,6 +178,29 @@ def _round(value: float | None) -> float | None:
 
 
 @dataclass(frozen=True)
+class WriteMemory:
+    """What the pod's connections sent since the last send that could hold a write
+    (`sockets.classify`): the silence of writes outlives the connections it was seen on."""
+
+    last_write_seconds: float
+    """Seconds since the pod's connections last sent something that can hold a write (a
+    lower bound: a round's sends are dated by the connection's last send), or since the
+    sidecar first saw a connection of the pod when none had sent anything."""
+    closed: int = 0
+    """Connections of the pod gone since then (closed by either side)."""
+    not_writes: int = 0
+    """Sends since then that cannot hold a write (a metadata refresh, a reconnect's
+    handshake: fewer bytes than the smallest write), counted once per connection and round."""
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "last_write_seconds": _round(self.last_write_seconds),
+            "closed_since_write": self.closed,
+            "not_writes_since_write": self.not_writes,
+        }
+
+
+@dataclass(frozen=True)
 class SocketObservation:
     """The socket view of one round, as the verdict engine reads it."""
 
@@ -173,6 +215,9 @@ class SocketObservation:
     """Set when the view is unavailable this round (the verdict engine ignores it then)."""
     answered_brokers: Mapping[str, float] = field(default_factory=dict)
     """Broker -> seconds since one of the pod's connections last received data from it."""
+    writes: WriteMemory | None = None
+    """Since when the pod's connections sent nothing that can hold a write, across closed
+    connections and reconnects (None: no connection of the pod seen yet)."""
 
     @property
     def available(self) -> bool:
@@ -190,6 +235,12 @@ class SocketObservation:
         ):
             return None
         return min(c.quiet_seconds for c in self.connections)
+
+    @property
+    def quiet_for_writes(self) -> bool:
+        """No connection has a request outstanding or a connect under way (none at all
+        counts): a silence of writes may be judged."""
+        return all(c.pattern in (Pattern.IDLE, Pattern.ANSWERED) for c in self.connections)
 
     def ranked(self) -> list[ConnectionEvidence]:
         """The connections that matter first (unanswered, blackholed, connects unanswered,
@@ -209,6 +260,7 @@ class SocketObservation:
             "silent_seconds": _round(self.silent_seconds),
             "failed_connects": self.failed_connects,
             "failed_connects_seconds": round(self.failed_connects_seconds, 3),
+            **(self.writes.as_dict() if self.writes is not None else {}),
         }
 
 

@@ -105,6 +105,9 @@ class Incident:
     controllers: int = 0
     """The lab's controller-only nodes (0: every broker is also a controller, so a shrink
     must keep a majority of the brokers)."""
+    broker_configs: tuple[tuple[str, str], ...] = ()
+    """More properties of every broker of the row's lab (`KafkaProcesses.broker_configs`),
+    e.g. the brokers closing idle connections early (`connections.max.idle.ms`)."""
     where: Where = Where.PROCESS
     case: FieldCase | None = None
     """The field corpus's report this row replays (None: a seed)."""

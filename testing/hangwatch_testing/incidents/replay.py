@@ -131,6 +131,10 @@ class ClientProcess:
         self._log.close()
 
 
+WRITE_FIGURES = ("closed_since_write", "not_writes_since_write", "last_write_seconds")
+"""The /status `sockets` figures of the sidecar's memory of the pod's writes."""
+
+
 @dataclass
 class Replay:
     """What one replay saw; times in seconds from the fault."""
@@ -161,6 +165,10 @@ class Replay:
     """Acknowledgements in each WINDOW_SECONDS of the watch, from the fault on."""
     error_kinds: dict[str, int] = field(default_factory=dict)
     """The client's own errors after the fault: text (first 120 characters) -> count."""
+    socket_peaks: dict[str, float] = field(default_factory=dict)
+    """The highest each figure of the sidecar's memory of writes (/status `sockets`:
+    `WRITE_FIGURES`) reached during the watch: connections closed and sends too small to
+    hold a write since the last write, and the silence of writes itself."""
     witness_changes: list[tuple[float, str, list[str]]] = field(default_factory=list)
     """Like `changes`, of the second sidecar with other flags (`replay_started_after`'s
     `witness_args`), when there was one."""
@@ -196,6 +204,7 @@ class Replay:
             f"{self.errors_after}, longest pause {self.longest_pause} s, acks/s before/after "
             f"{self.acks_per_second_before}/{self.acks_per_second_after}"
             + (f", errors {self.error_kinds}" if self.error_kinds else "")
+            + (f", socket view's peaks {self.socket_peaks}" if self.socket_peaks else "")
             + (
                 f", witness changes {[(t, v, r[:2]) for t, v, r in self.witness_changes]}"
                 if self.witness_changes
@@ -243,6 +252,8 @@ measurement of the client, so the cluster is started afresh once, said on stderr
 @contextmanager
 def started_lab(incident: Incident) -> Iterator[Lab]:
     shape: dict[str, Any] = {"controllers": incident.controllers} if incident.controllers else {}
+    if incident.broker_configs:
+        shape["broker_configs"] = dict(incident.broker_configs)
     for attempt in range(1, LAB_STARTS + 1):
         lab = Lab(
             brokers=incident.brokers,
@@ -465,6 +476,10 @@ def _watch(
     while (elapsed := time.monotonic() - fault_at) < seconds:
         doc = sidecar.status()
         result.spark = doc.get("spark")
+        sockets = doc.get("sockets") or {}
+        for key in WRITE_FIGURES:
+            if (value := sockets.get(key)) is not None:
+                result.socket_peaks[key] = max(result.socket_peaks.get(key, 0.0), float(value))
         if doc["verdict"] != last:
             last = str(doc["verdict"])
             result.changes.append((round(elapsed, 2), last, list(doc["reasons"])))

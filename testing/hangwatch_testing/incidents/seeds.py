@@ -4,8 +4,9 @@ Each names a program of `testing/clients/incidents` at the incident's version, h
 started, the incident's fault on the lab's `kafka` engine and the Kafka release the
 client can talk to (the lab's default, the current 4.x, unless the row names another:
 the 0.8.2 and 0.11 clients run on 3.9, the last line that serves clients older than
-2.1). Some run with a sidecar setting of their own (S2-interval*: a declared write
-interval; S4-dump: the local JVM's thread dumps).
+2.1). Some run with a sidecar setting of their own (S2-interval*, S2-idle*: a declared
+write interval; S4-dump: the local JVM's thread dumps), or brokers of their own (S2-idle*:
+idle connections closed after 3 s).
 """
 
 from __future__ import annotations
@@ -29,6 +30,18 @@ WRITE_INTERVAL_SECONDS = 10
 policy saying "at least every 10 s" is generous; an election's pause (the fixed client's
 2.9-4.3 s) stays well inside it."""
 WRITE_INTERVAL = ("--expected-write-interval-seconds", str(WRITE_INTERVAL_SECONDS))
+IDLE_CLOSE_MS = 3000
+"""The S2-idle rows' brokers close a connection idle this long (`connections.max.idle.ms`,
+Kafka's default 10 minutes): well inside the declared write interval, so a stuck client's
+connections are gone long before its silence could be measured on them."""
+METADATA_REFRESH = "7s"
+"""The S2-idle rows' sarama `Metadata.RefreshFrequency` (sarama's default 10 minutes):
+several periodic refreshes within one watch, each on a connection the client opens again
+(the brokers closed the last one)."""
+IDLE_CONTROL_RATE = "0.2"
+"""S2-idle-control's batches per second: one every 5 s, half the declared write interval
+and longer than the brokers' idle close, so each write goes out on a connection opened
+again for it."""
 LOCAL_DUMPS = ("--jvm-thread-dumps", "true", "--spark-interval-seconds", "1")
 """The sidecar's thread dumps of the client's own JVM, one per probe interval (1 s: the
 runs' intervals are short, SidecarTiming)."""
@@ -186,6 +199,31 @@ SEEDS: tuple[Incident, ...] = (
     # a client that does not hang tests nothing of the write interval.
     *(
         _s2(version, ELECTION, _election, WRITE_INTERVAL, kafkajars.legacy_version())
+        for version in ("v1.37.2", "v1.38.0")
+    ),
+    # S2-interval again, the brokers closing idle connections after 3 s and sarama
+    # refreshing its metadata every 7 s: the stuck client is left with no connection but
+    # those its refreshes open; its control writes one batch every 5 s, each through a new
+    # connection.
+    *(
+        dataclasses.replace(
+            _s2(version, ELECTION, _election, WRITE_INTERVAL, kafkajars.legacy_version()),
+            id="S2-idle" + ("-control" if version == "v1.38.0" else ""),
+            label=(
+                f"sarama {version} idempotent AsyncProducer, batches of 10"
+                + (" every 5 s (the fix)" if version == "v1.38.0" else "")
+                + f", metadata refreshed every {METADATA_REFRESH}, policy: writes at least "
+                f"every {WRITE_INTERVAL_SECONDS} s; brokers close connections idle "
+                f"{IDLE_CLOSE_MS} ms"
+            ),
+            command=go_client(
+                f"sarama-{version}",
+                *("-mode", "idempotent", "-batch", "10"),
+                *("-rate", IDLE_CONTROL_RATE if version == "v1.38.0" else "5"),
+                *("-metadata-refresh", METADATA_REFRESH),
+            ),
+            broker_configs=(("connections.max.idle.ms", str(IDLE_CLOSE_MS)),),
+        )
         for version in ("v1.37.2", "v1.38.0")
     ),
     Incident(

@@ -15,6 +15,9 @@
 //	  sending one message at a time, -rate messages per second between them; sarama's
 //	  log on stderr.
 //
+// -metadata-refresh: sarama's Metadata.RefreshFrequency (0: sarama's own, 10 minutes),
+// so that its periodic refresh happens within a replay's watch.
+//
 // Every line on stdout is one JSON object: {"ts": unix seconds, "event": ...}; events:
 // start, ack (n: messages acknowledged so far), error (error: sarama's text), waiting
 // (every 5 s while a send is unanswered: pending, since_ack_s).
@@ -42,6 +45,7 @@ func main() {
 	rate := flag.Float64("rate", 10, "messages (sync) or batches (idempotent) per second")
 	batch := flag.Int("batch", 10, "messages per batch (idempotent)")
 	senders := flag.Int("senders", 8, "goroutines sending at once (concurrent)")
+	refresh := flag.Duration("metadata-refresh", 0, "Metadata.RefreshFrequency (0: sarama's default)")
 	flag.Parse()
 	if *brokers == "" {
 		fmt.Fprintln(os.Stderr, "sarama-incident: -brokers is required")
@@ -53,9 +57,9 @@ func main() {
 	var err error
 	switch *mode {
 	case "sync":
-		err = runSync(addrs, *topic, *rate, stop)
+		err = runSync(addrs, *topic, *rate, *refresh, stop)
 	case "idempotent":
-		err = runIdempotent(addrs, *topic, *rate, *batch, stop)
+		err = runIdempotent(addrs, *topic, *rate, *batch, *refresh, stop)
 	case "concurrent":
 		err = runConcurrent(addrs, *topic, *rate, *senders, stop)
 	default:
@@ -72,8 +76,11 @@ func interval(rate float64) time.Duration {
 }
 
 // runSync is S0: a SyncProducer with Retry.Max=1 and Net.WriteTimeout=3s.
-func runSync(addrs []string, topic string, rate float64, stop chan os.Signal) error {
+func runSync(addrs []string, topic string, rate float64, refresh time.Duration, stop chan os.Signal) error {
 	cfg := sarama.NewConfig()
+	if refresh > 0 {
+		cfg.Metadata.RefreshFrequency = refresh
+	}
 	cfg.Version = sarama.V1_0_0_0
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Retry.Max = 1
@@ -108,8 +115,11 @@ func runSync(addrs []string, topic string, rate float64, stop chan os.Signal) er
 }
 
 // runIdempotent is S2: an idempotent AsyncProducer answering whole batches.
-func runIdempotent(addrs []string, topic string, rate float64, batch int, stop chan os.Signal) error {
+func runIdempotent(addrs []string, topic string, rate float64, batch int, refresh time.Duration, stop chan os.Signal) error {
 	cfg := sarama.NewConfig()
+	if refresh > 0 {
+		cfg.Metadata.RefreshFrequency = refresh
+	}
 	cfg.Version = sarama.V2_0_0_0
 	cfg.Producer.Idempotent = true
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
