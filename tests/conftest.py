@@ -114,6 +114,7 @@ TIERS = {
     "sidecar/test_socket_view_classifies_recordings.py": "lab",
     "sidecar/test_time_to_error_budget.py": "lab",
     "sidecar/test_smallest_requests_on_the_wire.py": "lab",  # javac and a JVM
+    "sidecar/test_client_releases_of_real_clients.py": "lab",  # the incidents' clients
     "chart/test_alerts_fire_in_prometheus.py": "lab",
     "chart/test_alerts_reach_a_person.py": "lab",
     "operator/test_remediation_emulated.py": "lab",

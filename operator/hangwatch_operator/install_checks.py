@@ -52,7 +52,12 @@ from hangwatch_operator.install_model import (
     service_hostname,
 )
 from hangwatch_operator.policies import Policy
-from hangwatch_operator.policy_checks import check_pod_security, check_policies, check_sidecars
+from hangwatch_operator.policy_checks import (
+    check_client_releases,
+    check_pod_security,
+    check_policies,
+    check_sidecars,
+)
 from hangwatch_operator.webhook_configuration import WEBHOOK_NAME
 
 # ------------------------------------------------------------------------------ CRD
@@ -413,6 +418,7 @@ def run_checks(survey: Survey) -> list[Result]:
         *check_policies(survey),
         *check_pod_security(survey),
         check_sidecars(survey),
+        check_client_releases(survey),
         check_monitoring(survey),
         check_images(survey),
     ]

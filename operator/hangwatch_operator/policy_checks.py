@@ -37,7 +37,7 @@ from hangwatch_operator.policies import (
     pod_role,
     stale_after_seconds,
 )
-from hangwatch_operator.sidecar_status import StatusFormatError, parse_status
+from hangwatch_operator.sidecar_status import SidecarReport, StatusFormatError, parse_status
 
 
 def _key(body: Mapping[str, Any]) -> str:
@@ -220,13 +220,13 @@ def check_pod_security(survey: Survey) -> Iterator[Result]:
 # ------------------------------------------------------------------------- sidecars
 
 
-def check_sidecars(survey: Survey) -> Result:
-    name = "sidecars"
+def _sidecar_reports(survey: Survey) -> list[tuple[str, SidecarReport | None, str | None]]:
+    """Each answering pod (`namespace/pod`), its sidecar's parsed /status (None when
+    unusable) and why it is unusable."""
     policies = {
         (p.namespace, p.name): p for _, p in parsed_policies(survey) if isinstance(p, Policy)
     }
-    silent: list[str] = []
-    answered = 0
+    found: list[tuple[str, SidecarReport | None, str | None]] = []
     for key, answer in sorted(survey.answers.items()):
         namespace, pod = key.split("/", 1)
         pods = {
@@ -235,16 +235,20 @@ def check_sidecars(survey: Survey) -> Result:
         labels = ((pods.get(pod) or {}).get("metadata") or {}).get("labels") or {}
         policy = policies.get((namespace, str(labels.get(POLICY_LABEL))))
         stale = stale_after_seconds(policy) if policy else 60.0
-        problem = answer.error
+        problem, report = answer.error, None
         if answer.body is not None:
             try:
-                parse_status(answer.body, now=survey.now, stale_after_seconds=stale)
+                report = parse_status(answer.body, now=survey.now, stale_after_seconds=stale)
             except StatusFormatError as exc:
                 problem = f"unusable /status: {exc}"
-        if problem:
-            silent.append(f"{key}: {problem}")
-        else:
-            answered += 1
+        found.append((key, None if problem else report, problem))
+    return found
+
+
+def check_sidecars(survey: Survey) -> Result:
+    name = "sidecars"
+    silent = [f"{key}: {problem}" for key, _, problem in _sidecar_reports(survey) if problem]
+    answered = len(survey.answers) - len(silent)
     if not survey.answers:
         return Result(name, Status.SKIP, "no running injected pod to ask")
     if silent:
@@ -256,3 +260,33 @@ def check_sidecars(survey: Survey) -> Result:
             "kubectl logs POD -c hangwatch-sidecar; the operator cannot judge these pods",
         )
     return Result(name, Status.PASS, f"{answered} sidecars answer /status")
+
+
+def check_client_releases(survey: Survey) -> Result:
+    """The pods' Kafka client releases with a published hang, as their sidecars saw them:
+    advice (a warning), never a failure."""
+    name = "client-releases"
+    reports = [(key, report) for key, report, _ in _sidecar_reports(survey) if report]
+    if not reports:
+        return Result(name, Status.SKIP, "no sidecar answered /status")
+    advised = sorted({(line, key) for key, report in reports for line in report.advisories})
+    if not advised:
+        return Result(
+            name,
+            Status.PASS,
+            f"no client release with a published hang in {len(reports)} sidecars' pods",
+        )
+    by_line: dict[str, list[str]] = {}
+    for line, key in advised:
+        by_line.setdefault(line, []).append(key)
+    shown = first_three(
+        [f"{line}, in {', '.join(pods[:3])}{' ...' if len(pods) > 3 else ''}"
+         for line, pods in by_line.items()]
+    )  # fmt: skip
+    return Result(
+        name,
+        Status.WARN,
+        f"{len(by_line)} client release(s) with a published hang: {shown}",
+        "advice only, nothing is restarted for it: upgrade to the fixed release (or watch "
+        "the open report); /status advisories name where each release was seen",
+    )

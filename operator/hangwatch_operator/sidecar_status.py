@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hangwatch.contracts import Reachability, Verdict
+from hangwatch.known_hangs import advice_line
 from hangwatch.pod_security import Feature, parse_not_judged
 from hangwatch.verdicts import VERDICTS, JudgedBy
 from hangwatch.wire import status
@@ -62,6 +63,8 @@ class SidecarReport:
     """The pod's application's executor failure budget (Spark view), when known."""
     not_judged: tuple[Feature, ...] = ()
     """Features the pod's Pod Security level left out of its sidecar (known ones only)."""
+    advisories: tuple[str, ...] = ()
+    """The pod's Kafka client releases with a published hang, one line each (advice)."""
 
     @property
     def cut_off(self) -> bool:
@@ -121,4 +124,8 @@ def parse_status(doc: object, *, now: float, stale_after_seconds: float) -> Side
         version=report.version,
         failure_budget=None if report.spark is None else report.spark.failure_budget,
         not_judged=parse_not_judged(",".join(report.not_judged)),
+        advisories=tuple(
+            advice_line(a.client, a.version, a.hang, a.what, a.fixed, a.report)
+            for a in report.advisories
+        ),
     )

@@ -60,7 +60,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer, ThrottleEvent
+from confluent_kafka import (
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    ThrottleEvent,
+    libversion,
+)
 
 from hangwatch_producer import telemetry
 from hangwatch_producer.callbacks import CallbackRunner
@@ -187,6 +194,7 @@ class HangwatchProducer:
             number=self.number,
             flush_timeout_seconds=self._flush_timeout,
             started_ts=started_ts,
+            librdkafka=str(libversion()[0]),
         )
         self._publisher = TelemetryPublisher(
             open_file(telemetry_dir, pid, self.number, self.settings.telemetry_enabled),

@@ -55,9 +55,11 @@ def producer_facts(
     number: int,
     flush_timeout_seconds: float,
     started_ts: float,
+    librdkafka: str = "",
 ) -> ProducerFacts:
     """The fixed parts of producer `number`'s documents: who it is (environment, Spark
-    task, process), its redacted configuration and the wrapper's own timeouts."""
+    task, process), its redacted configuration, the wrapper's own timeouts and the
+    librdkafka release it runs on (`librdkafka`)."""
     identity = telemetry.producer_identity(
         os.environ,
         telemetry.spark_task_identity(),
@@ -71,6 +73,7 @@ def producer_facts(
         "flush_timeout_seconds": flush_timeout_seconds,
         "queue_full_timeout_seconds": settings.queue_full_timeout_seconds,
         "callback_drain_timeout_seconds": settings.callback_drain_timeout_seconds,
+        "librdkafka": librdkafka,
     }
     return ProducerFacts(
         identity=identity,

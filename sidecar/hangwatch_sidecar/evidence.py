@@ -172,3 +172,6 @@ class ProducerObservation:
     once it runs as the client's interceptor too (it counts the sends and answers)."""
     splits: SplitsObserved | None = None
     """The Java client's batch splits (None: none, or not a Java client)."""
+    client_release: tuple[str, str] | None = None
+    """(client, version) its telemetry names: the wrapper's librdkafka, the Java client's
+    reporter's kafka-clients (None: not said, or an older writer)."""

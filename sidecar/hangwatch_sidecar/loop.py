@@ -26,7 +26,7 @@ import ssl
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, replace
 
@@ -35,7 +35,7 @@ from hangwatch.logs import IDENTITY_ENV
 from hangwatch_producer.secrets import redact
 from hangwatch_sidecar import budget
 from hangwatch_sidecar.assessment import PodAssessment, Thresholds
-from hangwatch_sidecar.evidence import ClusterObservation
+from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
 from hangwatch_sidecar.hysteresis import Debouncer
 from hangwatch_sidecar.metadata_keeper import MetadataKeeper
 from hangwatch_sidecar.observing import endpoints_to_probe, observe_cluster
@@ -47,9 +47,13 @@ from hangwatch_sidecar.producer_reader import ProducerReader
 from hangwatch_sidecar.pystacks.judge import HeldView
 from hangwatch_sidecar.pystacks.reader import MAX_PROCESSES, StackReader
 from hangwatch_sidecar.pystacks.watch import StackWatch
+from hangwatch_sidecar.releases.advise import Advisory, advise
+from hangwatch_sidecar.releases.processes import ProcessReleases
+from hangwatch_sidecar.releases.read import Sighting, java_classpath
 from hangwatch_sidecar.round import RoundEvidence
 from hangwatch_sidecar.rules import evaluate
 from hangwatch_sidecar.settings import SidecarSettings
+from hangwatch_sidecar.sockets.types import SocketObservation
 from hangwatch_sidecar.spark.attach import SOURCE, LocalReader
 from hangwatch_sidecar.spark.client import DriverClient, DriverReader
 from hangwatch_sidecar.spark.tracking import SparkTracker
@@ -59,6 +63,10 @@ from hangwatch_sidecar.state import SidecarState, not_judged
 
 log = logging.getLogger(__name__)
 JITTER = 0.2
+SPARK_CLASSPATH = "Spark's classpath (the driver's /environment)"
+RELEASE_SURVEY_SECONDS = 60.0
+"""How often the processes holding the pod's connections are surveyed for their client
+releases (each process is read once)."""
 
 
 class SidecarLoop:
@@ -122,6 +130,10 @@ class SidecarLoop:
             if settings.python_stacks and self.spark is not None
             else None
         )
+        self.releases = (
+            ProcessReleases(RELEASE_SURVEY_SECONDS, clock) if settings.client_releases else None
+        )
+        self._advised: set[str] = set()
         self._state = SidecarState(
             started_ts=wall(),
             identity=identity or _identity_from_env(),
@@ -166,6 +178,7 @@ class SidecarLoop:
             stacks=stacks,
         )
         assessment = evaluate(evidence, thresholds=self.thresholds, now=now)
+        advisories = self._advisories(producers, view)
         wall_now = self.wall()
         self._debounce(assessment, wall_now)
         state = replace(
@@ -194,9 +207,34 @@ class SidecarLoop:
             stacks=stacks,
             stack_samples=self.stacks.samples if self.stacks else 0,
             failure_budget=self.spark.budget if self.spark else previous.failure_budget,
+            advisories=advisories,
         )
         self._publish(state)
         return state
+
+    def _advisories(
+        self, producers: Sequence[ProducerObservation], view: SocketObservation | None
+    ) -> tuple[Advisory, ...]:
+        """The published hangs of the client releases seen this round (each logged once)."""
+        if self.releases is None:
+            return ()
+        sightings = [
+            Sighting(p.client_release[0], p.client_release[1], f"telemetry of producer {p.key}")
+            for p in producers
+            if p.client_release is not None
+        ]
+        if view is not None and view.available:
+            inodes = {c.inode for c in view.connections if c.inode}
+            sightings += self.releases.sightings(inodes)
+        if self.spark is not None:
+            sightings += java_classpath(self.spark.classpath, SPARK_CLASSPATH)
+        found = advise(sightings)
+        for advisory in found:
+            key = f"{advisory.client} {advisory.version} {advisory.hang.id}"
+            if key not in self._advised:
+                self._advised.add(key)
+                log.warning("known-bad client release", extra={"advisory": advisory.line})
+        return found
 
     def _start_reads(
         self, started: float, previous: SidecarState

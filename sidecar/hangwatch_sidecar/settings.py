@@ -248,6 +248,16 @@ class SidecarSettings:
             "netlink; no capability needed): judges producers without hangwatch's telemetry."
         ),
     )
+    client_releases: bool = field(
+        default=True,
+        metadata=_doc(
+            "Name the published hangs of the Kafka client releases the pod runs (the "
+            "producers' telemetry; the processes holding its connections to brokers: a Go "
+            "binary's build information, a Java classpath, kafkajs's package.json, the "
+            "confluent-kafka wheel; read once per process, as its own user): /status "
+            "advisories, never an action."
+        ),
+    )
     python_stacks: bool = field(
         default=True,
         metadata=_doc(

@@ -19,6 +19,7 @@ from hangwatch.wire import status
 from hangwatch_sidecar.assessment import Assessment, PodAssessment
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation, ProducerObservation
 from hangwatch_sidecar.pystacks.judge import HeldView
+from hangwatch_sidecar.releases.advise import Advisory
 from hangwatch_sidecar.sockets.types import SocketObservation
 from hangwatch_sidecar.spark.types import (
     Activity,
@@ -91,6 +92,8 @@ class SidecarState:
     stacks: HeldView | None = None
     """The round's Python stack sample (None: not sampled this round)."""
     stack_samples: int = 0
+    advisories: tuple[Advisory, ...] = ()
+    """The pod's Kafka client releases with a published hang (advice only)."""
 
 
 def _assessment(a: Assessment) -> status.Assessment:
@@ -170,6 +173,21 @@ def status_document(state: SidecarState) -> status.StatusDocument:
         sockets=_sockets(state.sockets),
         python_stacks=_stacks(state),
         not_judged=dict(state.not_judged),
+        advisories=[_advisory(a) for a in state.advisories],
+    )
+
+
+def _advisory(advisory: Advisory) -> status.Advisory:
+    hang = advisory.hang
+    return status.Advisory(
+        client=advisory.client,
+        version=advisory.version,
+        hang=hang.id,
+        report=hang.report,
+        affected=hang.affected,
+        fixed=hang.fixed,
+        what=hang.what,
+        seen_in=list(advisory.seen_in),
     )
 
 

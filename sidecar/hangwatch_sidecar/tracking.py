@@ -183,6 +183,7 @@ class ProducerTracker:
             java=java,
             counts_pending=not java or (client is not None and client.acknowledgements),
             splits=splits_observed(doc, wall_now) if java else None,
+            client_release=_client_release(doc, client),
         )
 
     @staticmethod
@@ -239,6 +240,16 @@ class ProducerTracker:
 
     def __len__(self) -> int:
         return len(self._memory)
+
+
+def _client_release(doc: TelemetryDocument, client: Client | None) -> tuple[str, str] | None:
+    """The client library and release the document names: the Java reporter's own
+    `client`, else the wrapper's librdkafka."""
+    if client is not None and client.library and client.version:
+        return client.library, client.version
+    if doc.wrapper.librdkafka:
+        return "librdkafka", doc.wrapper.librdkafka
+    return None
 
 
 def _identity(doc: TelemetryDocument) -> dict[str, object]:

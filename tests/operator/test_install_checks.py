@@ -62,7 +62,12 @@ from hangwatch_operator.pod_security import (
     level_of,
 )
 from hangwatch_operator.policies import parse_policy
-from hangwatch_operator.policy_checks import check_pod_security, check_policies, check_sidecars
+from hangwatch_operator.policy_checks import (
+    check_client_releases,
+    check_pod_security,
+    check_policies,
+    check_sidecars,
+)
 from hangwatch_operator.settings import OperatorSettings
 from hangwatch_operator.webhook_configuration import build_webhook_configuration
 
@@ -161,9 +166,11 @@ def good_survey() -> Survey:
     )
 
 
-def _status_body(evaluated: float) -> bytes:
+def _status_body(evaluated: float, advisories: tuple[status.Advisory, ...] = ()) -> bytes:
     doc = status.StatusDocument(
-        verdict="healthy", sidecar=status.SidecarInfo(evaluated_ts=evaluated)
+        verdict="healthy",
+        sidecar=status.SidecarInfo(evaluated_ts=evaluated),
+        advisories=list(advisories),
     )
     return status.encode(doc)
 
@@ -553,6 +560,32 @@ def test_sidecars_that_do_not_answer_or_answer_stale_fail() -> None:
     assert "old" in check_sidecars(survey).detail
     survey.answers = {}
     assert check_sidecars(survey).status is Status.SKIP
+
+
+def test_client_releases_with_a_published_hang_are_a_warning_naming_pods_and_fix() -> None:
+    """What the sidecars said in /status `advisories`: advice (warn), never a failure."""
+    survey = good_survey()
+    assert check_client_releases(survey).status is Status.PASS
+    hang = status.Advisory(
+        client="sarama",
+        version="v1.37.2",
+        hang="sarama#2377",
+        report="https://github.com/IBM/sarama/issues/2377",
+        fixed="1.38.0",
+        what="an idempotent producer's batch is never answered after an election",
+        seen_in=["process 7 (Go build information)"],
+    )
+    for pod in ("exec-1", "exec-2"):
+        survey.answers[f"{JOBS}/{pod}"] = Answer(_status_body(NOW, (hang,)))
+    result = check_client_releases(survey)
+    assert result.status is Status.WARN, result
+    assert "sarama v1.37.2 has a published hang: sarama#2377" in result.detail
+    assert "fixed in 1.38.0" in result.detail and hang.report in result.detail
+    assert f"{JOBS}/exec-1, {JOBS}/exec-2" in result.detail
+    assert "nothing is restarted" in result.hint
+    assert Status.FAIL not in by_status(run_checks(survey))
+    survey.answers = {}
+    assert check_client_releases(survey).status is Status.SKIP
 
 
 def test_monitoring_on_without_the_prometheus_operator_crds_fails() -> None:

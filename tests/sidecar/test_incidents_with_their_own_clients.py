@@ -228,6 +228,8 @@ def test_s2_sarama_1_37_stays_producer_silent_after_the_brokers_close_its_connec
     last_write = peaks.get("last_write_seconds", 0.0)
     assert last_write >= result.watched_seconds - _last_silence(result) - 5.0, result.describe()
     assert not RESTARTING & set(result.verdicts), result.describe()
+    # the sidecar named the release's published hang, from the client's own executable
+    assert result.advisories == {"sarama#2377"}, result.advisories
 
 
 def test_s2_control_sarama_1_38_writing_through_idle_closes_is_never_flagged() -> None:
@@ -241,3 +243,4 @@ def test_s2_control_sarama_1_38_writing_through_idle_closes_is_never_flagged() -
     # the brokers did close its idle connections between writes
     assert result.socket_peaks.get("closed_since_write", 0) >= 1, result.describe()
     assert not ({"producer_silent"} | RESTARTING) & set(result.verdicts), result.describe()
+    assert result.advisories == set(), result.advisories  # the fixed release: no advice

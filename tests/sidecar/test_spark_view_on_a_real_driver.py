@@ -17,12 +17,15 @@ suite's short-run options. Covers:
   metadata, and the classifier says so;
 - a real `hangwatch sidecar` process next to that executor, probing the same healthy
   cluster with no telemetry at all: `producer_hung` naming the I/O thread, with the
-  Spark metrics.
+  Spark metrics;
+- the application's kafka-clients release read from the driver's `/environment`
+  classpath (known-bad releases).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,6 +34,7 @@ import pytest
 
 from hangwatch_lab import Lab
 from hangwatch_pipeline.run_options import SHORT_RUN_JVM_OPTIONS
+from hangwatch_sidecar.releases.read import java_classpath
 from hangwatch_sidecar.spark.client import DriverClient, DriverReader
 from hangwatch_sidecar.spark.judge import judge_spark
 from hangwatch_sidecar.spark.tracking import SparkTracker
@@ -93,6 +97,20 @@ def _watch(driver: Driver, pool: ThreadPoolExecutor) -> SparkWatch:
     reader = DriverReader(DriverClient(driver.ui, 20.0), driver.application_id, driver.executor_id)
     tracker = SparkTracker(STALL, driver.executor_id)
     return SparkWatch(reader, tracker, pool, 0.5, max_age_seconds=120.0)
+
+
+def test_the_kafka_clients_release_is_read_from_the_applications_classpath(
+    driver: Driver,
+) -> None:
+    """Known-bad releases (docs/sidecar.md): the driver's `/environment` names the
+    kafka-clients jar the application runs, as the sidecar reads it with the failure
+    budget's settings (here the release Spark's sink pins, with no published hang)."""
+    reader = DriverReader(DriverClient(driver.ui, 20.0), driver.application_id, driver.executor_id)
+    reader.read_budget(time.time())
+    found = java_classpath(reader.classpath, "spark")
+    assert [(s.client, s.version) for s in found] == [("kafka-clients", SPARK_KAFKA_CLIENTS)], (
+        reader.classpath[:20]
+    )
 
 
 def test_the_suites_spark_jvms_run_with_the_short_run_options(driver: Driver) -> None:

@@ -60,6 +60,7 @@ def telemetry(seq: int = 3, **changes: Any) -> dict[str, Any]:
         "wrapper": {
             "version": "0.1.0", "flush_timeout_seconds": 65.0,
             "queue_full_timeout_seconds": 30.0, "callback_drain_timeout_seconds": 10.0,
+            "librdkafka": "2.12.1",
         },
         "config": {"bootstrap.servers": "10.0.0.1:9092", "message.timeout.ms": 3000,
                    "enable.idempotence": True, "sasl.password": "[redacted]"},

@@ -310,6 +310,26 @@ Brokers = Annotated[list[BrokerStatus], msgspec.Meta(max_length=MAX_ITEMS)]
 Producers = Annotated[dict[Text, Assessment], msgspec.Meta(max_length=MAX_ITEMS)]
 
 
+class Advisory(msgspec.Struct, kw_only=True, frozen=True):
+    """A Kafka client release seen in the pod that has a published hang
+    (`hangwatch.known_hangs`): advice, never an action, never a verdict."""
+
+    client: Text
+    version: Text
+    hang: Text
+    """The table's id (`sarama#2377`)."""
+    report: Text = ""
+    affected: Text = ""
+    fixed: Text | None = None
+    """The release that fixed it; None while it is open upstream."""
+    what: Text = ""
+    seen_in: Texts = msgspec.field(default_factory=list)
+    """Where the release was read (a producer's telemetry, a process, Spark's classpath)."""
+
+
+Advisories = Annotated[list[Advisory], msgspec.Meta(max_length=MAX_ITEMS)]
+
+
 class StatusDocument(msgspec.Struct, kw_only=True, frozen=True):
     """The `/status` document: the pod's debounced verdict and what it rests on."""
 
@@ -333,6 +353,9 @@ class StatusDocument(msgspec.Struct, kw_only=True, frozen=True):
     not_judged: TextMap = msgspec.field(default_factory=dict)
     """Features the pod's Pod Security level left out of the sidecar (`hangwatch.
     pod_security.Feature` values) -> the evidence, and so the judgement, the pod lacks."""
+    advisories: Advisories = msgspec.field(default_factory=list)
+    """The pod's Kafka client releases with a published hang (docs/sidecar.md,
+    "Known-bad releases"); empty when none is seen."""
 
 
 def without_evidence(doc: StatusDocument) -> StatusDocument:

@@ -224,6 +224,9 @@ class Wrapper(msgspec.Struct, kw_only=True, frozen=True):
     flush_timeout_seconds: Optional[Seconds] = None
     queue_full_timeout_seconds: Optional[Seconds] = None
     callback_drain_timeout_seconds: Optional[Seconds] = None
+    librdkafka: Name = ""
+    """The librdkafka release the wrapper runs on (`confluent_kafka.libversion()`; empty
+    in documents of older wrappers): the sidecar names its published hangs."""
 
 
 class Eos(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):

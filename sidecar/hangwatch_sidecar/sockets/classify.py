@@ -283,6 +283,7 @@ class SocketClassifier:
             unacked=c.unacked,
             retransmits=c.retransmits,
             backoff=c.backoff,
+            inode=c.inode,
         )
 
     def _wait(self, c: TcpConnection, at: float) -> float:

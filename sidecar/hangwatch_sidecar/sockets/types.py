@@ -152,6 +152,9 @@ class ConnectionEvidence:
     unacked: int = 0
     retransmits: int = 0
     backoff: int = 0
+    inode: int = 0
+    """The socket's inode (0: no process holds it): which process holds the connection
+    (`releases.processes`). Not part of /status."""
 
     @property
     def request_outstanding(self) -> bool:

@@ -212,6 +212,9 @@ class DriverReader:
         self._budget_settings: failures.BudgetSettings | None = None
         self.counts: ExecutorCounts | None = None
         """This executor's task counts at the last `read_budget` (None: unknown)."""
+        self.classpath: tuple[str, ...] = ()
+        """The application's classpath entries (`/environment`, read with the budget's
+        settings): which kafka-clients jar its executors run."""
 
     def _app_path(self) -> str:
         if not self.application_id:
@@ -264,6 +267,7 @@ class DriverReader:
             version = failures.spark_version(self.client.get_json("/api/v1/version"))
             environment = self.client.get_json(f"{base}/environment")
             self._budget_settings = failures.budget_settings(version, environment)
+            self.classpath = failures.classpath_entries(environment)
         settings = self._budget_settings
         executors = self.client.get_json(f"{base}/allexecutors")
         self.counts = answers.listed_counts(executors, self.executor_id)

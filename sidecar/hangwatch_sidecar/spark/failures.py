@@ -96,6 +96,24 @@ def spark_properties(doc: Any) -> dict[str, str]:
     return found
 
 
+MAX_CLASSPATH_ENTRIES = 10_000
+"""Classpath entries of an `/environment` answer read at most."""
+
+
+def classpath_entries(doc: Any) -> tuple[str, ...]:
+    """The application's classpath entries from `/environment` (`classpathEntries`: [path,
+    source] pairs; a jar added with `--packages` is a `spark://` URL); what is not such a
+    pair is left out (the answer's other parts are judged by `spark_properties`)."""
+    pairs = doc.get("classpathEntries") if isinstance(doc, dict) else None
+    if not isinstance(pairs, list):
+        return ()
+    return tuple(
+        pair[0][:4096]
+        for pair in pairs[:MAX_CLASSPATH_ENTRIES]
+        if isinstance(pair, list) and pair and isinstance(pair[0], str)
+    )
+
+
 def _int(props: Mapping[str, str], name: str, default: int) -> int:
     text = props.get(name)
     if text is None:

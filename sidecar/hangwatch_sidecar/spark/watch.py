@@ -79,6 +79,12 @@ class SparkWatch:
             return self._stats
 
     @property
+    def classpath(self) -> tuple[str, ...]:
+        """The application's classpath entries as the driver last said (empty: not read,
+        or the local JVM's view)."""
+        return self.reader.classpath if isinstance(self.reader, DriverReader) else ()
+
+    @property
     def budget(self) -> FailureBudget | None:
         """The application's executor failure budget as last read (None: not yet, or
         the driver did not tell)."""

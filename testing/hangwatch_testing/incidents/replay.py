@@ -165,6 +165,9 @@ class Replay:
     """Acknowledgements in each WINDOW_SECONDS of the watch, from the fault on."""
     error_kinds: dict[str, int] = field(default_factory=dict)
     """The client's own errors after the fault: text (first 120 characters) -> count."""
+    advisories: set[str] = field(default_factory=set)
+    """The published hangs (`hangwatch.known_hangs` ids) the sidecar's /status named for
+    the client's release during the watch."""
     socket_peaks: dict[str, float] = field(default_factory=dict)
     """The highest each figure of the sidecar's memory of writes (/status `sockets`:
     `WRITE_FIGURES`) reached during the watch: connections closed and sends too small to
@@ -477,6 +480,7 @@ def _watch(
         doc = sidecar.status()
         result.spark = doc.get("spark")
         sockets = doc.get("sockets") or {}
+        result.advisories |= {str(a.get("hang")) for a in doc.get("advisories") or []}
         for key in WRITE_FIGURES:
             if (value := sockets.get(key)) is not None:
                 result.socket_peaks[key] = max(result.socket_peaks.get(key, 0.0), float(value))
