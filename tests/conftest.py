@@ -104,6 +104,7 @@ TIERS = {
     "sidecar/test_spark_sink_refusals.py": "spark",
     "sidecar/test_field_corpus_in_spark.py": "spark",
     "sidecar/test_incidents_with_their_own_clients.py": "lab",
+    "sidecar/test_field_corpus_on_the_lab.py": "lab",
     "sidecar/test_jvm_attach_unprivileged.py": "lab",
     "sidecar/test_seed_scenarios_on_the_lab.py": "lab",
     "sidecar/test_real_clients_on_the_lab.py": "lab",

@@ -80,6 +80,7 @@ def test_score_row_counts_hangs_flags_false_alarms_and_restarts() -> None:
     row = score_row(incident, results, SidecarTiming())
     assert (row.runs, row.hung, row.exited, row.flagged, row.false_alarms) == (3, 1, 1, 1, 1)
     assert row.flag_after_last_write == [11.0] and row.first_flags == ["producer_silent"]
+    assert row.flag_after_fault_end == [12.0], "no lasting fault: it ended where it began"
     assert row.bound_seconds == 11.0, "the declared 10 s plus one 1 s probe round"
     assert (row.restarted, row.restart_wrote) == (3, [2.5])
     assert row.role == "affected" and row.case == "kafka-go#451" and "exit codes 2" in row.note
@@ -112,6 +113,12 @@ def test_both_renderings_say_the_same_and_escape_what_they_show() -> None:
     assert "href=" not in table, "the page links and fetches nothing"
     late = _row(flag_after_last_write=[10.4, 10.6, 12.9])
     assert wrong(late) and "bound 11 s: **late**" in markdown(Scorecard("m", [late]))
+    # the cluster refused until the fault's end: flagged 0.1-0.3 s after it, not late
+    healed = _row(flag_after_last_write=[20.4, 20.6, 20.9], flag_after_fault_end=[0.1, 0.2, 0.3])
+    assert not wrong(healed), markdown(Scorecard("m", [healed]))
+    assert "20.6 (20.9) s after the last write (0.2 (0.3) s after the fault ended)" in markdown(
+        Scorecard("m", [healed])
+    )
     assert wrong(_row(flagged=2, flag_after_last_write=[1.0, 2.0], first_flags=["x", "y"]))
 
 
@@ -120,6 +127,7 @@ def test_merged_replaces_rows_of_the_same_id_and_keeps_the_rest() -> None:
     again = merged(card, [_row(row="B", runs=5, hung=5), _row(row="C")], "second")
     assert [(r.row, r.runs) for r in again.rows] == [("A", 3), ("B", 5), ("C", 3)]
     assert again.measured == "first second"
+    assert merged(Scorecard("not measured yet", []), [_row()], "now").measured == "now"
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,9 @@ SCORECARD_FILE = "field-corpus.json"
 MAX_ROWS = 200
 Runs = Annotated[int, msgspec.Meta(ge=1, le=1000)]
 SecondsList = Annotated[list[Seconds], msgspec.Meta(max_length=1000)]
+SignedList = Annotated[
+    list[Annotated[float, msgspec.Meta(ge=-1e7, le=1e7)]], msgspec.Meta(max_length=1000)
+]
 Names = Annotated[list[Name], msgspec.Meta(max_length=50)]
 PRODUCER_FLAGS = ("producer_hung", "producer_silent", "metadata_stale")
 """The verdicts that accuse the producer (the rest name the cluster, or nothing): the
@@ -64,6 +67,10 @@ class ScoreRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Per flagged run: seconds from the client's last completed write to the first flag."""
     first_flags: Names = msgspec.field(default_factory=list)
     """The first flag of each flagged run."""
+    flag_after_fault_end: SignedList = msgspec.field(default_factory=list)
+    """Per flagged run: seconds from the fault's end (the cluster whole again) to the first
+    flag; negative when it came during the fault. Silence is not the producer's while the
+    cluster refuses it, so a flag is late only when it is past the bound from both."""
     false_alarms: Count = 0
     """Runs that did NOT hang (a control's, or an affected client that went on) in which
     the sidecar accused the producer all the same."""
@@ -110,6 +117,10 @@ def read_scorecard(data: bytes | str, source: str) -> Scorecard:
             raise RecordError(
                 one_line(f"{source}: row {row.row}: one time and flag per flagged run")
             )
+        if row.flag_after_fault_end and len(row.flag_after_fault_end) != row.flagged:
+            raise RecordError(
+                one_line(f"{source}: row {row.row}: one time and flag per flagged run")
+            )
         if row.restarted > row.runs or len(row.restart_wrote) > row.restarted:
             raise RecordError(one_line(f"{source}: row {row.row}: more restarts counted than made"))
     return card
@@ -117,13 +128,15 @@ def read_scorecard(data: bytes | str, source: str) -> Scorecard:
 
 def merged(card: Scorecard, rows: list[ScoreRow], measured: str) -> Scorecard:
     """`card` with `rows` replacing the rows of the same id (new ones appended), and
-    `measured` said of them."""
+    `measured` said of them (after what was said of the rows kept)."""
     fresh = {row.row: row for row in rows}
     kept = [fresh.pop(row.row, row) for row in card.rows]
-    if not card.rows:  # the empty scorecard's placeholder goes with its first rows
-        notes = measured
+    if not card.rows:
+        notes = measured  # nothing measured before: no earlier note to keep
+    elif measured in card.measured:
+        notes = card.measured
     else:
-        notes = card.measured if measured in card.measured else f"{card.measured} {measured}"
+        notes = f"{card.measured} {measured}"
     return Scorecard(measured=notes.strip(), rows=[*kept, *fresh.values()])
 
 
@@ -153,9 +166,23 @@ def flag(row: ScoreRow) -> str:
         else f", bound {row.bound_seconds:g} s"
         + ("" if max(row.flag_after_last_write) <= row.bound_seconds else ": **late**")
     )
+    healed = [t for t in row.flag_after_fault_end if t >= 0]
+    after_end = f" ({_span(healed)} s after the fault ended)" if healed else ""
     return (
         f"{kinds} in {row.flagged} of the {row.hung} that hung, "
-        f"{_span(row.flag_after_last_write)} s after the last write{within}"
+        f"{_span(row.flag_after_last_write)} s after the last write{after_end}{within}"
+    )
+
+
+def late(row: ScoreRow) -> bool:
+    """A flag past the bound both from the client's last completed write and from the
+    fault's end (while the fault lasts, silence is the cluster's to explain)."""
+    if row.bound_seconds is None:
+        return False
+    ends = row.flag_after_fault_end or [row.bound_seconds + 1] * row.flagged
+    return any(
+        since_write > row.bound_seconds and since_end > row.bound_seconds
+        for since_write, since_end in zip(row.flag_after_last_write, ends, strict=True)
     )
 
 
@@ -210,10 +237,7 @@ def cells(row: ScoreRow) -> list[str]:
 def wrong(row: ScoreRow) -> bool:
     """A row the done-when fails: a control flagged, a hung client not flagged, a flag
     later than its bound."""
-    late = row.bound_seconds is not None and any(
-        t > row.bound_seconds for t in row.flag_after_last_write
-    )
-    return row.false_alarms > 0 or late or row.flagged < row.hung
+    return row.false_alarms > 0 or late(row) or row.flagged < row.hung
 
 
 def markdown(card: Scorecard) -> str:

@@ -64,6 +64,13 @@ def first_flag(result: Replay) -> tuple[float, str] | None:
     return None
 
 
+def after_fault_end(result: Replay, after_last_write: float) -> float:
+    """A flag's seconds from the fault's end (negative: during the fault; an instant fault
+    ends where it starts)."""
+    at = after_last_write + (last_write(result) or 0.0)
+    return round(at - (result.fault_ended_after or 0.0), 2)
+
+
 def accused(result: Replay) -> bool:
     """The sidecar accused the producer at any moment of the watch."""
     return any(verdict in PRODUCER_FLAGS for _, verdict, _ in result.changes)
@@ -87,7 +94,8 @@ def score_row(incident: Incident, results: list[Replay], timing: SidecarTiming) 
     if case is None or not results:
         raise ValueError(f"{incident.id}: a scorecard row needs a field case and a replay")
     stuck = [r for r in results if hung(r)]
-    flags = [f for f in (first_flag(r) for r in stuck) if f is not None]
+    flagged = [(r, f) for r, f in ((r, first_flag(r)) for r in stuck) if f is not None]
+    flags = [f for _, f in flagged]
     exits = sorted({r.client_exit for r in results if r.client_exit is not None})
     went_on = [r for r in results if not hung(r) and r.client_exit is None]
     errors: dict[str, int] = {}
@@ -117,6 +125,7 @@ def score_row(incident: Incident, results: list[Replay], timing: SidecarTiming) 
         flagged=len(flags),
         flag_after_last_write=[t for t, _ in flags],
         first_flags=[v for _, v in flags],
+        flag_after_fault_end=[after_fault_end(r, f[0]) for r, f in flagged],
         false_alarms=sum(1 for r in went_on if accused(r)),
         verdicts=sorted({v for r in results for _, v, _ in r.changes}),
         bound_seconds=bound_seconds(incident, timing),

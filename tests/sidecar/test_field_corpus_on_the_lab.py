@@ -1,0 +1,57 @@
+"""The field corpus's Go and Node.js rows, one per client family, replayed on Apache Kafka.
+
+Each test replays one affected row of `hangwatch_testing.incidents` once: a 3-broker
+Apache Kafka lab (the lab's default 4.x), the client built from the registries at the
+release its report names, a real `hangwatch sidecar` as in a producer pod (a declared
+write interval of 10 s, the socket view narrowed to the client's process, no Spark view,
+no telemetry), the report's fault, then the client restarted on the same cluster.
+Order and causality only (the figures, and the controls, are benchmarks/incidents.py's
+scorecard, docs/incidents.md):
+
+- kafka-go v0.3.6 (segmentio/kafka-go issue 451), the leader stopped and started again:
+  the Writer's partition writer blocks for good on its result channel;
+- sarama v1.32.0 (IBM/sarama issue 2150), the leader restarted 4 times: the SyncProducer
+  blocks for good;
+- kafkajs 1.14.0 (tulios/kafkajs issue 918), every broker's port refusing for 20 s: its
+  disconnect waits for a request that never settles.
+
+For each: the client stops completing writes while the cluster serves again (the
+report's hang), the sidecar accuses the producer only after the declared interval has
+passed since the client's last completed write, with nothing but silence to show it is
+never a verdict that restarts (silence alone is an alert), and a restarted client writes
+again (a restart is the fix).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hangwatch_demo.report.scorecard import PRODUCER_FLAGS
+from hangwatch_testing.incidents.catalogue import BY_ID
+from hangwatch_testing.incidents.replay import Replay, replay
+from hangwatch_testing.incidents.scoring import first_flag, hung, last_write
+from hangwatch_testing.incidents.seeds import WRITE_INTERVAL_SECONDS
+
+pytestmark = [pytest.mark.xdist_group("real-kafka-incidents")]
+
+RESTARTING = {"producer_hung", "metadata_stale"}
+"""Verdicts whose default action restarts the producer's pod."""
+
+
+def _holds_the_reports_hang(result: Replay) -> None:
+    assert hung(result), result.describe()
+    assert result.fault_ended_after is not None, result.describe()
+    flag = first_flag(result)
+    assert flag is not None, result.describe()
+    after_last_write, verdict = flag
+    assert verdict in PRODUCER_FLAGS, result.describe()
+    assert after_last_write >= WRITE_INTERVAL_SECONDS, result.describe()
+    assert not RESTARTING & set(result.verdicts), result.describe()
+    last = last_write(result)
+    assert last is not None and last < result.fault_ended_after, result.describe()
+    assert result.restarted and result.restarted_first_ack is not None, result.describe()
+
+
+@pytest.mark.parametrize("row", ["KG451", "SA2150", "KJ918"])
+def test_a_published_hang_is_flagged_once_silent_past_the_declared_interval(row: str) -> None:
+    _holds_the_reports_hang(replay(BY_ID[row]))
