@@ -116,6 +116,7 @@ def test_both_renderings_say_the_same_and_escape_what_they_show() -> None:
     # the cluster refused until the fault's end: flagged 0.1-0.3 s after it, not late
     healed = _row(flag_after_last_write=[20.4, 20.6, 20.9], flag_after_fault_end=[0.1, 0.2, 0.3])
     assert not wrong(healed), markdown(Scorecard("m", [healed]))
+    assert "late" not in markdown(Scorecard("m", [healed]))
     assert "20.6 (20.9) s after the last write (0.2 (0.3) s after the fault ended)" in markdown(
         Scorecard("m", [healed])
     )

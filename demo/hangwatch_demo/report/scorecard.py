@@ -160,12 +160,9 @@ def flag(row: ScoreRow) -> str:
     if not row.flagged:
         return "**never flagged**" if row.hung else "-"
     kinds = ", ".join(f"`{v}`" for v in sorted(set(row.first_flags)))
-    within = (
-        ""
-        if row.bound_seconds is None
-        else f", bound {row.bound_seconds:g} s"
-        + ("" if max(row.flag_after_last_write) <= row.bound_seconds else ": **late**")
-    )
+    within = ""
+    if row.bound_seconds is not None:
+        within = f", bound {row.bound_seconds:g} s" + (": **late**" if late(row) else "")
     healed = [t for t in row.flag_after_fault_end if t >= 0]
     after_end = f" ({_span(healed)} s after the fault ended)" if healed else ""
     return (
