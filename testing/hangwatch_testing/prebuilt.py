@@ -11,7 +11,7 @@ itself only when setup did not:
   that base, the line's pyspark and Kafka connector: run it after setup resolved the
   connectors' jars), the node tier's spark-submit tests' (`line_images`);
 - `hangwatch-image`: `make image` on that base as a docker archive
-  (`hangwatch_testing.node.images.hangwatch_image_archive`), the node tier's;
+  (`hangwatch_testing.containers.hangwatch_image_archive`), the image and node tiers';
 - `python39`: Debian bullseye's Python 3.9 with the producer's environment
   (`hangwatch_testing.bullseye.python39_root`), the producer-package tier's.
 
@@ -29,8 +29,13 @@ import pytest
 
 from hangwatch_pipeline.spark_kafka import LINES
 from hangwatch_testing.bullseye import python39_root
-from hangwatch_testing.containers import ROOT, bookworm_python_rootfs, require_tools, run
-from hangwatch_testing.node.images import hangwatch_image_archive
+from hangwatch_testing.containers import (
+    ROOT,
+    bookworm_python_rootfs,
+    hangwatch_image_archive,
+    require_tools,
+    run,
+)
 
 SPARK_IMAGE_TIMEOUT_SECONDS = 3600.0
 

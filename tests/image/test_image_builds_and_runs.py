@@ -3,8 +3,11 @@
 Public image registries are unreachable here, so the base is made locally: a Debian
 bookworm root filesystem with Debian's Python 3.11 (debootstrap), imported with buildah;
 `make image` builds image/Dockerfile on it with buildah (`BASE_IMAGE` build argument;
-the build stage installs the wheel and its dependencies from PyPI), and podman runs the
-result with runc, a read-only root filesystem and the host network. Covered:
+the build stage installs the wheel and its dependencies from PyPI), saved as a docker
+archive cached by content (`hangwatch_testing.containers.hangwatch_image_archive`, which
+scripts/setup.sh --kube runs ahead and the node tier imports: one build per content), and
+podman runs the result with runc, a read-only root filesystem and the host network.
+Covered:
 
 - `hangwatch --version` prints the project's version; `hangwatch operator --help`
   works (the operator extra is installed); the OCI labels carry version, source and
@@ -30,16 +33,14 @@ from hangwatch import __version__
 from hangwatch_lab import Lab
 from hangwatch_testing.containers import (
     LIMITS,
-    ROOT,
     ContainerTools,
-    bookworm_python_rootfs,
+    hangwatch_image_archive,
     require_tools,
-    run,
 )
 from hangwatch_testing.ports import free_port
 
 pytestmark = [pytest.mark.xdist_group("image"), pytest.mark.timeout(1500)]
-"""One image per session; building it from scratch (debootstrap, PyPI) takes minutes."""
+"""One image per content; building it from scratch (debootstrap, PyPI) takes minutes."""
 
 NON_ROOT_UID = 65532
 SIZE_BUDGET_BYTES = 450 * 1024 * 1024
@@ -47,16 +48,16 @@ SIZE_BUDGET_BYTES = 450 * 1024 * 1024
 
 @pytest.fixture(scope="module")
 def built() -> Iterator[tuple[ContainerTools, str]]:
+    """`make image` on the bookworm base (`hangwatch_image_archive`: built unless this
+    content's archive is cached, as setup builds it ahead; the node tier imports the same
+    archive), loaded into a private podman store."""
     require_tools()
     tools = ContainerTools.create()
-    tag = uuid.uuid4().hex[:8]
-    base, image = f"localhost/hangwatch-test-base:{tag}", f"localhost/hangwatch-test:{tag}"
     try:
-        tools.import_rootfs(bookworm_python_rootfs(), base)
         started = time.monotonic()
-        env = {**tools.env, "HANGWATCH_IMAGE_TOOL": "buildah"}
-        run(["make", "-C", str(ROOT), "image", f"IMAGE={image}", f"BASE_IMAGE={base}"], env=env)
-        print(f"make image: {time.monotonic() - started:.0f} s")
+        image, archive = hangwatch_image_archive()
+        print(f"make image (or its cached archive): {time.monotonic() - started:.0f} s")
+        tools.podman("load", "--quiet", "--input", str(archive), timeout=600)
         yield tools, image
     finally:
         tools.close()
