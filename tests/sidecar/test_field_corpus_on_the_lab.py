@@ -13,10 +13,9 @@ scorecard, docs/incidents.md):
 - sarama v1.32.0 (IBM/sarama issue 2150), the leader restarted 4 times: the SyncProducer
   blocks for good;
 - kafkajs 1.14.0 (tulios/kafkajs issue 918), every broker's port refusing for 20 s: its
-  disconnect waits for a request that never settles. Not here yet: in 1 of its 5 replays
-  with the sidecar the stuck client held no connection at all, which the sidecar calls
-  `unknown` (silence is measured on open connections); silence that goes on counting
-  with no connection left is issue 43's item 3, and KJ918 joins these rows with it.
+  disconnect waits for a request that never settles; the stuck client may hold no
+  connection at all (its silence counts on, from its last write, over the connections
+  that closed since: the socket view's memory of the pod's last write).
 
 For each: the client stops completing writes while the cluster serves again (the
 report's hang), the sidecar accuses the producer only after the declared interval has
@@ -55,6 +54,6 @@ def _holds_the_reports_hang(result: Replay) -> None:
     assert result.restarted and result.restarted_first_ack is not None, result.describe()
 
 
-@pytest.mark.parametrize("row", ["KG451", "SA2150"])
+@pytest.mark.parametrize("row", ["KG451", "SA2150", "KJ918"])
 def test_a_published_hang_is_flagged_once_silent_past_the_declared_interval(row: str) -> None:
     _holds_the_reports_hang(replay(BY_ID[row]))
