@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hangwatch_sidecar.sockets.classify import SocketClassifier
+from hangwatch_sidecar.sockets.classify import MIN_WRITE_BYTES, SocketClassifier
 from hangwatch_sidecar.sockets.types import (
     SocketObservation,
     SocketSnapshot,
@@ -24,6 +24,8 @@ class Recording:
     brokers: dict[str, str]
     fault_at: float | None
     snapshots: tuple[SocketSnapshot, ...]
+    smallest_write: int = MIN_WRITE_BYTES
+    """The smallest write the recording's brokers take (its probe of their Fetch floor)."""
 
 
 def connection(raw: dict[str, Any]) -> TcpConnection:
@@ -40,9 +42,19 @@ def load(name: str) -> Recording:
         )
         for s in doc["snapshots"]
     )
-    return Recording(doc["name"], doc["brokers"], doc["fault_at"], snapshots)
+    smallest = int(doc.get("smallest_write", MIN_WRITE_BYTES))
+    return Recording(doc["name"], doc["brokers"], doc["fault_at"], snapshots, smallest)
 
 
-def replay(recording: Recording, stall_seconds: float = 5.0) -> list[SocketObservation]:
+def replay(
+    recording: Recording, stall_seconds: float = 5.0, every: int = 1
+) -> list[SocketObservation]:
+    """The classifier's observations of the recording, of every `every`-th snapshot (a
+    slower round cadence than the recording's)."""
     classifier = SocketClassifier()
-    return [classifier.observe(s, recording.brokers, stall_seconds) for s in recording.snapshots]
+    return [
+        classifier.observe(
+            s, recording.brokers, stall_seconds, smallest_write=recording.smallest_write
+        )
+        for s in recording.snapshots[::every]
+    ]

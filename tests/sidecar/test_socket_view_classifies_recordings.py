@@ -13,6 +13,10 @@ lab, `SocketReader`) replayed through `SocketClassifier` with a 5 s stall thresh
   connection with unacknowledged data becomes `blackholed` within ~1.5 s;
 - connects into a blackhole (S0 at start-up): SYN-SENT `connecting`, then
   `connect_unanswered` after the first SYN retransmission;
+- on Apache Kafka whose brokers close connections idle 3 s (a plain producer, its own
+  connections only): left idle after a burst, its silence of writes only grows through
+  the closes, reconnects and metadata refreshes; writing every 5 s through them, its
+  silence never passes the gap between writes plus a round;
 - edge cases on constructed snapshots: a connection that never received, one answered
   then asked again (the wait restarts), a new request on an old idle connection is not
   waited since the old answer, counters (failed connects less the sidecar's own, counter
@@ -25,7 +29,7 @@ from dataclasses import replace
 
 import pytest
 
-from hangwatch_sidecar.sockets.classify import SocketClassifier
+from hangwatch_sidecar.sockets.classify import MIN_WRITE_BYTES_V3, SocketClassifier
 from hangwatch_sidecar.sockets.types import (
     Pattern,
     SocketObservation,
@@ -200,3 +204,35 @@ def test_memory_holds_only_live_connections() -> None:
         )
         _observe(classifier, float(i), waiting)
     assert len(classifier._waiting) == 1
+
+
+def test_a_producer_left_idle_stays_silent_through_idle_closes_and_refreshes() -> None:
+    """`idle_closed` (Apache Kafka, brokers closing connections idle 3 s, a plain
+    confluent-kafka producer refreshing its metadata every 4 s after a 2 s burst): once the
+    burst has ended its silence of writes only grows, at 0.5 s and 1 s rounds, through
+    every connection the brokers closed and every reconnect and refresh it sent."""
+    rec = load("idle_closed")
+    assert rec.smallest_write == MIN_WRITE_BYTES_V3  # Kafka 4's brokers
+    for every in (1, 2):
+        observations = [o for o in replay(rec, every=every) if o.writes is not None]
+        quiet = [o for o in observations if o.at >= 4.0]
+        silences = [o.writes.last_write_seconds for o in quiet if o.writes is not None]
+        assert silences == sorted(silences), (every, silences)
+        last = quiet[-1].writes
+        assert last is not None and last.last_write_seconds >= quiet[-1].at - 4.0, last
+        assert last.closed >= 1 and last.not_writes >= 1, last
+
+
+def test_a_producer_writing_every_5_s_through_idle_closes_is_never_silent_long() -> None:
+    """`writes_through_idle_closes` (one write every 5 s, each on a connection opened
+    again after the brokers closed the last one): at rounds of 0.5 to 5 s the silence of
+    writes never reaches the 5 s between writes plus a round."""
+    rec = load("writes_through_idle_closes")
+    for every in (1, 2, 4, 10):
+        round_seconds = 0.5 * every
+        silences = [
+            o.writes.last_write_seconds
+            for o in replay(rec, every=every)
+            if o.writes is not None and o.at >= 3.0
+        ]
+        assert silences and max(silences) < 5.0 + round_seconds + 1.0, (every, silences)
