@@ -9,7 +9,8 @@ its fixed release is not:
 
 - sarama v1.37.2 -> sarama#2377; v1.38.0, the fix, named by nothing; v1.31.0 and v1.32.0
   -> sarama#2150 (and #2377); v1.33.0, 2150's fix -> #2377 only;
-- kafka-go v0.3.5 and v0.3.6 -> kafka-go#451; v0.3.7, the fix, and v0.4.8 by nothing;
+- kafka-go v0.3.6 -> kafka-go#451; v0.3.7, the fix, v0.3.5 (which the report suspected;
+  its writer is v0.3.7's, docs/incidents.md) and v0.4.8 by nothing;
 - kafkajs 1.14.0 (its package.json, from the script's folder) -> kafkajs#918; 1.15.0, the
   fix, by nothing;
 - kafka-clients 3.9.2 read from a classpath's `lib/*` (a release, no hang of the table).
@@ -39,7 +40,7 @@ GO_CLIENTS = {
     "sarama-v1.31.0": {"sarama#2150", "sarama#2377"},
     "sarama-v1.32.0": {"sarama#2150", "sarama#2377"},
     "sarama-v1.33.0": {"sarama#2377"},
-    "kafka-go-v0.3.5": {"kafka-go#451"},
+    "kafka-go-v0.3.5": set(),  # suspected by the report; its writer is v0.3.7's
     "kafka-go-v0.3.6": {"kafka-go#451"},
     "kafka-go-v0.3.7": set(),
     "kafka-go-v0.4.8": set(),
