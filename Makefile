@@ -72,9 +72,13 @@ test:
 # BASE_IMAGE), the Java client's telemetry jar, CycloneDX SBOMs of the wheels and the
 # image, SHA256SUMS (scripts/release.py says how each is made). The version is
 # pyproject.toml's; the release refuses to build when a copy of it disagrees.
+# IMAGE_ARCHIVE: the image built already (a docker or OCI archive of `make image`), copied
+# instead of building it again.
 DIST ?= dist
+IMAGE_ARCHIVE ?=
 release:
-	$(PY) scripts/release.py build --dist "$(DIST)" --base-image "$(BASE_IMAGE)"
+	$(PY) scripts/release.py build --dist "$(DIST)" --base-image "$(BASE_IMAGE)" \
+		$(if $(IMAGE_ARCHIVE),--image-archive "$(IMAGE_ARCHIVE)")
 
 # $(DIST) to a registry and a package index of yours: the image to $(REGISTRY)/hangwatch,
 # the chart to oci://$(REGISTRY)/charts/hangwatch, the wheels and sdists to $(INDEX).

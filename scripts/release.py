@@ -14,7 +14,7 @@ label, the operator's default sidecar image, the dependency pin) says otherwise,
   commit's time as SOURCE_DATE_EPOCH);
 - `hangwatch-V.tgz`, the chart (Helm's own packager, version and appVersion V);
 - `hangwatch-image-V.oci.tar`, the image (`make image`, then an OCI archive of it; or
-  `--image-archive`, an OCI archive of that same image already built, copied);
+  `--image-archive`, a docker or OCI archive of that same image built already, copied);
 - `hangwatch-kafka-telemetry-V.jar`, the Java client's telemetry
   (`python -m hangwatch_pipeline.kafka_telemetry`);
 - a CycloneDX SBOM beside each wheel (`<wheel>.cdx.json`, cyclonedx-py over a virtualenv
@@ -43,6 +43,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import tomllib
@@ -320,6 +321,32 @@ def build_image(dist: Path, names: Artifacts, base_image: str, env: dict[str, st
         )
 
 
+def copy_image(archive: Path, destination: Path, name: str) -> None:
+    """An image built already (a docker or an OCI archive, e.g. `make image` saved by a
+    cache) as the release's OCI archive, named `name` (skopeo)."""
+    try:
+        with tarfile.open(archive) as tar:
+            members = set(tar.getnames())
+    except (OSError, tarfile.TarError) as exc:
+        raise ReleaseError(f"--image-archive {archive}: not an image archive ({exc})", 3) from None
+    if {"index.json", "oci-layout"} <= members:
+        transport = "oci-archive"
+    elif "manifest.json" in members:
+        transport = "docker-archive"
+    else:
+        raise ReleaseError(f"--image-archive {archive}: neither a docker nor an OCI archive", 3)
+    run(
+        [
+            "skopeo",
+            "copy",
+            "--quiet",
+            f"{transport}:{archive}",
+            f"oci-archive:{destination}:{name}",
+        ],
+        "the image: the archive built already, as an OCI archive",
+    )
+
+
 def wheel_sbom(dist: Path, wheel: str, env: dict[str, str]) -> None:
     """A CycloneDX SBOM of `wheel` as installed: a virtualenv without pip holding the
     wheel and what it requires (the release's own producer wheel for hangwatch's pin)."""
@@ -422,8 +449,7 @@ def build(dist: Path, base_image: str, image_archive: Path | None) -> None:
     if image_archive is None:
         build_image(dist, names, base_image, env)
     else:
-        say(f"the image: {image_archive} (built already)")
-        shutil.copyfile(image_archive, dist / names.image)
+        copy_image(image_archive, dist / names.image, f"{IMAGE_REPOSITORY}:{version}")
     for distribution in ("hangwatch-producer", "hangwatch"):
         wheel_sbom(dist, names.wheel(distribution), env)
     image_sbom(dist, names)
@@ -556,7 +582,8 @@ def push_chart(
                 pushed = client.push(archive, registry.charts, plain_http=plain_http)
             except helm_python.HelmError as exc:
                 raise ReleaseError(f"pushing the chart failed: {exc}") from None
-    say(f"pushing the chart: {pushed.get('ref', pushed)}")
+    shown = pushed.get("output") or f"{registry.charts}/{archive.name.removesuffix('.tgz')}"
+    say(f"pushing the chart: done ({shown.strip()})")
 
 
 # --- the command ---------------------------------------------------------------------
@@ -571,7 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--base-image", default="", help="the image's base (make image's BASE_IMAGE)"
     )
     build_cmd.add_argument(
-        "--image-archive", type=Path, help="an OCI archive of the image, built already"
+        "--image-archive", type=Path, help="the image built already (docker or OCI archive)"
     )
     publish_cmd = commands.add_parser("publish", help="DIST to an OCI registry and a package index")
     publish_cmd.add_argument("--dist", type=Path, default=ROOT / "dist")

@@ -1,8 +1,9 @@
 """Every command of docs/development.md's "Run a checkout on a cluster" section, run by the tier.
 
 The commands are read from that page itself (`hangwatch_testing.kube.readme`), so it
-cannot drift from what is tested. Against the real kube-apiserver with the operator
-running as the chart's ServiceAccount: `make image` is the image tier's (tests/image
+cannot drift from what is tested (the README's install from registries is the node
+tier's tests/node/test_install_from_registries.py). Against the real kube-apiserver with
+the operator running as the chart's ServiceAccount: `make image` is the image tier's (tests/image
 builds the image with it); the push is left aside (no registry here); the session's
 release was installed with the values of the page's `helm install`; each `kubectl`
 command runs with the release's kubectl and succeeds, the policy of

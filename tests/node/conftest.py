@@ -7,14 +7,17 @@ iptables rule, a mount or a runtime process behind. `broker` (per module) is a
 listener on the node's IP that never answers. `hangwatch_image` imports the
 project's image, `make image` (buildah, on the debootstrap base tests/image uses) cached
 by content (`hangwatch_testing.node.images`: setup builds it ahead), into the node's
-containerd. Every module of the tier marks itself
-`xdist_group("node")`, so one pytest-xdist worker owns the cluster.
+containerd; `released` is this version's `make release` with that very image (no second
+build), which tests/node/test_install_from_registries.py publishes and installs. Every
+module of the tier marks itself `xdist_group("node")`, so one pytest-xdist worker owns
+the cluster.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -23,8 +26,19 @@ from hangwatch_testing.kube.readme import helm_install
 from hangwatch_testing.kube.release import CHART, NAMESPACE, RELEASE, HelmRelease
 from hangwatch_testing.node.cluster import NodeCluster, node_cluster
 from hangwatch_testing.node.components import NodeUnavailableError
-from hangwatch_testing.node.images import hangwatch_image_in
+from hangwatch_testing.node.images import hangwatch_image_in, release_into
 from hangwatch_testing.silent_broker import SilentBroker
+
+FIRST_MODULE = "test_install_from_registries.py"
+"""The tier's module that installs the chart from a registry and uninstalls it, leaving
+nothing: it runs before any module that uses the session's `release`."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`FIRST_MODULE`'s tests first (a stable sort: tests/conftest.py's ordering of the
+    groups, which runs after this, keeps them first within the node group)."""
+    items.sort(key=lambda item: item.path.name != FIRST_MODULE)
 
 
 @pytest.fixture(scope="session")
@@ -55,6 +69,13 @@ def hangwatch_image(node: NodeCluster) -> Iterator[str]:
     imported into the node's runtime; its name."""
     with hangwatch_image_in(node) as image:
         yield image
+
+
+@pytest.fixture(scope="session")
+def released(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This version's artifacts (`make release` into a scratch dist/), its image the
+    tier's cached `make image` (`IMAGE_ARCHIVE`: not built a second time)."""
+    return release_into(tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture(scope="session")

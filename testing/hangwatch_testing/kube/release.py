@@ -60,7 +60,8 @@ class HelmRelease:
     """The `hangwatch` release in `hangwatch-system`, with the tier's port values."""
 
     cluster: ControlPlane
-    chart: Path
+    chart: Path | str
+    """The chart's folder, or a published chart's `oci://` reference (with `version`)."""
     webhook_port: int = field(default_factory=lasting_port)
     sidecar_port: int = field(default_factory=lasting_port)
     values: dict[str, Any] = field(default_factory=dict)
@@ -70,6 +71,10 @@ class HelmRelease:
     """The chart's default."""
     name: str = RELEASE
     """The release's name (another name for a second release beside the tier's)."""
+    version: str = ""
+    """`--version`: the published chart's version (an `oci://` chart)."""
+    plain_http: bool = False
+    """`--plain-http`: the registry of an `oci://` chart speaks HTTP (a test's own)."""
 
     @property
     def base_values(self) -> dict[str, Any]:
@@ -90,6 +95,8 @@ class HelmRelease:
             "namespace": NAMESPACE,
             "timeout_seconds": 120,
             "server_side_apply": server_side,
+            **({"chart_version": self.version} if self.version else {}),
+            **({"plain_http": True} if self.plain_http else {}),
             **extra,
         }
         with helm.Config(
@@ -180,9 +187,11 @@ def operator_command(
     workdir: Path,
     pod_name: str,
     extra_args: tuple[str, ...] = (),
+    python: str = sys.executable,
     **overrides: str,
 ) -> OperatorCommand:
-    """The operator container of the installed Deployment as a local process."""
+    """The operator container of the installed Deployment as a local process (`python`'s
+    hangwatch: this environment's unless another is given)."""
     with admin_api(cluster) as api:
         raw: Any = client.AppsV1Api(api).read_namespaced_deployment(
             "hangwatch-operator", NAMESPACE, _preload_content=False
@@ -220,7 +229,7 @@ def operator_command(
     kubeconfig = operator_kubeconfig(cluster, workdir / pod_name)
     base = {k: v for k, v in os.environ.items() if not k.startswith("HANGWATCH_")}
     full_env = {**base, **env, "KUBECONFIG": str(kubeconfig)}
-    argv = [sys.executable, "-m", "hangwatch", *args, *extra_args]
+    argv = [python, "-m", "hangwatch", *args, *extra_args]
     return OperatorCommand(argv, full_env, metrics_port, health_port)
 
 
@@ -230,10 +239,11 @@ def running_operator(
     workdir: Path,
     pod_name: str = "hangwatch-operator-0",
     extra_args: tuple[str, ...] = (),
+    python: str = sys.executable,
     **overrides: str,
 ) -> Iterator[tuple[OperatorRun, OperatorCommand]]:
     """The chart's operator as a process (plus `extra_args`), stopped (SIGTERM) afterwards."""
-    command = operator_command(cluster, workdir, pod_name, extra_args, **overrides)
+    command = operator_command(cluster, workdir, pod_name, extra_args, python, **overrides)
     log = workdir / pod_name / "operator.log"
     process = spawn(command.argv, log, env=command.env)
     try:

@@ -54,6 +54,7 @@ from hangwatch_testing.node.config import (
     containerd_config,
     kubelet_config,
     node_namespace_script,
+    registry_hosts_toml,
 )
 from hangwatch_testing.node.leftovers import (
     OWNERS,
@@ -277,6 +278,13 @@ class NodeCluster(ClusterFiles):
         if done.returncode != 0:
             raise NodeUnavailableError(f"ctr {' '.join(args)} failed: {done.stderr.strip()}")
         return done
+
+    def trust_plain_http_registry(self, host: str) -> None:
+        """Let the runtime pull images from the plain-HTTP registry at `host` (a test's
+        own, on loopback: containerd shares this machine's network); read at each pull."""
+        directory = self.workdir / "containerd" / "certs.d" / host
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "hosts.toml").write_text(registry_hosts_toml(host))
 
     def import_image(self, archive: Path) -> None:
         """Import an OCI or docker archive into the runtime the kubelet uses."""

@@ -14,7 +14,9 @@ This machine's constraints, each met by one setting: cgroup v1 (hybrid) without
 systemd, so the cgroupfs driver and `failCgroupV1: false`; a negative oom_score_adj
 fails with EIO even as root, so the kubelet's own `oomScoreAdj: 0` and containerd's
 `restrict_oom_score_adj` (containers never get a lower score than containerd's 0); no
-registry, so the pause image is imported into containerd and pods use local images.
+registry, so the pause image is imported into containerd and pods use local images;
+a test's own registry on loopback is named in containerd's hosts directory
+(`NodeCluster.trust_plain_http_registry`, `registry_hosts_toml`).
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "{components.pause_image}"
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "{base}/certs.d"
 [plugins.'io.containerd.cri.v1.runtime']
   restrict_oom_score_adj = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
@@ -96,6 +100,14 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
 """
+
+
+def registry_hosts_toml(host: str) -> str:
+    """containerd's hosts.toml for a registry at `host` (`127.0.0.1:PORT`) that speaks
+    plain HTTP: a test's own registry on loopback, the only one this machine has."""
+    return (
+        f'server = "http://{host}"\n[host."http://{host}"]\n  capabilities = ["pull", "resolve"]\n'
+    )
 
 
 def kubelet_config(

@@ -1,0 +1,336 @@
+"""hangwatch installed as a user installs it: from a registry and a package index, never a checkout.
+
+The tier releases this version once (`released`: `make release`, the wheels, sdists,
+chart, image, jar, SBOMs and SHA256SUMS into a scratch dist/; its image is the one every
+node test runs); the module starts a real OCI registry (the CNCF
+distribution server) and a real package index (pypiserver, uploads with a password) on
+loopback, and publishes to them with `make publish` (the index's password from the
+environment, never in its output). Then, with nothing of the repository on the path:
+
+- the chart pulled from the registry renders exactly as the repository's chart;
+- the README's install block, read from README.md: `helm install` of the published
+  chart (`oci://`, `--version`), the image repositories pointed at the registry;
+  `pip install 'hangwatch[operator]==V'` into a fresh virtualenv with pip pointed at the
+  index (`PIP_INDEX_URL`, what a user's pip.conf says: projects it does not hold come from
+  PyPI through it); the operator run from that virtualenv as the installed Deployment
+  says; an executor pod whose image and injected sidecar containerd pulls from the
+  registry; the README's `hangwatch check` from that virtualenv passes every check;
+- the README's uninstall block, with the node cordoned as hangwatch cordons it: nothing is
+  left (no CRD of hangwatch or kopf, peering object, Lease, webhook configuration,
+  cluster role or binding, namespace, node taint, label, annotation or cordon; the
+  virtualenv holds no hangwatch).
+
+It runs first in the node group (tests/node/conftest.py): it installs and uninstalls the
+chart itself, before the session's `release` installs it for the other modules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import helm_python
+import pytest
+from kubernetes import client
+
+from hangwatch_operator.actuation import cordon_patch
+from hangwatch_testing import scripts
+from hangwatch_testing.kube.cluster import ROOT
+from hangwatch_testing.kube.readme import block_commands, parse_helm
+from hangwatch_testing.kube.release import NAMESPACE, HelmRelease, admin_api, running_operator
+from hangwatch_testing.node.cluster import NodeCluster
+from hangwatch_testing.node.components import NODE_NAME
+from hangwatch_testing.node.workloads import (
+    create_pod,
+    ensure_namespace,
+    executor_for,
+    policy,
+    read_pod,
+    submit_driver,
+    wait_for,
+    wait_operator_ready,
+)
+from hangwatch_testing.registries import OciRegistry, PackageIndex, oci_registry, package_index
+from hangwatch_testing.silent_broker import SilentBroker
+
+pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(2400)]
+
+release_script = scripts.load("release")
+VERSION = release_script.project_version()
+README = ROOT / "README.md"
+INSTALL = "## Install on your cluster"
+UNINSTALL = "### Uninstall"
+JOBS = "installed-from-registries"
+POLICY = "published"
+POLICIES = f"/apis/hangwatch.dev/v1alpha1/namespaces/{JOBS}/producerhealthpolicies"
+MERGE = "application/merge-patch+json"
+
+
+@dataclass(frozen=True)
+class Published:
+    registry: OciRegistry
+    index: PackageIndex
+    dist: Path
+
+
+def _run(command: list[str], env: dict[str, str] | None = None, timeout: float = 1500) -> str:
+    """`command`, its output printed as progress; its stdout and stderr returned."""
+    started = time.monotonic()
+    done = subprocess.run(
+        command, capture_output=True, text=True, env=env, timeout=timeout, check=False
+    )
+    output = done.stdout + done.stderr
+    print(f"$ {' '.join(command)}  ({time.monotonic() - started:.0f} s, exit {done.returncode})")
+    assert done.returncode == 0, output[-4000:]
+    return output
+
+
+@pytest.fixture(scope="module")
+def published(node: NodeCluster, released: Path) -> Iterator[Published]:
+    """This version's release (the tier's `released`), a registry and an index running,
+    the release published to both with `make publish`."""
+    assert not node.exists(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/producerhealthpolicies.hangwatch.dev"
+    ), "the chart is installed already: this module must run before the session's release"
+    dist = released
+    make = ["make", "--no-print-directory", "-C", str(ROOT), f"PY={sys.executable}"]
+    with oci_registry() as registry, package_index() as index:
+        node.trust_plain_http_registry(registry.host)
+        secrets = {"TWINE_USERNAME": index.username, "TWINE_PASSWORD": index.password}
+        out = _run(
+            [
+                *make, "publish", f"DIST={dist}", f"REGISTRY={registry.host}",
+                f"INDEX={index.url}", "PLAIN_HTTP=1",
+            ],
+            env={**os.environ, **secrets},
+        )  # fmt: skip
+        assert index.password not in out
+        yield Published(registry, index, dist)
+
+
+def test_what_was_published_is_this_release(published: Published, tmp_path: Path) -> None:
+    """The registry holds the image and the chart, the index both distributions, each
+    byte for byte the release's; the pulled chart renders as the repository's."""
+    host = published.registry.host
+    catalog = json.loads(urllib.request.urlopen(f"http://{host}/v2/_catalog").read())
+    assert sorted(catalog["repositories"]) == ["charts/hangwatch", "hangwatch"]
+    for name in ("hangwatch", "hangwatch-producer"):
+        page = urllib.request.urlopen(f"{published.index.simple}{name}/").read().decode()
+        assert f"{name.replace('-', '_')}-{VERSION}-py3-none-any.whl" in page
+    sums = {
+        name: digest
+        for digest, name in (
+            line.split("  ") for line in (published.dist / "SHA256SUMS").read_text().splitlines()
+        )
+    }
+    for uploaded in published.index.packages.iterdir():
+        assert release_script.sha256(uploaded) == sums[uploaded.name], uploaded.name
+    pulled = helm_python.pull(
+        f"oci://{host}/charts/hangwatch", version=VERSION, destination=tmp_path, plain_http=True
+    )
+    archive = tmp_path / f"hangwatch-{VERSION}.tgz"
+    assert archive.is_file(), pulled
+    assert release_script.sha256(archive) == sums[archive.name]
+    values = {"webhook": {"certManager": {"enabled": True}}}  # no certificate made per render
+    ours = helm_python.Chart.load(release_script.CHART)
+    theirs = helm_python.Chart.load(archive)
+    assert theirs.metadata == ours.metadata | {"version": VERSION, "appVersion": VERSION}
+    assert theirs.render(values, name="hangwatch", namespace=NAMESPACE) == ours.render(
+        values, name="hangwatch", namespace=NAMESPACE
+    )
+
+
+def _readme_block(heading: str, registry: str) -> list[list[str]]:
+    """The README's commands under `heading`, `$REGISTRY` being the test's registry (the
+    block's own `REGISTRY=` line is the user's choice of registry, which this is)."""
+    commands = block_commands(README, heading)
+    return [
+        [word.replace("$REGISTRY", registry) for word in command]
+        for command in commands
+        if not command[0].startswith("REGISTRY=")
+    ]
+
+
+def _user_env(venv: Path, node: NodeCluster, index: PackageIndex) -> dict[str, str]:
+    """A user's shell: the virtualenv first on PATH, pip pointed at the index, the
+    admin's kubeconfig; nothing of this test's environment that would reach the
+    checkout (no PYTHONPATH, no HANGWATCH_*, no pip find-links)."""
+    keep = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HANGWATCH_", "PYTHON", "PIP_", "KUBECONFIG", "VIRTUAL_ENV"))
+    }
+    return {
+        **keep,
+        "PATH": f"{venv / 'bin'}:{keep.get('PATH', '/usr/bin:/bin')}",
+        "PIP_INDEX_URL": index.simple,
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "KUBECONFIG": str(node.admin_kubeconfig),
+    }
+
+
+def _kubectl(node: NodeCluster, words: list[str], env: dict[str, str]) -> str:
+    """A README kubectl command with the release's kubectl, in the user's shell `env`
+    (its KUBECONFIG the admin's)."""
+    return _run([str(node.components.kube_bin / "kubectl"), *words[1:]], env=env, timeout=300)
+
+
+def _cordon_as_hangwatch(node: NodeCluster) -> None:
+    """The node's marks as the operator's cordon writes them (its own patch)."""
+    body = node.get(f"/api/v1/nodes/{NODE_NAME}")
+    patch, _ = cordon_patch(body, f"{JOBS}/{POLICY}", time.time())
+    assert patch is not None
+    with admin_api(node) as api:
+        core = client.CoreV1Api(api)
+        core.patch_node(NODE_NAME, patch.marks, _content_type=MERGE)
+        if patch.taint:
+            core.patch_node(NODE_NAME, patch.taint, _content_type="application/json-patch+json")
+
+
+def _leftovers(node: NodeCluster) -> list[str]:
+    kubectl = [str(node.components.kube_bin / "kubectl"), f"--kubeconfig={node.admin_kubeconfig}"]
+
+    def names(*args: str) -> list[str]:
+        done = subprocess.run(
+            [*kubectl, "get", *args, "-o", "name"], capture_output=True, text=True, check=True
+        )
+        return done.stdout.split()
+
+    left = [n for n in names("crd") if n.endswith((".hangwatch.dev", ".kopf.dev"))] + [
+        n for n in names("mutatingwebhookconfigurations") if "hangwatch" in n
+    ]
+    left += [n for n in names("clusterroles") + names("clusterrolebindings") if "hangwatch" in n]
+    left += [n for n in names("leases", "--all-namespaces") if "hangwatch" in n]
+    left += [n for n in names("namespaces") if n == f"namespace/{NAMESPACE}"]
+    body = node.get(f"/api/v1/nodes/{NODE_NAME}")
+    if body["spec"].get("unschedulable"):
+        left.append("the node is cordoned")
+    left += [
+        f"taint {t['key']}" for t in body["spec"].get("taints") or () if "hangwatch" in t["key"]
+    ]
+    marks = {**body["metadata"].get("labels", {}), **body["metadata"].get("annotations", {})}
+    left += [f"node mark {k}" for k in marks if k.startswith("hangwatch.dev/")]
+    return left
+
+
+def test_installed_checked_and_uninstalled_as_the_readme_says(
+    node: NodeCluster, published: Published, tmp_path: Path
+) -> None:
+    registry = published.registry.host
+    venv = tmp_path / "user-venv"
+    _run([sys.executable, "-m", "venv", str(venv)])
+    env = _user_env(venv, node, published.index)
+    install = _readme_block(INSTALL, registry)
+    assert [c[:2] for c in install] == [
+        ["helm", "install"],
+        ["pip", "install"],
+        ["hangwatch", "check"],
+    ]
+    helm = parse_helm(install[0])
+    assert helm.chart == f"oci://{registry}/charts/hangwatch"
+    assert helm.version == VERSION
+    release = HelmRelease(node, helm.chart, version=helm.version, plain_http=True)
+    assert (helm.release, helm.namespace, helm.create_namespace) == (release.name, NAMESPACE, True)
+    release.install(helm.values)
+    print(f"helm install {helm.chart} --version {helm.version}: deployed")
+    _run([str(venv / "bin" / install[1][0]), *install[1][1:]], env=env)
+    shown = _run([str(venv / "bin/pip"), "show", "--files", "hangwatch"], env=env)
+    assert f"Version: {VERSION}" in shown and str(venv) in shown, shown
+    image = f"{registry}/hangwatch:{VERSION}"
+    ensure_namespace(node, JOBS)
+    broker = SilentBroker(node.node_ip)
+    body = policy(POLICY, broker.address, namespace=JOBS)
+    body["spec"]["processView"] = {"enabled": False}
+    node.create(POLICIES, body)
+    operator_python = str(venv / "bin" / "python")
+    try:
+        with running_operator(node, tmp_path / "operator", python=operator_python) as (run, _):
+            wait_operator_ready(run, node, release, JOBS, POLICY)
+            with admin_api(node) as api:  # no deployment controller: the status it writes
+                ready = {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2}
+                client.AppsV1Api(api).patch_namespaced_deployment_status(
+                    "hangwatch-operator",
+                    NAMESPACE,
+                    {"status": {**ready, "updatedReplicas": 2}},
+                    _content_type=MERGE,
+                )
+            driver = submit_driver(node, "-published", namespace=JOBS)
+            pod = executor_for(
+                node, driver, 1, image, "import time; time.sleep(3600)",
+                suffix="-published", namespace=JOBS,
+            )  # fmt: skip
+            pod["spec"]["containers"][0]["imagePullPolicy"] = "IfNotPresent"
+            name = create_pod(node, pod, namespace=JOBS)["metadata"]["name"]
+            wait_for(
+                f"executor {name} Running (its images pulled from {registry})",
+                lambda: read_pod(node, name, JOBS)["status"].get("phase") == "Running",
+                timeout=300,
+            )
+            running = read_pod(node, name, JOBS)
+            sidecars = [
+                c for c in running["spec"]["initContainers"] if c["name"] == "hangwatch-sidecar"
+            ]
+            assert [c["image"] for c in sidecars] == [image]
+            pulled = node.ctr("images", "ls", "-q").stdout.split()
+            assert image in pulled, pulled
+            check = install[2]
+            deadline = time.monotonic() + 180
+            while True:
+                done = subprocess.run(
+                    [str(venv / "bin" / check[0]), *check[1:]],
+                    capture_output=True, text=True, env=env, timeout=180, check=False,
+                )  # fmt: skip
+                if done.returncode == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(3)
+            print(f"$ hangwatch check (from the index's wheel):\n{done.stdout}{done.stderr}")
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert "Traceback" not in done.stderr
+            node.delete(f"/api/v1/namespaces/{JOBS}/pods/{name}", grace_seconds=0)
+            _cordon_as_hangwatch(node)
+            uninstall = _readme_block(UNINSTALL, registry)
+            policies_first, *rest = uninstall
+            assert policies_first[:3] == ["kubectl", "delete", "producerhealthpolicies"]
+            _kubectl(node, policies_first, env)  # the operator still runs: it lets them go
+        for command in rest:
+            if command[:2] == ["helm", "uninstall"]:
+                uninstall_release = parse_uninstall(command)
+                with helm_python.Config(
+                    kubeconfig_path=str(node.admin_kubeconfig), namespace=uninstall_release[1]
+                ) as cfg:
+                    cfg.uninstall(uninstall_release[0], wait="watcher", timeout=120)
+                print(f"helm uninstall {uninstall_release[0]}: done")
+            elif command[:2] == ["pip", "uninstall"]:
+                _run([str(venv / "bin/pip"), *command[1:]], env=env)
+            else:
+                assert command[0] == "kubectl", command
+                _kubectl(node, command, env)
+        assert _leftovers(node) == []
+        listed = subprocess.run(
+            [str(venv / "bin/pip"), "list", "--format", "json"],
+            capture_output=True, text=True, env=env, check=True,
+        ).stdout  # fmt: skip
+        assert not any(p["name"].startswith("hangwatch") for p in json.loads(listed))
+    finally:
+        broker.close()
+        node.delete(f"/api/v1/namespaces/{JOBS}")
+
+
+def parse_uninstall(command: list[str]) -> tuple[str, str]:
+    """`helm uninstall RELEASE --namespace NS [--wait]` -> (release, namespace)."""
+    release, *rest = command[2:]
+    namespace = "default"
+    words = iter(rest)
+    for word in words:
+        if word in {"--namespace", "-n"}:
+            namespace = next(words)
+        else:
+            assert word == "--wait", f"the test does not know helm uninstall's {word!r}"
+    return release, namespace
