@@ -8,6 +8,8 @@ loopback, and publishes to them with `make publish` (the index's password from t
 environment, never in its output). Then, with nothing of the repository on the path:
 
 - the chart pulled from the registry renders exactly as the repository's chart;
+- `hangwatch-producer` from the index installs and imports on Debian bullseye's Python
+  3.9 (tests/producer_package's cached root);
 - the README's install block, read from README.md: `helm install` of the published
   chart (`oci://`, `--version`), the image repositories pointed at the registry;
   `pip install 'hangwatch[operator]==V'` into a fresh virtualenv with pip pointed at the
@@ -59,6 +61,7 @@ from hangwatch_testing.node.workloads import (
 )
 from hangwatch_testing.registries import OciRegistry, PackageIndex, oci_registry, package_index
 from hangwatch_testing.silent_broker import SilentBroker
+from tests.producer_package.bullseye import python39_root
 
 pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(2400)]
 
@@ -145,6 +148,24 @@ def test_what_was_published_is_this_release(published: Published, tmp_path: Path
     assert theirs.render(values, name="hangwatch", namespace=NAMESPACE) == ours.render(
         values, name="hangwatch", namespace=NAMESPACE
     )
+
+
+def test_the_producer_from_the_index_imports_on_python_3_9(published: Published) -> None:
+    """`hangwatch-producer` of this version, from the index, installs on Debian
+    bullseye's Python 3.9 (the producer's floor; tests/producer_package's cached root,
+    whose environment holds its dependencies) and imports from where pip put it."""
+    box = python39_root()
+    with box.scratch() as (_, inside):
+        done = box.run(
+            f"pip install --quiet --no-deps --index-url {published.index.simple} "
+            f"--target {inside}/site 'hangwatch-producer=={VERSION}' && "
+            f"PYTHONPATH={inside}/site python -c 'import sys, hangwatch_producer.producer as p, "
+            f"hangwatch_producer as h; print(sys.version_info[:2], h.__version__, p.__file__)'",
+            env={"PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+        )
+    print(f"Python 3.9 from the index: {done.stdout.strip()}")
+    assert done.stdout.startswith("(3, 9)") and f" {VERSION} " in done.stdout
+    assert f"{inside}/site/hangwatch_producer/producer.py" in done.stdout
 
 
 def _readme_block(heading: str, registry: str) -> list[list[str]]:
