@@ -270,6 +270,9 @@ class Artifacts:
 
 
 def build_python(dist: Path, env: dict[str, str]) -> None:
+    """Both distributions' wheels and sdists; setuptools' build/ folders it leaves in the
+    checkout are removed again (unless they were there before)."""
+    leftovers = [p for p in (ROOT / "build", ROOT / "producer" / "build") if not p.exists()]
     for name, source in (("hangwatch-producer", ROOT / "producer"), ("hangwatch", ROOT)):
         run(
             [
@@ -285,6 +288,8 @@ def build_python(dist: Path, env: dict[str, str]) -> None:
             f"building {name}'s wheel and sdist",
             env=env,
         )
+    for made in leftovers:
+        shutil.rmtree(made, ignore_errors=True)
 
 
 def build_chart(dist: Path, version: str) -> None:

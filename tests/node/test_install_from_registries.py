@@ -159,13 +159,14 @@ def test_the_producer_from_the_index_imports_on_python_3_9(published: Published)
         done = box.run(
             f"pip install --quiet --no-deps --index-url {published.index.simple} "
             f"--target {inside}/site 'hangwatch-producer=={VERSION}' && "
-            f"PYTHONPATH={inside}/site python -c 'import sys, hangwatch_producer.producer as p, "
-            f"hangwatch_producer as h; print(sys.version_info[:2], h.__version__, p.__file__)'",
+            f"PYTHONPATH={inside}/site python -c 'import sys, hangwatch_producer as h; "
+            f"from hangwatch_producer import producer; print(sys.version_info[:2], h.__version__, "
+            f"h.__file__)'",
             env={"PIP_DISABLE_PIP_VERSION_CHECK": "1"},
         )
     print(f"Python 3.9 from the index: {done.stdout.strip()}")
     assert done.stdout.startswith("(3, 9)") and f" {VERSION} " in done.stdout
-    assert f"{inside}/site/hangwatch_producer/producer.py" in done.stdout
+    assert f"{inside}/site/hangwatch_producer/__init__.py" in done.stdout
 
 
 def _readme_block(heading: str, registry: str) -> list[list[str]]:
