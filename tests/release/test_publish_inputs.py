@@ -108,3 +108,19 @@ def test_publish_refuses_files_that_differ_from_their_sums(tmp_path: Path) -> No
     (tmp_path / "a.whl").write_bytes(b"two")
     with pytest.raises(release.ReleaseError, match="differs"):
         release.check_sums(tmp_path)
+
+
+def test_an_image_archive_that_is_not_one_is_refused_in_one_line(tmp_path: Path) -> None:
+    """`make release IMAGE_ARCHIVE=...` with a file that is no image archive."""
+    import tarfile
+
+    text = tmp_path / "notes.txt"
+    text.write_text("not a tar")
+    other = tmp_path / "other.tar"
+    with tarfile.open(other, "w") as tar:
+        tar.add(text, arcname="notes.txt")
+    for archive, said in ((text, "not an image archive"), (other, "neither a docker nor")):
+        with pytest.raises(release.ReleaseError, match=said) as raised:
+            release.copy_image(archive, tmp_path / "out.oci.tar", "x:1")
+        assert raised.value.code == 3
+    assert not (tmp_path / "out.oci.tar").exists()
