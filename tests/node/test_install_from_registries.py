@@ -44,6 +44,7 @@ from kubernetes import client
 
 from hangwatch_operator.actuation import cordon_patch
 from hangwatch_testing import scripts
+from hangwatch_testing.bullseye import python39_root
 from hangwatch_testing.kube.cluster import ROOT
 from hangwatch_testing.kube.readme import block_commands, parse_helm
 from hangwatch_testing.kube.release import NAMESPACE, HelmRelease, admin_api, running_operator
@@ -61,7 +62,6 @@ from hangwatch_testing.node.workloads import (
 )
 from hangwatch_testing.registries import OciRegistry, PackageIndex, oci_registry, package_index
 from hangwatch_testing.silent_broker import SilentBroker
-from tests.producer_package.bullseye import python39_root
 
 pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(2400)]
 
