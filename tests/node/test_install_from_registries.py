@@ -205,15 +205,25 @@ def _kubectl(node: NodeCluster, words: list[str], env: dict[str, str]) -> str:
 
 
 def _cordon_as_hangwatch(node: NodeCluster) -> None:
-    """The node's marks as the operator's cordon writes them (its own patch)."""
-    body = node.get(f"/api/v1/nodes/{NODE_NAME}")
-    patch, _ = cordon_patch(body, f"{JOBS}/{POLICY}", time.time())
-    assert patch is not None
+    """The node's marks as the operator's cordon writes them (its own patch, read again
+    and retried when the kubelet's status update beat it: 409, as the operator does)."""
     with admin_api(node) as api:
         core = client.CoreV1Api(api)
-        core.patch_node(NODE_NAME, patch.marks, _content_type=MERGE)
-        if patch.taint:
-            core.patch_node(NODE_NAME, patch.taint, _content_type="application/json-patch+json")
+        for _ in range(10):
+            body = node.get(f"/api/v1/nodes/{NODE_NAME}")
+            patch, _ = cordon_patch(body, f"{JOBS}/{POLICY}", time.time())
+            assert patch is not None
+            try:
+                core.patch_node(NODE_NAME, patch.marks, _content_type=MERGE)
+                if patch.taint:
+                    json_patch = "application/json-patch+json"
+                    core.patch_node(NODE_NAME, patch.taint, _content_type=json_patch)
+                return
+            except client.ApiException as exc:
+                if exc.status != 409:
+                    raise
+            time.sleep(0.2)
+    pytest.fail("the node's cordon conflicted 10 times in a row")
 
 
 def _leftovers(node: NodeCluster) -> list[str]:
