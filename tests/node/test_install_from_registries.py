@@ -239,7 +239,13 @@ def _leftovers(node: NodeCluster) -> list[str]:
         n for n in names("mutatingwebhookconfigurations") if "hangwatch" in n
     ]
     left += [n for n in names("clusterroles") + names("clusterrolebindings") if "hangwatch" in n]
-    left += [n for n in names("leases", "--all-namespaces") if "hangwatch" in n]
+    leases = subprocess.run(
+        [*kubectl, "get", "leases", "--all-namespaces", "-o",
+         "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{'\\n'}{end}"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    node_lease = f"kube-node-lease/{NODE_NAME}"  # the kubelet's own (the node is hangwatch-node)
+    left += [f"lease {n}" for n in leases if "hangwatch" in n and n != node_lease]
     left += [n for n in names("namespaces") if n == f"namespace/{NAMESPACE}"]
     body = node.get(f"/api/v1/nodes/{NODE_NAME}")
     if body["spec"].get("unschedulable"):
