@@ -3,7 +3,8 @@
 Covers: after installation `import operator` is still the standard library (no
 top-level `operator` package shadows it, from the repo root or elsewhere), and no
 module of benchmarks/ or scripts/ (run as scripts, their folder first on sys.path) is
-named like a standard library module; every
+named like a standard library module; no module over 700 lines and no sidecar function
+over 80; every
 component package imports and says its role in a module docstring; the `hangwatch`
 command lists its sub-commands, prints its version and answers an unknown command
 with one line and exit 3.
@@ -11,6 +12,7 @@ with one line and exit 3.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import subprocess
 import sys
@@ -83,3 +85,32 @@ def test_cli_help_version_and_unknown_command() -> None:
     unknown = _hangwatch("explode")
     assert unknown.returncode == 3
     assert unknown.stderr.count("\n") == 1 and "unknown command" in unknown.stderr
+
+
+MAX_MODULE_LINES = 700
+MAX_SIDECAR_FUNCTION_LINES = 80
+
+
+def _python_files() -> list[Path]:
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    return [ROOT / name for name in tracked]
+
+
+def test_no_module_is_over_700_lines_nor_a_sidecar_function_over_80() -> None:
+    """A module doing several jobs is split by job (issue 42): no Python module of the
+    repository over 700 lines; no function of the sidecar over 80."""
+    long_modules, long_functions = [], []
+    for path in _python_files():
+        name = path.relative_to(ROOT).as_posix()
+        text = path.read_text()
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            long_modules.append(f"{name}: {len(text.splitlines())} lines")
+        if name.startswith("sidecar/"):
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                    if lines > MAX_SIDECAR_FUNCTION_LINES:
+                        long_functions.append(f"{name}:{node.lineno} {node.name}: {lines} lines")
+    assert not long_modules and not long_functions, long_modules + long_functions
