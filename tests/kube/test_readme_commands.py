@@ -3,16 +3,16 @@
 The commands are read from that page itself (`hangwatch_testing.kube.readme`), so it
 cannot drift from what is tested (the README's install from registries is the node
 tier's tests/node/test_install_from_registries.py). Against the real kube-apiserver with
-the operator running as the chart's ServiceAccount: `make image` is the image tier's (tests/image
-builds the image with it); the push is left aside (no registry here); the session's
-release was installed with the values of the page's `helm install`; each `kubectl`
-command runs with the release's kubectl and succeeds, the policy of
-examples/policy-dry-run.yaml watching three executor pods, one of them hung: `kubectl get
-producerhealthpolicies -A` shows it watching 3 with 1 unhealthy, `kubectl get events`
-shows the HangwatchDryRun Event; `port-forward` needs a kubelet, so the `curl` of the
-operator's /metrics goes to the operator process directly and finds `hangwatch_operator_`
-samples; `helm upgrade --reuse-values` allows node patches and `helm rollback ... 1`
-forbids them again.
+the operator running as the chart's ServiceAccount: `make image` is what
+hangwatch_testing.containers builds the tiers' image with; the push is left aside (no
+registry here); the session's release was installed with the values of the page's `helm
+install`; each `kubectl` command runs with the release's kubectl and succeeds, the
+policy of examples/policy-dry-run.yaml watching three executor pods, one of them hung:
+`kubectl get producerhealthpolicies -A` shows it watching 3 with 1 unhealthy, `kubectl
+get events` shows the HangwatchDryRun Event; `port-forward` needs a kubelet, so the
+`curl` of the operator's /metrics goes to the operator process directly and finds
+`hangwatch_operator_` samples; `helm upgrade --reuse-values` allows node patches and
+`helm rollback ... 1` forbids them again.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import yaml
 
 from hangwatch.contracts import Verdict
 from hangwatch_operator.helm_release import merge_values
+from hangwatch_testing import containers
 from hangwatch_testing.emulated_cluster import OperatorRun
 from hangwatch_testing.kube.cluster import LocalCluster
 from hangwatch_testing.kube.fleet import Fleet, ensure_node, launch, set_verdicts
@@ -43,7 +44,9 @@ from hangwatch_testing.structural import EXAMPLES
 
 pytestmark = pytest.mark.xdist_group("kube")
 
-IMAGE_TEST = Path(__file__).resolve().parents[1] / "image" / "test_image_builds_and_runs.py"
+IMAGE_BUILDER = Path(containers.__file__)
+"""Where the tiers' one `make image` runs (`hangwatch_image_archive`: tests/image and the
+node tier load its archive)."""
 
 
 def _can_patch_nodes(cluster: LocalCluster) -> str:
@@ -65,8 +68,8 @@ class ReadmeRun:
     def run(self, words: list[str]) -> bool:
         """Run one command; False for the ones left aside (push, port-forward)."""
         if words[:2] == ["make", "image"]:
-            source = IMAGE_TEST.read_text()
-            assert '"make"' in source and '"image"' in source  # the image tier runs it
+            source = IMAGE_BUILDER.read_text()
+            assert '["make", "-C", str(ROOT), "image"' in source  # the tiers' image is its
         elif words[1:2] == ["push"] or (words[0] == "kubectl" and "port-forward" in words):
             return False  # no registry here; port-forward needs a kubelet
         elif words[:2] == ["helm", "install"]:

@@ -15,7 +15,6 @@ the cluster.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,14 +23,18 @@ import pytest
 from hangwatch_operator.helm_release import merge_values
 from hangwatch_testing.kube.readme import helm_install
 from hangwatch_testing.kube.release import CHART, NAMESPACE, RELEASE, HelmRelease
-from hangwatch_testing.node.cluster import NodeCluster, node_cluster
-from hangwatch_testing.node.components import NodeUnavailableError
+from hangwatch_testing.node.cluster import NodeCluster
 from hangwatch_testing.node.images import hangwatch_image_in, release_into
 from hangwatch_testing.silent_broker import SilentBroker
+from tests.node.started import started_node
 
 FIRST_MODULE = "test_install_from_registries.py"
-"""The tier's module that installs the chart from a registry and uninstalls it, leaving
-nothing: it runs before any module that uses the session's `release`."""
+"""The tier's module that installs the chart from a registry and uninstalls it on a node
+of its own: it runs first, its node stopped before the session's `node` starts (one
+node at a time on this host). Its own node because the kubelet records which names an
+image it pulled was pulled under (KubeletEnsureSecretPulledImages, on by default): after
+pulling the image from the registry, the same image under the imported `localhost/` name
+is no longer taken as preloaded, and the kubelet tries to pull it (ImagePullBackOff)."""
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -43,16 +46,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def node() -> Iterator[NodeCluster]:
-    started = time.monotonic()
-    try:
-        with node_cluster() as running:
-            print(f"node tier: cluster Ready in {time.monotonic() - started:.0f} s")
-            yield running
-            cluster = running
-    except NodeUnavailableError as exc:
-        pytest.fail(f"node tier: {exc}", pytrace=False)
-    left = cluster.leftovers()
-    assert not left, f"node tier left behind: {left}"
+    yield from started_node("the session")
 
 
 @pytest.fixture(scope="module")

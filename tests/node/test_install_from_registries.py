@@ -22,8 +22,10 @@ environment, never in its output). Then, with nothing of the repository on the p
   cluster role or binding, namespace, node taint, label, annotation or cordon; the
   virtualenv holds no hangwatch).
 
-It runs first in the node group (tests/node/conftest.py): it installs and uninstalls the
-chart itself, before the session's `release` installs it for the other modules.
+It runs first in the node group (tests/node/conftest.py), on a node of its own (a fresh
+node, as a user's; stopped before the session's node starts): the kubelet remembers under
+which names it pulled an image, and would not take the other modules' imported copy of
+the same image as preloaded after this module pulled it from the registry.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from hangwatch_testing.node.workloads import (
 )
 from hangwatch_testing.registries import OciRegistry, PackageIndex, oci_registry, package_index
 from hangwatch_testing.silent_broker import SilentBroker
+from tests.node.started import started_node
 
 pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(2400)]
 
@@ -93,6 +96,12 @@ def _run(command: list[str], env: dict[str, str] | None = None, timeout: float =
     print(f"$ {' '.join(command)}  ({time.monotonic() - started:.0f} s, exit {done.returncode})")
     assert done.returncode == 0, output[-4000:]
     return output
+
+
+@pytest.fixture(scope="module")
+def node() -> Iterator[NodeCluster]:
+    """A node of this module's own (see the module's docstring)."""
+    yield from started_node("the install from registries")
 
 
 @pytest.fixture(scope="module")

@@ -200,6 +200,7 @@ class _TaskRunning:
 
     stats = ReadStats()
     budget = None  # no failure budget read
+    classpath: tuple[str, ...] = ()  # no classpath read from a driver
 
     def poll(self) -> SparkView:
         counts = ExecutorCounts(active_tasks=1, failed_tasks=0, completed_tasks=0)
