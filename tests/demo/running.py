@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hangwatch.contracts import Operation
+from hangwatch.verdicts import VERDICTS
 from hangwatch_lab import netfilter
 
 
@@ -32,8 +34,13 @@ def run_demo(
     return rows, proc.pid
 
 
-RESTART_VERDICTS = frozenset({"producer_hung", "metadata_stale"})
-"""The verdicts on which the operator restarts an executor."""
+RESTART_VERDICTS = frozenset(
+    str(parts.verdict)
+    for parts in VERDICTS
+    if parts.default_actions and Operation.RESTART in parts.default_actions
+)
+"""The verdicts on which the operator restarts an executor by default (from the one
+declaration, hangwatch.verdicts.VERDICTS)."""
 
 
 def verdicts_seen(row: dict[str, Any]) -> set[str]:
