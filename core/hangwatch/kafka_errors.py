@@ -180,6 +180,22 @@ RESTART_EFFECTS: dict[str, tuple[Restart, str]] = {
 """What a restart does to each error a producer can meet (Apache Kafka's name for broker
 codes, librdkafka's for its local ones): the one column of the table hangwatch writes."""
 
+PARTITION_REFUSALS = frozenset(
+    {
+        "NOT_ENOUGH_REPLICAS",
+        "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+        "KAFKA_STORAGE_ERROR",
+        "_ISR_INSUFF",
+    }
+)
+"""The `CLUSTER` errors that say the cluster refuses writes to a partition for a reason of
+its own: its in-sync replicas below the topic's `min.insync.replicas` (an `acks=all`
+write), or its leader's log directory failed. Retriable: the clients retry them until
+their delivery timeout, and a new executor meets them again while they last. The
+sidecar's verdict `partitions_unwritable` (alert only) names them where a producer
+reports one."""
+
+
 JAVA_CLIENT_EXCEPTIONS: dict[str, str] = {
     "SslAuthenticationException": "_SSL",
     "AuthenticationException": "_AUTHENTICATION",
@@ -222,6 +238,11 @@ def by_name(name: str) -> KafkaErrorInfo | None:
     """The entry of an error named as librdkafka (`MSG_SIZE_TOO_LARGE`, `_MSG_TIMED_OUT`)
     or Apache Kafka (`MESSAGE_TOO_LARGE`) names it; None when no producer meets it."""
     return _BY_NAME.get(name)
+
+
+def refuses_partition(info: KafkaErrorInfo | None) -> bool:
+    """Whether the error says the cluster refuses writes to a partition (`PARTITION_REFUSALS`)."""
+    return info is not None and info.name in PARTITION_REFUSALS
 
 
 def hint_clause(info: KafkaErrorInfo | None) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from hangwatch_producer.errors import UsageError
-from hangwatch_producer.wire.telemetry import DIR_ENV
+from hangwatch_producer.wire.telemetry import ACKS_KEYS, DIR_ENV
 
 TELEMETRY_DIR_ENV = DIR_ENV
 """Environment variable naming the directory the telemetry files are written to."""
@@ -43,7 +43,7 @@ REJECTED_KEYS = {
 ALIASES = {
     "bootstrap.servers": ("bootstrap.servers", "metadata.broker.list"),
     "message.timeout.ms": ("message.timeout.ms", "delivery.timeout.ms"),
-    "acks": ("acks", "request.required.acks"),
+    "acks": ACKS_KEYS,
     "enable.idempotence": ("enable.idempotence",),
 }
 """librdkafka property -> every name librdkafka accepts for it."""

@@ -251,6 +251,7 @@ def document(
         topic_count=len(snapshot.topics),
         wrapper=wire.part(wire.Wrapper, dict(snapshot.wrapper)),
         config=None if minimal else wire.part(wire.ConfigMap, dict(snapshot.config)),
+        acks=wire.acks_of(dict(snapshot.config)),
         stats_received_ts=snapshot.stats_received_ts,
         stats=None if stats is None else wire.part(wire.Statistics, stats),
     )

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from hangwatch.acceptance import MinInsync
 from hangwatch.contracts import Reachability
+from hangwatch_sidecar.probe.types import PartitionState
 
 TopicPartition = tuple[str, int]
 
@@ -54,6 +56,12 @@ class ClusterObservation:
     listed_topics: frozenset[str] = frozenset()
     metadata_age_seconds: float | None = None
     """Age of the metadata this observation carries (None: there is none)."""
+    partitions: Mapping[str, tuple[PartitionState, ...]] = field(default_factory=dict)
+    """The written topics' partitions as the metadata lists them (replicas, ISR, error):
+    what the cluster's acceptance is judged on (`unwritable`)."""
+    min_insync: Mapping[str, MinInsync] = field(default_factory=dict)
+    """The written topics' `min.insync.replicas` as DescribeConfigs last said it (absent:
+    not asked yet)."""
 
     def absent_for(self, topics: frozenset[str]) -> list[str]:
         """Those of `topics` the cluster's metadata says do not exist."""
@@ -175,3 +183,6 @@ class ProducerObservation:
     client_release: tuple[str, str] | None = None
     """(client, version) its telemetry names: the wrapper's librdkafka, the Java client's
     reporter's kafka-clients (None: not said, or an older writer)."""
+    acks: int | None = None
+    """The producer's acks as its telemetry says it (-1: all); None when it does not say
+    (the client's default, `hangwatch.acceptance.DEFAULT_ACKS`, applies)."""

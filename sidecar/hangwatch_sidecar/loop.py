@@ -157,14 +157,15 @@ class SidecarLoop:
         """One full evaluation round; returns (and publishes) the new state."""
         started = self.clock()
         previous = self.state()
-        fetching, sampling = self._start_reads(started, previous)
+        written = self.settings.topic_set.union(*(p.topics for p in previous.producers))
+        fetching, sampling = self._start_reads(started, previous, written)
         probes, passive, view = self.prober.probe(
             endpoints_to_probe(self.bootstrap, self.metadata.metadata), started
         )
         if fetching is not None:
             fetching.result()
         now = self.clock()
-        cluster = self._cluster(now, probes, passive)
+        cluster = self._cluster(now, probes, passive, written)
         producers = self.producers.with_disagreement(cluster, self.producers.read(now), now)
         spark = self._thread_view()
         stacks: HeldView | None = sampling.result() if sampling is not None else None
@@ -237,13 +238,14 @@ class SidecarLoop:
         return found
 
     def _start_reads(
-        self, started: float, previous: SidecarState
+        self, started: float, previous: SidecarState, written: frozenset[str]
     ) -> tuple[Future[None] | None, Future[HeldView] | None]:
-        """The round's metadata fetch, when due, and its sample of the Python stacks, when
-        due, started in the background while the brokers are probed."""
+        """The round's metadata fetch (and the `written` topics' configs), when due, and
+        its sample of the Python stacks, when due, started in the background while the
+        brokers are probed."""
         doubt = previous.cluster is not None and bool(previous.cluster.failing)
         fetching = (
-            self._pool.submit(self.metadata.fetch, started, doubt)
+            self._pool.submit(self.metadata.fetch, started, doubt, written)
             if self.metadata.due(
                 started,
                 previous.cluster,
@@ -262,11 +264,16 @@ class SidecarLoop:
         return fetching, sampling
 
     def _cluster(
-        self, now: float, probes: list[EndpointProbe], passive: dict[str, str]
+        self,
+        now: float,
+        probes: list[EndpointProbe],
+        passive: dict[str, str],
+        written: frozenset[str],
     ) -> ClusterObservation:
         """The cluster as this round's probes and metadata saw it (each broker the pod's
-        own connections vouched for with what they said), counting the probe errors and
-        when partitions were first seen without a leader."""
+        own connections vouched for with what they said; the `written` topics'
+        partitions and configs), counting the probe errors and when partitions were first
+        seen without a leader."""
         for p in probes:
             if p.reachability is not Reachability.OK:
                 self.probe_errors[str(p.reachability)] += 1
@@ -279,6 +286,8 @@ class SidecarLoop:
             self.metadata.known_nodes,
             all_topics=not self.settings.topic_set,
             metadata_age_seconds=self.metadata.age_seconds(now),
+            written=written,
+            min_insync=self.metadata.min_insync,
         )
         cluster = replace(
             cluster,

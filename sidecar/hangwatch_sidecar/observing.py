@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from hangwatch.acceptance import MinInsync
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation, TopicPartition
 from hangwatch_sidecar.probe.settings import Endpoint
 from hangwatch_sidecar.probe.types import (
@@ -17,6 +18,7 @@ from hangwatch_sidecar.probe.types import (
     UNKNOWN_TOPIC,
     ClusterMetadata,
     EndpointProbe,
+    PartitionState,
 )
 
 
@@ -37,6 +39,8 @@ def observe_cluster(
     *,
     all_topics: bool = False,
     metadata_age_seconds: float | None = None,
+    written: frozenset[str] = frozenset(),
+    min_insync: Mapping[str, MinInsync] | None = None,
 ) -> ClusterObservation:
     """One round's observation from endpoint probes and the latest metadata.
 
@@ -44,7 +48,9 @@ def observe_cluster(
     that went down drops out of the metadata (as in Kafka) but keeps its name: its
     observation is not advertised, yet carries the node id it last had. `all_topics`:
     the metadata was asked for every topic (so a topic it does not list is absent);
-    `metadata_age_seconds`: how long ago it was fetched."""
+    `metadata_age_seconds`: how long ago it was fetched; `written`: the topics the pod's
+    producers write, whose partitions (replicas, ISR) and `min_insync` (DescribeConfigs)
+    the observation keeps for judging the cluster's acceptance."""
     node_of = {b.endpoint: b.id for b in metadata.brokers} if metadata else {}
     former = known_nodes or {}
     boot = set(bootstrap)
@@ -64,10 +70,13 @@ def observe_cluster(
     leaderless: set[TopicPartition] = set()
     leaderless_topics: set[str] = set()
     absent: set[str] = set()
+    partitions: dict[str, tuple[PartitionState, ...]] = {}
     for topic in metadata.topics if metadata else ():
         if topic.error == UNKNOWN_TOPIC:
             absent.add(topic.name)
             continue
+        if topic.name in written:
+            partitions[topic.name] = topic.partitions
         if topic.error in ELECTION_ERRORS:
             leaderless_topics.add(topic.name)
         for part in topic.partitions:
@@ -88,6 +97,8 @@ def observe_cluster(
         if metadata
         else frozenset(),
         metadata_age_seconds=metadata_age_seconds if metadata else None,
+        partitions=partitions,
+        min_insync={t: m for t, m in (min_insync or {}).items() if t in written},
     )
 
 

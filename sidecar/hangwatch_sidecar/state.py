@@ -18,6 +18,7 @@ from hangwatch.contracts import Verdict
 from hangwatch.wire import status
 from hangwatch_sidecar.assessment import Assessment, PodAssessment
 from hangwatch_sidecar.evidence import BrokerObservation, ClusterObservation, ProducerObservation
+from hangwatch_sidecar.probe.acceptance import acceptance, to_status
 from hangwatch_sidecar.pystacks.judge import HeldView
 from hangwatch_sidecar.releases.advise import Advisory
 from hangwatch_sidecar.sockets.types import SocketObservation
@@ -156,6 +157,7 @@ def status_document(state: SidecarState) -> status.StatusDocument:
             metadata_ok=cluster.metadata_ok,
             leaderless=cluster.leaderless_for(frozenset()),
             error=cluster.error,
+            acceptance=_acceptance(cluster),
         ),
         producers={key: _assessment(a) for key, a in (latest.producers.items() if latest else ())},
         sidecar=status.SidecarInfo(
@@ -189,6 +191,19 @@ def _advisory(advisory: Advisory) -> status.Advisory:
         what=hang.what,
         seen_in=list(advisory.seen_in),
     )
+
+
+def _acceptance(cluster: ClusterObservation) -> list[status.TopicAcceptance]:
+    """Each written topic the metadata lists, with what the cluster accepts there."""
+    addresses = {
+        b.node_id: f"{b.address}: {b.reachability}"
+        for b in cluster.brokers
+        if b.node_id is not None
+    }
+    return [
+        to_status(found, addresses)
+        for found in acceptance(cluster.partitions, cluster.min_insync, cluster.partitions)
+    ]
 
 
 def not_judged(setting: str) -> dict[str, str]:

@@ -20,6 +20,7 @@ from hangwatch_producer.wire.telemetry import (
     Splits,
     Statistics,
     TelemetryDocument,
+    acks_of,
 )
 from hangwatch_sidecar.evidence import (
     ErrorObserved,
@@ -184,6 +185,7 @@ class ProducerTracker:
             counts_pending=not java or (client is not None and client.acknowledgements),
             splits=splits_observed(doc, wall_now) if java else None,
             client_release=_client_release(doc, client),
+            acks=doc.acks if doc.acks is not None else acks_of(doc.config),
         )
 
     @staticmethod

@@ -13,9 +13,9 @@ user). Covers:
   connector (3.9.2 for 4.x, 3.4.1 for 3.5; the jar built against each): while the
   producer is open its document decodes with the sidecar's own `decode`, counts 50 sent
   and delivered and none failed, names the Java client (its version: that jar's) and its
-  acknowledgements, the topic, this process; its lock is held (a POSIX
-  lock: `lock_state` says alive), and the wrapper's clean-up of dead producers leaves a
-  live JVM's files alone; after close both files are gone;
+  acknowledgements, the topic, this process, no acks (its settings name none); its lock
+  is held (a POSIX lock: `lock_state` says alive), and the wrapper's clean-up of dead
+  producers leaves a live JVM's files alone; after close both files are gone;
 - 1 KiB records to the 200-byte topic: the document shows the broker's refusal, as
   MESSAGE_TOO_LARGE failures or the client's batch splits;
 - a SASL login with a wrong password: the failures name SASL_AUTHENTICATION_FAILED and the
@@ -115,6 +115,7 @@ def test_acknowledged_records_are_counted_under_a_held_lock_and_gone_at_close(
         assert doc.client.acknowledgements and clients.stem.endswith(doc.client.version)
         assert doc.topics == ["open"] and doc.identity.pid == java.proc.pid
         assert doc.errors == [] and doc.splits is msgspec.UNSET and doc.throttle is None
+        assert doc.acks is None  # its settings name no acks: the client's default applies
         (name,) = _documents(telemetry)
         lock = telemetry / wire.lock_name(wire.key_of(name) or "")
         assert lock_state(lock) is True

@@ -8,11 +8,19 @@ from typing import ClassVar
 
 import pytest
 
+from hangwatch.acceptance import MinInsync
 from hangwatch.contracts import Reachability
 from hangwatch_sidecar import metadata_keeper
-from hangwatch_sidecar.metadata_keeper import MetadataKeeper
+from hangwatch_sidecar.metadata_keeper import CONFIGS_REFRESH_SECONDS, MetadataKeeper
 from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings
-from hangwatch_sidecar.probe.types import BrokerInfo, ClusterMetadata, MetadataProbe
+from hangwatch_sidecar.probe.types import (
+    UNKNOWN_TOPIC,
+    BrokerInfo,
+    ClusterMetadata,
+    MetadataProbe,
+    PartitionState,
+    TopicState,
+)
 
 from .builders import cluster, producer
 
@@ -36,6 +44,9 @@ class FakeClient:
 
     answers: ClassVar[list[MetadataProbe | Exception]] = []
     opened: ClassVar[list[FakeClient]] = []
+    described: ClassVar[list[list[str]]] = []
+    """The topics of each DescribeConfigs request, in order."""
+    refuse_describe: ClassVar[bool] = False
 
     def __init__(self, bootstrap: Sequence[Endpoint], settings: ProbeSettings) -> None:
         self.closed = False
@@ -47,6 +58,12 @@ class FakeClient:
             raise answer
         return answer
 
+    def describe_min_insync(self, topics: Sequence[str]) -> dict[str, MinInsync]:
+        FakeClient.described.append(list(topics))
+        if FakeClient.refuse_describe:
+            raise RuntimeError("the client broke")
+        return {t: MinInsync(2, "topic") for t in topics}
+
     def close(self) -> None:
         self.closed = True
 
@@ -54,7 +71,8 @@ class FakeClient:
 @pytest.fixture
 def clients(monkeypatch: pytest.MonkeyPatch) -> type[FakeClient]:
     monkeypatch.setattr(metadata_keeper, "MetadataClient", FakeClient)
-    FakeClient.answers, FakeClient.opened = [], []
+    FakeClient.answers, FakeClient.opened, FakeClient.described = [], [], []
+    FakeClient.refuse_describe = False
     return FakeClient
 
 
@@ -131,3 +149,54 @@ def test_fresh_probe_mode_and_doubt_take_a_new_client(clients: type[FakeClient])
     kept.fetch(3.0)
     kept.fetch(4.0, fresh=True)  # brokers failed last round: not through the kept client
     assert kept.clients == 2 and clients.opened[2].closed and not clients.opened[3].closed
+
+
+def topics_answer(*, shrunk: bool = False) -> MetadataProbe:
+    """Metadata listing topics t and u (3 replicas each; `shrunk`: t's ISR lost broker 3)
+    and a topic the cluster does not have."""
+    isr = (1, 2) if shrunk else (1, 2, 3)
+    topics = (
+        TopicState("t", None, (PartitionState(0, 1, (1, 2, 3), isr, None),)),
+        TopicState("u", None, (PartitionState(0, 2, (1, 2, 3), (1, 2, 3), None),)),
+        TopicState("gone", UNKNOWN_TOPIC, ()),
+    )
+    return MetadataProbe(ClusterMetadata("c", 1, (BrokerInfo(1, A),), topics), "", None, (), 1.0)
+
+
+def test_the_written_topics_configs_are_asked_once_then_every_refresh_or_on_doubt(
+    clients: type[FakeClient],
+) -> None:
+    """One DescribeConfigs for every written topic the metadata lists (never one it says
+    does not exist); not again within the refresh interval while the ISR is full; again
+    after a metadata interval once a partition is under-replicated; and again at the
+    refresh interval. Topics no longer written are forgotten."""
+    clients.answers = [topics_answer() for _ in range(2)] + [
+        topics_answer(shrunk=True) for _ in range(3)
+    ]
+    k = keeper()
+    written = frozenset({"t", "u", "gone"})
+    k.fetch(0.0, written=written)
+    k.fetch(40.0, written=written)  # nothing due: full ISR, within the refresh interval
+    assert clients.described == [["t", "u"]]
+    assert k.min_insync == {"t": MinInsync(2, "topic"), "u": MinInsync(2, "topic")}
+    k.described_at["t"] = 20.0  # as if asked at 20 s
+    k.fetch(49.0, written=written)  # t shrank: asked again once a metadata interval passed
+    assert clients.described == [["t", "u"]]
+    k.fetch(50.0, written=written)
+    assert clients.described == [["t", "u"], ["t"]]
+    k.fetch(CONFIGS_REFRESH_SECONDS, written=frozenset({"u"}))  # t is not written any more
+    assert clients.described == [["t", "u"], ["t"], ["u"]]
+    assert set(k.min_insync) == {"u"} and k.describe_requests == 3
+
+
+def test_a_failing_describe_is_kept_as_unknown_and_never_stops_the_fetch(
+    clients: type[FakeClient],
+) -> None:
+    clients.answers = [topics_answer(), topics_answer()]
+    clients.refuse_describe = True
+    k = keeper()
+    k.fetch(0.0, written=frozenset({"t"}))
+    assert k.metadata is not None and k.error is None
+    assert k.min_insync == {"t": MinInsync(None, problem="DescribeConfigs failed: RuntimeError")}
+    k.fetch(1.0, written=frozenset({"t"}))  # a missing ACL does not go away by asking again
+    assert clients.described == [["t"]]

@@ -64,6 +64,7 @@ def telemetry(seq: int = 3, **changes: Any) -> dict[str, Any]:
         },
         "config": {"bootstrap.servers": "10.0.0.1:9092", "message.timeout.ms": 3000,
                    "enable.idempotence": True, "sasl.password": "[redacted]"},
+        "acks": -1,
         "stats_received_ts": WALL - 0.1,
         "stats": {
             "name": "c#producer-1", "client_id": "c", "type": "producer", "ts": 5_000_000,

@@ -109,3 +109,20 @@ def test_every_refusal_has_a_hint_and_java_and_librdkafka_reach_one_entry() -> N
     assert ke.by_exception("SslAuthenticationException") is ke.by_name("_SSL")
     assert ke.by_exception("UnknownTopicOrPartitionException") is ke.by_code(3)
     assert ke.by_code(10) is ke.by_name("MESSAGE_TOO_LARGE")
+
+
+def test_the_partition_refusals_are_the_clusters_and_reached_by_every_name() -> None:
+    """`partitions_unwritable`'s errors: each in the table as the cluster's state (never a
+    refusal the restart column alerts on, never one a restart clears), reached by its
+    librdkafka name, its Apache Kafka name and its Java exception alike."""
+    assert set(ke.RESTART_EFFECTS) >= ke.PARTITION_REFUSALS
+    for name in ke.PARTITION_REFUSALS:
+        info = ke.by_name(name)
+        assert info is not None and info.restart is ke.Restart.CLUSTER, name
+        assert ke.refuses_partition(info), name
+    assert ke.by_exception("NotEnoughReplicasException") is ke.by_name("NOT_ENOUGH_REPLICAS")
+    assert ke.refuses_partition(ke.by_exception("KafkaStorageException"))
+    assert ke.refuses_partition(ke.by_code(20))  # NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    for other in ("LEADER_NOT_AVAILABLE", "THROTTLING_QUOTA_EXCEEDED", "_MSG_TIMED_OUT"):
+        assert not ke.refuses_partition(ke.by_name(other)), other
+    assert not ke.refuses_partition(None)

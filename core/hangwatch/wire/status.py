@@ -80,6 +80,32 @@ class BrokerStatus(msgspec.Struct, kw_only=True, frozen=True):
     detail: Text = ""
 
 
+Ids = Annotated[list[NodeId], msgspec.Meta(max_length=MAX_ITEMS)]
+
+
+class TopicAcceptance(msgspec.Struct, kw_only=True, frozen=True):
+    """One written topic: whether the cluster accepts writes to its partitions (the
+    metadata's ISR against the topic's `min.insync.replicas`, docs/sidecar.md)."""
+
+    topic: Text
+    partitions: Count = 0
+    replication_factor: Count = 0
+    min_insync_replicas: Count | None = None
+    """None: not known (`problem` says why)."""
+    source: Text = ""
+    """`topic` (the topic's own config) or `broker default`."""
+    problem: Text | None = None
+    """Why `min_insync_replicas` is not known (a DescribeConfigs error, not asked yet)."""
+    unwritable: Ids = msgspec.field(default_factory=list)
+    """Partitions refusing `acks=all` writes: ISR below `min_insync_replicas`, or their
+    leader's log directory failed."""
+    in_doubt: Ids = msgspec.field(default_factory=list)
+    """Under-replicated partitions whose acceptance is not known (`problem`)."""
+    out_of_isr: Ids = msgspec.field(default_factory=list)
+    """Brokers out of the ISR of those partitions."""
+    reason: Text = ""
+
+
 class ClusterStatus(msgspec.Struct, kw_only=True, frozen=True):
     """The cluster's metadata as of the last round."""
 
@@ -88,6 +114,11 @@ class ClusterStatus(msgspec.Struct, kw_only=True, frozen=True):
     metadata_ok: bool = False
     leaderless: Texts = msgspec.field(default_factory=list)
     error: Text | None = None
+    acceptance: Annotated[list[TopicAcceptance], msgspec.Meta(max_length=MAX_ITEMS)] = (
+        msgspec.field(default_factory=list)
+    )
+    """The written topics (the sidecar's topics and those of the producers' telemetry) the
+    metadata lists, each with what the cluster accepts there."""
 
 
 CountMap = Annotated[dict[Text, Count], msgspec.Meta(max_length=MAX_ITEMS)]

@@ -271,6 +271,7 @@ public class HangwatchTelemetry implements ProducerInterceptor<Object, Object>, 
         final long pid = pid();
         final List<String> bootstrap = new ArrayList<>();
         final List<String> secrets = new ArrayList<>();
+        final Integer acks;
         final Map<String, KafkaMetric> metrics = new java.util.concurrent.ConcurrentHashMap<>();
         int refs;
 
@@ -308,6 +309,7 @@ public class HangwatchTelemetry implements ProducerInterceptor<Object, Object>, 
             json = dir.resolve(name + FILE_SUFFIX);
             temp = dir.resolve("." + name + FILE_SUFFIX + TEMP_SUFFIX);
             lock = dir.resolve(name + LOCK_SUFFIX);
+            acks = acksOf(configs);
             Object servers = configs.get("bootstrap.servers");
             if (servers instanceof List) {
                 for (Object s : (List<?>) servers) {
@@ -337,6 +339,30 @@ public class HangwatchTelemetry implements ProducerInterceptor<Object, Object>, 
                         }
                     }
                 }
+            }
+        }
+
+        /** The client's acks as the telemetry's {@code acks} carries it: -1 for all (an
+         * idempotent producer's always), else the number; null when its settings do not say
+         * (the client's default applies) or say nothing usable. */
+        static Integer acksOf(Map<String, ?> configs) {
+            Object idempotence = configs.get("enable.idempotence");
+            if (idempotence != null && "true".equalsIgnoreCase(String.valueOf(idempotence).trim())) {
+                return -1;
+            }
+            Object value = configs.get("acks");
+            if (value == null) {
+                return null;
+            }
+            String text = String.valueOf(value).trim();
+            if ("all".equalsIgnoreCase(text)) {
+                return -1;
+            }
+            try {
+                int number = Integer.parseInt(text);
+                return number >= -1 && number <= 1000 ? number : null;
+            } catch (NumberFormatException e) {
+                return null;
             }
         }
 
@@ -555,6 +581,11 @@ public class HangwatchTelemetry implements ProducerInterceptor<Object, Object>, 
             }
             j.end();
             j.field("topic_count", topics.size());
+            if (acks == null) {
+                j.field("acks", (String) null);
+            } else {
+                j.field("acks", acks.longValue());
+            }
             j.key("client").open().field("library", LIBRARY).field("version", AppInfoParser.getVersion());
             j.field("reporter", REPORTER_VERSION).field("acknowledgements", acknowledgements).close();
             if (splitsFirstMs != 0) {

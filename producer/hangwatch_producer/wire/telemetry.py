@@ -84,6 +84,54 @@ ConfigValue = Union[
 ]
 
 
+ACKS_ALL = -1
+"""`acks` of a producer that waits for every in-sync replica (`acks=all`): the default of
+librdkafka (`request.required.acks`) and of the Java client since 3.0, and what an
+idempotent producer always uses."""
+
+MAX_ACKS = 1000
+"""librdkafka accepts `acks` up to 1000 (Apache Kafka's brokers take -1, 0 and 1)."""
+
+ACKS_KEYS = ("acks", "request.required.acks")
+"""The names a producer's configuration gives its acks under (librdkafka takes both)."""
+
+Acks = Annotated[int, msgspec.Meta(ge=ACKS_ALL, le=MAX_ACKS)]
+
+
+def acks_value(value: Any) -> Optional[int]:
+    """A producer's `acks` setting as the telemetry's `acks` carries it: `all` (any case)
+    and -1 are -1, a whole number from 0 to `MAX_ACKS` is itself; anything else (a bool,
+    text that is not a number, a value out of range) is None: not known."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.lower() == "all":
+            return ACKS_ALL
+        if not text.lstrip("-").isdigit() or len(text) > 5:
+            return None
+        number = int(text)
+    else:
+        return None
+    return number if ACKS_ALL <= number <= MAX_ACKS else None
+
+
+def acks_of(config: Any) -> Optional[int]:
+    """The acks a producer configuration (`acks` or `request.required.acks`) says, with the
+    idempotent producer's `all` (librdkafka and the Java client force it); None when it
+    says none, or nothing usable (the client's default then applies)."""
+    if not isinstance(config, dict):
+        return None
+    if str(config.get("enable.idempotence", "")).strip().lower() == "true":
+        return ACKS_ALL
+    for key in ACKS_KEYS:
+        if key in config:
+            return acks_value(config[key])
+    return None
+
+
 def file_name(pid: int, number: int) -> str:
     """`producer-<pid>-<n>.json`: the document of producer `number` of process `pid`."""
     return f"{FILE_PREFIX}{pid}-{number}{FILE_SUFFIX}"
@@ -391,6 +439,10 @@ class TelemetryDocument(msgspec.Struct, kw_only=True, frozen=True):
     topic_count: Count = 0
     wrapper: Wrapper = msgspec.field(default_factory=Wrapper)
     config: Optional[ConfigMap] = None
+    acks: Optional[Acks] = None
+    """The producer's acks (`acks_value`: -1 for all), at every detail level; null when its
+    settings do not say (the client's default, all, applies). Absent from documents of
+    wrappers before it (readers then look at `config`)."""
     stats_received_ts: Optional[Timestamp] = None
     stats: Optional[Statistics] = None
     client: Union[Client, msgspec.UnsetType, None] = msgspec.UNSET

@@ -367,7 +367,9 @@ def probe_cluster(
     topics: Sequence[str] = (),
     settings: ProbeSettings | None = None,
 ) -> ProbeResult:
-    """Probe every bootstrap entry and advertised broker in parallel, and fetch metadata.
+    """Probe every bootstrap entry and advertised broker in parallel, and fetch metadata;
+    with `topics`, their `min.insync.replicas` (DescribeConfigs, at most
+    `metadata.MAX_DESCRIBED_TOPICS`) at the same time as the metadata.
 
     Raises `ProbeConfigError` for an empty bootstrap list, an empty topic name or a client
     configuration librdkafka rejects (before any network traffic); network faults are
@@ -385,12 +387,14 @@ def probe_cluster(
     with MetadataClient(bootstrap, settings) as client, ExitStack() as waves:
         # The metadata request goes first: queued before the first connection is up, it
         # is answered at once (see MetadataClient.fetch).
-        pool = waves.enter_context(ThreadPoolExecutor(1, thread_name_prefix="hangwatch-meta"))
+        pool = waves.enter_context(ThreadPoolExecutor(2, thread_name_prefix="hangwatch-meta"))
         pending = pool.submit(client.fetch, topics)
+        described = pool.submit(client.describe_min_insync, topics)
         first = _probe_in_parallel(waves, bootstrap, settings, tls)
         metadata = pending.result()
         extra = advertised_only(bootstrap, metadata.metadata)
         later = _probe_in_parallel(waves, extra, settings, tls)
+        min_insync = described.result()
     elapsed_ms = (time.perf_counter() - started) * 1000
     log.debug("probe done", extra={"endpoints": len(bootstrap) + len(extra), "ms": elapsed_ms})
     return ProbeResult(
@@ -401,4 +405,5 @@ def probe_cluster(
         settings=settings,
         started_at=started_at,
         elapsed_ms=elapsed_ms,
+        min_insync=min_insync,
     )

@@ -20,9 +20,20 @@ from concurrent.futures import ThreadPoolExecutor
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+# confluent-kafka's stubs export these from their modules only.
+from confluent_kafka.admin._config import ConfigResource, ConfigSource
+
 # The type list_topics returns; confluent-kafka's own stub imports it from here.
 from confluent_kafka.admin._metadata import ClusterMetadata as RawMetadata
+from confluent_kafka.admin._resource import ResourceType
 
+from hangwatch.acceptance import (
+    MIN_INSYNC_FROM_BROKER,
+    MIN_INSYNC_FROM_TOPIC,
+    MIN_INSYNC_KEY,
+    MinInsync,
+    parse_min_insync,
+)
 from hangwatch.contracts import Reachability
 from hangwatch_sidecar.probe.settings import Endpoint, ProbeConfigError, ProbeSettings
 from hangwatch_sidecar.probe.types import (
@@ -41,6 +52,18 @@ RDKAFKA_LOG.addHandler(logging.NullHandler())
 _AUTH_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED})
 _BROKER_PREFIX = re.compile(r"^(?:[a-z_]+://)?(\[[^\]]+\]|[^\s/\[\]]+):(\d+)/\S*: ")
 _MAX_CLIENT_ERRORS = 50
+MAX_DESCRIBED_TOPICS = 100
+"""Topics whose configs one DescribeConfigs request asks for at most (the rest are not
+described: `NOT_DESCRIBED`); a pod writes a handful."""
+NOT_DESCRIBED = "not described (more topics than one request asks for)"
+_DESCRIBE_PROBLEMS = {
+    "TOPIC_AUTHORIZATION_FAILED": "DescribeConfigs refused: the principal lacks the "
+    "DESCRIBE_CONFIGS ACL on the topic",
+    "UNKNOWN_TOPIC_OR_PART": "the topic does not exist",
+    "_UNSUPPORTED_FEATURE": "the brokers do not support DescribeConfigs (Kafka before 0.11)",
+    "UNSUPPORTED_VERSION": "the brokers do not support DescribeConfigs (Kafka before 0.11)",
+    "_TIMED_OUT": "DescribeConfigs was not answered within the request timeout",
+}
 
 
 def _error_name(err: KafkaError | None) -> str | None:
@@ -78,6 +101,29 @@ def _merge(parts: Sequence[ClusterMetadata]) -> ClusterMetadata | None:
         parts[0].brokers,
         tuple(topics[name] for name in sorted(topics)),
     )
+
+
+def min_insync_from_answer(answer: object) -> MinInsync:
+    """A topic's `min.insync.replicas` from its DescribeConfigs answer (config name ->
+    entry with `value` and `source`, as confluent-kafka gives it): a broker's text, never
+    trusted; anything but a whole number from 1 up is not known, with why."""
+    entry = answer.get(MIN_INSYNC_KEY) if isinstance(answer, dict) else None
+    if entry is None:
+        return MinInsync(None, problem=f"the answer has no {MIN_INSYNC_KEY}")
+    raw = getattr(entry, "value", None)
+    value = parse_min_insync(raw)
+    if value is None:
+        shown = repr(raw)[:40] if isinstance(raw, str) else type(raw).__name__
+        return MinInsync(None, problem=f"{MIN_INSYNC_KEY} is not a number from 1 up: {shown}")
+    own = getattr(entry, "source", None) == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    return MinInsync(value, MIN_INSYNC_FROM_TOPIC if own else MIN_INSYNC_FROM_BROKER)
+
+
+def describe_problem(name: str) -> str:
+    """What a DescribeConfigs error (librdkafka's name) means for reading a topic's
+    `min.insync.replicas`."""
+    meaning = _DESCRIBE_PROBLEMS.get(name)
+    return f"{meaning} ({name})" if meaning else f"DescribeConfigs failed: {name}"
 
 
 def classify_client_error(err: KafkaError) -> ClientError | None:
@@ -185,6 +231,39 @@ class MetadataClient:
             ),
             elapsed_ms=elapsed_ms,
         )
+
+    def describe_min_insync(self, topics: Sequence[str]) -> dict[str, MinInsync]:
+        """Each topic's `min.insync.replicas` (the topic's own, else the brokers' default,
+        which the topic's answer carries), in one DescribeConfigs request for at most
+        `MAX_DESCRIBED_TOPICS` topics, bounded by the request timeout; a topic whose
+        answer failed is not known, with why. Never raises for the cluster's answers."""
+        if self._admin is None:
+            raise RuntimeError("the metadata client is closed")
+        wanted = sorted(set(topics))
+        found = {t: MinInsync(None, problem=NOT_DESCRIBED) for t in wanted[MAX_DESCRIBED_TOPICS:]}
+        asked = wanted[:MAX_DESCRIBED_TOPICS]
+        if not asked:
+            return found
+        timeout = self.settings.request_timeout_s
+        try:
+            futures = self._admin.describe_configs(
+                [ConfigResource(ResourceType.TOPIC, t) for t in asked], request_timeout=timeout
+            )
+        except (KafkaException, ValueError, TypeError) as exc:  # a name librdkafka refuses
+            problem = f"DescribeConfigs not sent: {self.settings.scrub(str(exc))[:200]}"
+            return found | {t: MinInsync(None, problem=problem) for t in asked}
+        for resource, future in futures.items():
+            try:
+                answer = future.result(timeout=timeout + 1.0)
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                name = error.name() if isinstance(error, KafkaError) else type(exc).__name__
+                found[resource.name] = MinInsync(None, problem=describe_problem(name))
+            except Exception as exc:  # noqa: BLE001 - a timeout or a cancelled future
+                found[resource.name] = MinInsync(None, problem=describe_problem(type(exc).__name__))
+            else:
+                found[resource.name] = min_insync_from_answer(answer)
+        return found
 
     def _client_errors(self) -> list[ClientError]:
         if self._admin is not None:

@@ -13,7 +13,15 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from hangwatch_sidecar.probe.report import EndpointRow, ProbeAssessment
+import msgspec
+
+from hangwatch_sidecar.probe.acceptance import TopicAcceptance, ids_text, min_insync_text, to_status
+from hangwatch_sidecar.probe.report import (
+    EndpointRow,
+    ProbeAssessment,
+    broker_addresses,
+    topic_acceptance,
+)
 from hangwatch_sidecar.probe.types import ProbeResult
 
 DOCUMENT_SCHEMA = "hangwatch.probe/v1"
@@ -69,6 +77,25 @@ def _metadata_line(result: ProbeResult) -> str:
     )
 
 
+def _acceptance_line(topic: TopicAcceptance) -> str:
+    known = topic.min_insync
+    if known is None or known.value is None:
+        why = known.problem if known is not None else "not asked"
+        what = f"min.insync.replicas unknown ({why})"
+    else:
+        what = min_insync_text(known)
+    what += f", replication factor {topic.replication_factor}"
+    if topic.refused:
+        ids = [p.partition for p in topic.refused]
+        return f"  {topic.topic}: {what}: {ids_text(ids)} refuse writes"
+    if topic.in_doubt:
+        ids = [p.partition for p in topic.in_doubt]
+        return f"  {topic.topic}: {what}: {ids_text(ids)} under-replicated, may refuse writes"
+    if known is None or known.value is None:
+        return f"  {topic.topic}: {what}: every ISR full"
+    return f"  {topic.topic}: {what}: accepts writes"
+
+
 def render_text(result: ProbeResult, assessment: ProbeAssessment) -> str:
     """The on-call summary: verdict line, what is wrong, then the per-endpoint table."""
     answering = sum(row.ok for row in assessment.rows)
@@ -84,6 +111,10 @@ def render_text(result: ProbeResult, assessment: ProbeAssessment) -> str:
     else:
         lines.append("Nothing wrong: every endpoint answers; partitions have leaders and full ISR.")
     lines += ["", "Endpoints:", *_table(assessment.rows, result.settings.uses_tls), ""]
+    accepting = topic_acceptance(result)
+    if accepting:
+        lines.append("Acceptance of acks=all writes (ISR against min.insync.replicas):")
+        lines += [_acceptance_line(t) for t in accepting] + [""]
     lines.append(_metadata_line(result))
     settings = result.settings
     lines.append(
@@ -115,6 +146,10 @@ def to_document(result: ProbeResult, assessment: ProbeAssessment) -> dict[str, A
         },
         "findings": [asdict(f) for f in assessment.findings],
         "endpoints": [_endpoint_document(row) for row in assessment.rows],
+        "acceptance": [
+            msgspec.to_builtins(to_status(t, broker_addresses(assessment.rows)))
+            for t in topic_acceptance(result)
+        ],
         "metadata": {
             "ok": md.metadata is not None and not md.error,
             "error": md.error or None,

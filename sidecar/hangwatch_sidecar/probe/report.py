@@ -15,7 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from hangwatch.acceptance import brokers_tolerated
 from hangwatch.contracts import ExitCode, Reachability
+from hangwatch_sidecar.probe.acceptance import (
+    TopicAcceptance,
+    acceptance,
+    doubt_reason,
+    min_insync_text,
+    refused_reason,
+)
 from hangwatch_sidecar.probe.types import (
     ELECTION_ERRORS,
     UNKNOWN_TOPIC,
@@ -313,6 +321,64 @@ def _cluster_findings(result: ProbeResult, rows: Sequence[EndpointRow]) -> list[
     return found
 
 
+def topic_acceptance(result: ProbeResult) -> list[TopicAcceptance]:
+    """The described topics with their partitions and `min.insync.replicas`."""
+    metadata = result.metadata.metadata
+    if metadata is None:
+        return []
+    partitions = {t.name: t.partitions for t in metadata.topics if not t.error}
+    return acceptance(partitions, result.min_insync, result.min_insync)
+
+
+def broker_addresses(rows: Sequence[EndpointRow]) -> dict[int, str]:
+    """Broker id -> `endpoint: reachability`, for naming the brokers out of an ISR."""
+    return {
+        r.broker_id: f"{r.probe.endpoint}: {r.reachability}"
+        for r in rows
+        if r.broker_id is not None
+    }
+
+
+def _acceptance_findings(result: ProbeResult, rows: Sequence[EndpointRow]) -> list[ProbeFinding]:
+    addresses = broker_addresses(rows)
+    found = []
+    for topic in topic_acceptance(result):
+        if topic.refused:
+            found.append(
+                ProbeFinding(
+                    Severity.WARNING,
+                    "partitions_unwritable",
+                    topic.topic,
+                    refused_reason(topic, addresses),
+                )
+            )
+        elif topic.in_doubt:
+            found.append(
+                ProbeFinding(
+                    Severity.INFO, "acceptance_unknown", topic.topic, doubt_reason(topic, addresses)
+                )
+            )
+        known, factor = topic.min_insync, topic.replication_factor
+        if (
+            known is not None
+            and known.value is not None
+            and not topic.refused
+            and brokers_tolerated(factor, known.value) == 0
+        ):
+            found.append(
+                ProbeFinding(
+                    Severity.INFO,
+                    "no_replica_to_spare",
+                    topic.topic,
+                    f"topic {topic.topic}: {min_insync_text(known)} equals its replication "
+                    f"factor {factor}: while any one broker holding its replicas is down (its "
+                    "maintenance, a rolling upgrade), every acks=all write to those partitions "
+                    "is refused",
+                )
+            )
+    return found
+
+
 def assess(result: ProbeResult) -> ProbeAssessment:
     """Rows, findings and health of a probe run (pure; the sidecar calls this too)."""
     rows = build_rows(result)
@@ -324,6 +390,7 @@ def assess(result: ProbeResult) -> ProbeAssessment:
         for topic in metadata.topics:
             if not wanted or topic.name in wanted:
                 findings += _topic_findings(topic, rows, advertised)
+        findings += _acceptance_findings(result, rows)
     findings.sort(key=lambda f: _SEVERITY_ORDER[f.severity])
     if any(f.severity is Severity.CRITICAL for f in findings):
         health = Health.UNAVAILABLE

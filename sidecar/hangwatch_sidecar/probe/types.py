@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hangwatch.acceptance import MinInsync
 from hangwatch.contracts import Reachability
 from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings
 
@@ -134,3 +135,5 @@ class ProbeResult:
     started_at: float
     """Wall-clock start, seconds since the epoch."""
     elapsed_ms: float
+    min_insync: dict[str, MinInsync] = field(default_factory=dict)
+    """The topics' `min.insync.replicas` (DescribeConfigs, once the metadata came)."""
