@@ -34,6 +34,11 @@ class Verdict(StrEnum):
     (a record above the topic's limit, a missing ACL, refused credentials, a topic that
     does not exist): `hangwatch.kafka_errors` says which. Alert only: a restart cannot
     help, so policies may not restart or decommission for it."""
+    PARTITIONS_UNWRITABLE = "partitions_unwritable"
+    """The cluster refuses writes to partitions the pod's producers write, for its own
+    reason: their ISR below `min.insync.replicas` (a producer with `acks=all`), their
+    leader's log directory failed, or the producers report NOT_ENOUGH_REPLICAS or
+    KAFKA_STORAGE_ERROR. Alert only: a new executor meets the same refusal."""
     UNKNOWN = "unknown"
     NODE_NETWORK_FAULT = "node_network_fault"
     """Added by the operator only: pods on one node fail while pods elsewhere succeed."""

@@ -199,6 +199,27 @@ VERDICTS: tuple[VerdictParts, ...] = (
         ),
     ),
     VerdictParts(
+        Verdict.PARTITIONS_UNWRITABLE,
+        meaning=(
+            "the cluster refuses writes to partitions the pod's producers write, for its "
+            "own reason: their ISR below min.insync.replicas (acks=all), their leader's log "
+            "directory failed (issue 43): alert only, said once per topic by the operator"
+        ),
+        judged_by=JudgedBy.SIDECAR,
+        default_actions=(Operation.ALERT,),
+        restart_may_help=False,
+        node_at_fault=False,
+        colour="#6d4c41",
+        alerts=("HangwatchPartitionsUnwritable",),
+        panel=Panel(
+            "Producers whose partitions the cluster refuses",
+            "Producers whose latest verdict is partitions_unwritable (the cluster refuses "
+            "writes to partitions they write: ISR below min.insync.replicas, a failed log "
+            "directory; /status and the operator's unwritableTopics name the topic), per "
+            "application.",
+        ),
+    ),
+    VerdictParts(
         Verdict.UNKNOWN,
         meaning=(
             "nothing to judge: no probe round yet, or no producer telemetry, no connection "

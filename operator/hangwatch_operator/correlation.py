@@ -12,6 +12,12 @@ sees every pod of a policy and can tell where a fault lies:
   fault, and those pods become `node_network_fault`;
 - otherwise each pod keeps the verdict its sidecar reported.
 
+Pods whose verdict is `partitions_unwritable` (the cluster refuses writes to partitions
+they write: one broker's maintenance under `min.insync.replicas` refuses every executor
+of every job writing the topic at once) are also grouped by the topics their sidecars
+name (`Findings.unwritable`, at most `MAX_TOPICS`; pods naming none under `""`), so that
+the operator says it once per topic, not once per pod (`decisions`).
+
 Blaming a node can get it cordoned, with every other tenant's pods on it, so one pod is
 never enough: whoever runs a pod decides what its sidecar sees (its DNS, its host
 aliases, in legacy mode the sidecar process itself). Two witness nodes keep a fault
@@ -31,7 +37,7 @@ from hangwatch.contracts import Verdict
 from hangwatch.pod_security import Feature
 from hangwatch.wire.status import FailureBudget
 from hangwatch_operator.policies import NODE_FAULT_MIN_PODS
-from hangwatch_operator.sidecar_status import PodReport
+from hangwatch_operator.sidecar_status import PodReport, UnwritableTopic
 from hangwatch_operator.watched import WatchedPod
 
 SIDECAR_UNREACHABLE = "sidecar_unreachable"
@@ -40,6 +46,15 @@ WITNESS_NODES_MIN = 2
 """Other nodes whose pods must reach the brokers before a node is blamed."""
 NOT_UNHEALTHY = frozenset({Verdict.HEALTHY, Verdict.UNKNOWN})
 """`unknown` is not enough evidence to count a pod as unhealthy (e.g. no telemetry yet)."""
+BY_TOPIC = frozenset({Verdict.PARTITIONS_UNWRITABLE})
+"""Verdicts said once per topic (the cluster's refusal of a topic covers every pod
+writing it), not once per pod."""
+MAX_TOPICS = 50
+"""Topics one policy's findings name at most; pods of more are grouped under
+`MORE_TOPICS`."""
+MORE_TOPICS = "(more topics)"
+"""The group of the topics beyond `MAX_TOPICS` (no Kafka topic has a space or a
+parenthesis in its name)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +76,8 @@ class PodFinding:
     """Broker addresses the pod's sidecar could not use in its last probe."""
     not_judged: tuple[Feature, ...] = ()
     """Features the pod's Pod Security level left out, as its sidecar said."""
+    unwritable: tuple[UnwritableTopic, ...] = ()
+    """The topics whose writes the cluster refuses, as its sidecar named them."""
 
     @property
     def unhealthy(self) -> bool:
@@ -72,6 +89,24 @@ class PodFinding:
 
 
 @dataclass(frozen=True)
+class TopicFinding:
+    """One topic the cluster refuses writes to, and the pods of a policy that say so."""
+
+    topic: str
+    """"" for pods whose sidecars name no topic."""
+    pods: tuple[PodFinding, ...]
+    partitions: tuple[int, ...] = ()
+    """The partitions the pods name, together."""
+    reason: str = ""
+    """The first pod's sentence for the topic (the ISR against min.insync.replicas)."""
+
+    @property
+    def since(self) -> float | None:
+        """When the first of its pods took the verdict."""
+        return min((p.since for p in self.pods if p.since is not None), default=None)
+
+
+@dataclass(frozen=True)
 class Findings:
     """The correlated state of one policy's pods in one poll round."""
 
@@ -80,6 +115,8 @@ class Findings:
     """Every answering pod is cut off from Kafka."""
     faulty_nodes: Mapping[str, str] = field(default_factory=dict)
     """Node -> why it is at fault (names the brokers and the pods elsewhere that reach them)."""
+    unwritable: Mapping[str, TopicFinding] = field(default_factory=dict)
+    """Topic -> the watched pods whose verdict says the cluster refuses writes to it."""
 
     @property
     def watched(self) -> tuple[PodFinding, ...]:
@@ -117,7 +154,29 @@ def correlate(
     outage = bool(answering) and len(cut_off) == len(answering)
     faulty = {} if outage else _faulty_nodes(answering, node_fault_min_pods)
     pods = tuple(_finding(r, faulty) for r in reports)
-    return Findings(pods=pods, outage=outage, faulty_nodes=faulty)
+    return Findings(pods=pods, outage=outage, faulty_nodes=faulty, unwritable=by_topic(pods))
+
+
+def by_topic(pods: Sequence[PodFinding]) -> dict[str, TopicFinding]:
+    """The watched pods with a `BY_TOPIC` verdict, grouped by the topics they name."""
+    grouped: dict[str, list[tuple[PodFinding, UnwritableTopic | None]]] = defaultdict(list)
+    for pod in pods:
+        if pod.pod.terminating or pod.verdict not in BY_TOPIC:
+            continue
+        for named in pod.unwritable or (None,):
+            topic = named.topic if named is not None else ""
+            if topic not in grouped and len(grouped) >= MAX_TOPICS:
+                topic = MORE_TOPICS
+            grouped[topic].append((pod, named))
+    found = {}
+    for topic, entries in sorted(grouped.items()):
+        unique = tuple({p.pod.key: p for p, _ in entries}.values())
+        parts = sorted({i for _, n in entries if n is not None for i in n.partitions})
+        reason = next((n.reason for _, n in entries if n is not None and n.reason), "")
+        if not reason:
+            reason = next((r for p, _ in entries for r in p.reasons), "")
+        found[topic] = TopicFinding(topic, unique, tuple(parts), reason)
+    return found
 
 
 def _faulty_nodes(answering: Sequence[PodReport], min_pods: int) -> dict[str, str]:
@@ -165,6 +224,7 @@ def _finding(report: PodReport, faulty: Mapping[str, str]) -> PodFinding:
             failure_budget=status.failure_budget,
             brokers=status.failing_brokers,
             not_judged=status.not_judged,
+            unwritable=status.unwritable,
         )
     return PodFinding(
         report.pod,
@@ -175,4 +235,5 @@ def _finding(report: PodReport, faulty: Mapping[str, str]) -> PodFinding:
         failure_budget=status.failure_budget,
         brokers=status.failing_brokers,
         not_judged=status.not_judged,
+        unwritable=status.unwritable,
     )

@@ -5,7 +5,10 @@ Fed by `correlation` (findings), `policies` (actions per verdict, safety limits)
 (Events, status, metrics) — every decision, acted or not, carries its reason.
 
 For every watched pod whose effective verdict has actions, one decision per action;
-for every node at fault, one `cordonNode` if the policy asks for it; with
+for a verdict said once per topic (`correlation.BY_TOPIC`: the cluster refuses writes
+to a topic, `partitions_unwritable`), one `alert` per topic instead, naming its pods,
+and nothing else (the CRD allows only `alert` for it: no pod is ever acted on); for
+every node at fault, one `cordonNode` if the policy asks for it; with
 `autoUncordon` (on by default), one `uncordonNode` per node this policy cordoned that
 has been quiet long enough. `alert` is never suppressed. A disruptive operation
 (restart, decommission, cordonNode) passes these limits in order, and the first one
@@ -65,7 +68,7 @@ from dataclasses import dataclass, field
 
 from hangwatch.contracts import Verdict
 from hangwatch.wire.status import FailureBudget
-from hangwatch_operator.correlation import Findings, PodFinding
+from hangwatch_operator.correlation import BY_TOPIC, Findings, PodFinding, TopicFinding
 from hangwatch_operator.history import History
 from hangwatch_operator.operations import DISRUPTIVE, Operation, Outcome, Suppression
 from hangwatch_operator.policies import Policy, Role, stale_after_seconds
@@ -97,9 +100,13 @@ class Decision:
     """Set by actuation: what happened (or the error)."""
     brokers: tuple[str, ...] = ()
     """Broker addresses the pod (for a node, its pods) could not use, sorted."""
+    topic: str | None = None
+    """The topic a decision about a topic is about (`correlation.BY_TOPIC` verdicts)."""
 
     @property
     def target(self) -> str:
+        if self.topic is not None:
+            return f"topic/{self.topic}"
         return self.pod.key if self.pod is not None else f"node/{self.node}"
 
     @property
@@ -249,8 +256,12 @@ def decide(
                 brokers=_node_brokers(findings, node),
             )
             decisions.append(_limited(draft, policy, gates, history, tally, now))
+    for topic, found in sorted(findings.unwritable.items()):
+        decisions += _topic_alerts(topic, found, policy)
     for finding in sorted(_unhealthy(findings), key=lambda f: (f.since or now, f.pod.key)):
         assert finding.verdict is not None
+        if finding.verdict in BY_TOPIC:
+            continue
         for action in policy.actions.by_verdict.get(finding.verdict, ()):
             if action is Operation.CORDON_NODE:
                 continue
@@ -279,6 +290,18 @@ def decide(
                 )
     decisions.extend(_uncordons(findings, policy, history, now))
     return decisions
+
+
+def _topic_alerts(topic: str, found: TopicFinding, policy: Policy) -> list[Decision]:
+    """One `alert` for a topic the cluster refuses writes to, when the policy alerts for
+    the verdict (it can do nothing else: a new executor would meet the same refusal)."""
+    verdict = Verdict.PARTITIONS_UNWRITABLE
+    if Operation.ALERT not in policy.actions.by_verdict.get(verdict, ()):
+        return []
+    names = _names(found.pods)
+    pods = f"{len(found.pods)} pod(s) write it ({names})" if topic else f"pods {names}"
+    reasons = (found.reason, pods) if found.reason else (pods,)
+    return [Decision(Operation.ALERT, verdict, Outcome.ACTED, reasons=reasons, topic=topic)]
 
 
 def _node_brokers(findings: Findings, node: str) -> tuple[str, ...]:

@@ -47,9 +47,13 @@ class ActionRecord:
     application id, or a `producer` pod's controlling owner as `<Kind>/<name>`."""
     suppression: Suppression | None = None
     message: str = ""
+    topic: str | None = None
+    """The topic of an alert said once per topic (`decisions.Decision.topic`)."""
 
     @property
     def target(self) -> str:
+        if self.topic is not None:
+            return f"topic/{self.topic}"
         return self.pod if self.pod is not None else f"node/{self.node}"
 
     @property
@@ -253,6 +257,7 @@ def record_from_entry(raw: Any, namespace: str) -> ActionRecord | None:
         application_id=raw.get("applicationId") or None,
         suppression=suppression,
         message=str(raw.get("message") or ""),
+        topic=str(raw["topic"]) if isinstance(raw.get("topic"), str) else None,
     )
 
 

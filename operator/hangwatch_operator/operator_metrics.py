@@ -123,6 +123,19 @@ POLL_ROUNDS = Counter(
     registry=REGISTRY,
 )
 
+UNWRITABLE_TOPIC_PODS = Gauge(
+    "hangwatch_operator_unwritable_topic_pods",
+    "Watched pods of a policy whose verdict says the cluster refuses writes to a topic "
+    "(partitions_unwritable: its ISR below min.insync.replicas, its leader's log "
+    "directory failed), one series per policy and topic while it lasts: the chart's "
+    "alert says it once per topic, not once per pod.",
+    ["policy", "namespace", "topic"],
+    registry=REGISTRY,
+)
+
+UNNAMED_TOPIC = "(unnamed)"
+"""The `topic` label of pods whose sidecars name no topic."""
+
 REMEDIATION_LABELS = (
     "policy",
     "namespace",
@@ -208,6 +221,7 @@ def measure_round(policy: str, plan: Plan, settled: Settled, cordoned: int | Non
     set_pod_gauges(policy, watched, counts, counts[correlation.SIDECAR_UNREACHABLE])
     count_decisions(policy, settled.reported)
     mark_remediations(policy, settled.decisions, plan.now)
+    set_unwritable_topics(policy, {t: len(f.pods) for t, f in plan.findings.unwritable.items()})
     if cordoned is not None:
         CORDONED_NODES.set(cordoned)
     POLL_ROUNDS.labels(policy).inc()
@@ -227,8 +241,24 @@ def set_pod_gauges(policy: str, watched: int, counts: Mapping[str, int], unreach
         UNHEALTHY.labels(policy, str(verdict)).set(counts.get(str(verdict), 0))
 
 
+def set_unwritable_topics(policy: str, pods: Mapping[str, int]) -> None:
+    """One series per topic the policy's pods say the cluster refuses writes to (topic
+    -> pods); the series of topics no longer refused are dropped."""
+    namespace = policy.split("/", 1)[0]
+    named = {topic or UNNAMED_TOPIC: count for topic, count in pods.items()}
+    for metric in UNWRITABLE_TOPIC_PODS.collect():
+        for sample in metric.samples:
+            labels = sample.labels
+            if labels["policy"] == policy and labels["topic"] not in named:
+                with contextlib.suppress(KeyError):
+                    UNWRITABLE_TOPIC_PODS.remove(policy, labels["namespace"], labels["topic"])
+    for topic, count in named.items():
+        UNWRITABLE_TOPIC_PODS.labels(policy, namespace, topic).set(count)
+
+
 def forget_policy(policy: str) -> None:
     """Drop a deleted policy's gauges (counters stay: they are totals)."""
+    set_unwritable_topics(policy, {})
     for gauge in (WATCHED, SIDECAR_UNREACHABLE):
         with contextlib.suppress(KeyError):
             gauge.remove(policy)

@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hangwatch.pod_security import LOST
-from hangwatch_operator.correlation import SIDECAR_UNREACHABLE, Findings, PodFinding
+from hangwatch_operator.correlation import (
+    SIDECAR_UNREACHABLE,
+    Findings,
+    PodFinding,
+    TopicFinding,
+)
 from hangwatch_operator.decisions import Decision, Gates
 from hangwatch_operator.history import ActionRecord
 from hangwatch_operator.operations import Operation, Outcome, Suppression
@@ -24,6 +29,8 @@ from hangwatch_operator.watched import WatchedPod, format_time
 
 RECENT_ACTIONS_MAX = 20
 """`status.recentActions` holds at most this many entries (the CRD's maxItems)."""
+PARTITIONS_SHOWN = 100
+"""Partitions a `status.unwritableTopics` entry lists at most (the CRD's maxItems)."""
 EVENT_MESSAGE_MAX = 1024
 """The API server truncates longer Event messages anyway; cut them ourselves, legibly."""
 REPORTING_COMPONENT = "hangwatch-operator"
@@ -155,8 +162,11 @@ def pod_reference(pod: WatchedPod) -> dict[str, str]:
     }
 
 
-def involved_object(decision: Decision) -> dict[str, str]:
-    """The pod a decision is about, or its node."""
+def involved_object(decision: Decision, policy: Policy) -> dict[str, str]:
+    """The pod a decision is about, or its node; for a topic (the cluster refuses writes
+    to it, whichever pods write it), the policy."""
+    if decision.topic is not None:
+        return policy_reference(policy)
     if decision.pod is not None:
         return pod_reference(decision.pod)
     return {"apiVersion": "v1", "kind": "Node", "name": decision.node or ""}
@@ -181,12 +191,15 @@ def action_record(decision: Decision, message: str, now: float) -> ActionRecord:
         application_id=pod.limit_group if pod is not None else None,
         suppression=decision.suppression,
         message=message,
+        topic=decision.topic,
     )
 
 
 def record_entry(record: ActionRecord) -> dict[str, Any]:
     """A `status.recentActions` entry."""
     target = record.pod.split("/", 1)[-1] if record.pod else record.node or ""
+    if record.topic is not None:
+        target = f"topic {record.topic}"
     summary = f"{record.operation} {target} ({record.verdict})"
     if record.outcome is Outcome.SUPPRESSED:
         summary += f" suppressed: {record.suppression}"
@@ -201,6 +214,7 @@ def record_entry(record: ActionRecord) -> dict[str, Any]:
         "verdict": str(record.verdict),
         "pod": record.pod.split("/", 1)[-1] if record.pod else None,
         "node": record.node,
+        "topic": record.topic,
         "applicationId": record.application_id,
         "dryRun": record.outcome is Outcome.DRY_RUN,
         "outcome": coarse,
@@ -269,6 +283,9 @@ def build_status(
             {"feature": str(feature), "watchedPods": pods, "evidence": LOST[feature]}
             for feature, pods in findings.not_judged().items()
         ],
+        "unwritableTopics": [
+            unwritable_entry(found, now) for _, found in sorted(findings.unwritable.items())
+        ],
     }
     if generation is not None:
         status["observedGeneration"] = generation
@@ -276,6 +293,19 @@ def build_status(
     if last:
         status["lastAction"] = last
     return status
+
+
+def unwritable_entry(found: TopicFinding, now: float) -> dict[str, Any]:
+    """A `status.unwritableTopics` entry: one topic the cluster refuses writes to, its
+    partitions, how many watched pods write it and since when, and why."""
+    entry: dict[str, Any] = {
+        "topic": found.topic,
+        "partitions": list(found.partitions[: RECENT_ACTIONS_MAX * 50]),
+        "watchedPods": len(found.pods),
+        "since": format_time(found.since if found.since is not None else now),
+        "reason": found.reason[:EVENT_MESSAGE_MAX],
+    }
+    return entry
 
 
 def invalid_status(

@@ -238,7 +238,8 @@ def settle_round(plan: Plan, done: Sequence[Decision]) -> Settled:
     records = []
     for decision in reported:
         message = decision_message(decision, plan.policy_key)
-        events.append(EventDraft(involved_object(decision), *event_reason(decision), message))
+        involved = involved_object(decision, plan.policy)
+        events.append(EventDraft(involved, *event_reason(decision), message))
         records.append(action_record(decision, message, plan.now))
     for silence in plan.silent_news:
         message = silence_message(silence, plan.policy_key)

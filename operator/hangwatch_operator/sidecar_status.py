@@ -49,6 +49,59 @@ class BrokerReach:
         return self.reachability == Reachability.OK
 
 
+MAX_TOPIC_CHARS = 249
+"""Kafka's longest topic name: a longer one is not a topic."""
+MAX_UNWRITABLE_TOPICS = 50
+"""Topics one pod's report names as refusing writes at most (the rest are not named)."""
+
+
+@dataclass(frozen=True)
+class UnwritableTopic:
+    """A topic whose writes the cluster refuses, as one pod's sidecar names it."""
+
+    topic: str
+    partitions: tuple[int, ...] = ()
+    reason: str = ""
+
+
+def _named_topics(named: object) -> tuple[UnwritableTopic, ...]:
+    """The `partitions_unwritable` evidence's topics (another program's JSON: each entry
+    checked, anything else skipped)."""
+    if not isinstance(named, list):
+        return ()
+    found: dict[str, UnwritableTopic] = {}
+    for entry in named[: status.MAX_ITEMS]:
+        if not isinstance(entry, dict):
+            continue
+        topic, parts, reason = entry.get("topic"), entry.get("partitions"), entry.get("reason")
+        if not isinstance(topic, str) or not 0 < len(topic) <= MAX_TOPIC_CHARS:
+            continue
+        ids = tuple(
+            p for p in (parts if isinstance(parts, list) else []) if type(p) is int and p >= 0
+        )
+        found.setdefault(
+            topic, UnwritableTopic(topic, ids, reason if isinstance(reason, str) else "")
+        )
+    return tuple(found.values())[:MAX_UNWRITABLE_TOPICS]
+
+
+def unwritable_topics(report: status.StatusDocument) -> tuple[UnwritableTopic, ...]:
+    """The topics a `partitions_unwritable` pod names: its latest assessment's evidence
+    when that is the reported verdict's, else the written topics `cluster.acceptance`
+    shows refusing writes or in doubt (kept when the evidence was cut for size)."""
+    latest = report.latest
+    if latest is not None and latest.verdict == report.verdict:
+        named = _named_topics(latest.evidence.get(status.UNWRITABLE_TOPICS))
+        if named:
+            return named
+    accepting = report.cluster.acceptance if report.cluster is not None else []
+    return tuple(
+        UnwritableTopic(a.topic[:MAX_TOPIC_CHARS], tuple(a.unwritable or a.in_doubt), a.reason)
+        for a in accepting
+        if a.topic and (a.unwritable or a.in_doubt)
+    )[:MAX_UNWRITABLE_TOPICS]
+
+
 @dataclass(frozen=True)
 class SidecarReport:
     """What one sidecar says about its pod."""
@@ -65,6 +118,9 @@ class SidecarReport:
     """Features the pod's Pod Security level left out of its sidecar (known ones only)."""
     advisories: tuple[str, ...] = ()
     """The pod's Kafka client releases with a published hang, one line each (advice)."""
+    unwritable: tuple[UnwritableTopic, ...] = ()
+    """The topics whose writes the cluster refuses, as the sidecar names them
+    (`unwritable_topics`)."""
 
     @property
     def cut_off(self) -> bool:
@@ -128,4 +184,5 @@ def parse_status(doc: object, *, now: float, stale_after_seconds: float) -> Side
             advice_line(a.client, a.version, a.hang, a.what, a.fixed, a.report)
             for a in report.advisories
         ),
+        unwritable=unwritable_topics(report),
     )

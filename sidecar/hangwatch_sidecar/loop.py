@@ -30,15 +30,17 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, replace
 
-from hangwatch.contracts import Reachability
+from hangwatch.contracts import Reachability, Verdict
 from hangwatch.logs import IDENTITY_ENV
+from hangwatch.wire.status import UNWRITABLE_TOPICS
 from hangwatch_producer.secrets import redact
 from hangwatch_sidecar import budget
-from hangwatch_sidecar.assessment import PodAssessment, Thresholds
+from hangwatch_sidecar.assessment import Assessment, PodAssessment, Thresholds
 from hangwatch_sidecar.evidence import ClusterObservation, ProducerObservation
 from hangwatch_sidecar.hysteresis import Debouncer
 from hangwatch_sidecar.metadata_keeper import MetadataKeeper
 from hangwatch_sidecar.observing import endpoints_to_probe, observe_cluster
+from hangwatch_sidecar.pod_rules import GRACE_KEY
 from hangwatch_sidecar.probe.settings import Endpoint, ProbeSettings, parse_bootstrap
 from hangwatch_sidecar.probe.tls import tls_context
 from hangwatch_sidecar.probe.types import EndpointProbe
@@ -50,7 +52,7 @@ from hangwatch_sidecar.pystacks.watch import StackWatch
 from hangwatch_sidecar.releases.advise import Advisory, advise
 from hangwatch_sidecar.releases.processes import ProcessReleases
 from hangwatch_sidecar.releases.read import Sighting, java_classpath
-from hangwatch_sidecar.round import RoundEvidence
+from hangwatch_sidecar.round import RefusalSeen, RoundEvidence
 from hangwatch_sidecar.rules import evaluate
 from hangwatch_sidecar.settings import SidecarSettings
 from hangwatch_sidecar.sockets.types import SocketObservation
@@ -109,6 +111,8 @@ class SidecarLoop:
             wall=wall,
         )
         self.leaderless_since: float | None = None
+        self.refusal: RefusalSeen | None = None
+        """When the cluster was last seen refusing the pod's writes (`_remember_refusal`)."""
         self.probe_errors: Counter[str] = Counter()
         self.verdict_changes: Counter[str] = Counter()
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="hangwatch-probe")
@@ -177,9 +181,11 @@ class SidecarLoop:
             sockets=view,
             spark=spark,
             stacks=stacks,
+            refusal=self.refusal,
         )
         assessment = evaluate(evidence, thresholds=self.thresholds, now=now)
         advisories = self._advisories(producers, view)
+        self._remember_refusal(assessment.pod, now)
         wall_now = self.wall()
         self._debounce(assessment, wall_now)
         state = replace(
@@ -236,6 +242,13 @@ class SidecarLoop:
                 self._advised.add(key)
                 log.warning("known-bad client release", extra={"advisory": advisory.line})
         return found
+
+    def _remember_refusal(self, pod: Assessment, now: float) -> None:
+        """Keep when the cluster was last seen refusing the pod's writes (the rule's own
+        finding, not its grace after one): the next rounds' `RoundEvidence.refusal`."""
+        if pod.verdict is Verdict.PARTITIONS_UNWRITABLE and GRACE_KEY not in pod.evidence:
+            topics = tuple(pod.evidence.get(UNWRITABLE_TOPICS) or ())
+            self.refusal = RefusalSeen(now, pod.reasons, topics)
 
     def _start_reads(
         self, started: float, previous: SidecarState, written: frozenset[str]

@@ -31,6 +31,18 @@ from hangwatch_sidecar.telemetry.judge import ProducerJudge, ProducerRound, judg
 
 
 @dataclass(frozen=True)
+class RefusalSeen:
+    """The last round the cluster was seen refusing writes to the pod's partitions (the
+    `partitions_unwritable` rule's own finding, not its grace): when, and what it said."""
+
+    at: float
+    """The loop's clock."""
+    reasons: tuple[str, ...]
+    topics: tuple[dict[str, Any], ...]
+    """Its `unwritable_topics` evidence."""
+
+
+@dataclass(frozen=True)
 class RoundEvidence:
     """Everything one round observed: what the rules judge."""
 
@@ -51,6 +63,9 @@ class RoundEvidence:
     the socket view's silence; by default it comes from `spark`."""
     stacks: HeldView | None = None
     """The newest sample of the executor's Python stacks (None: not sampled)."""
+    refusal: RefusalSeen | None = None
+    """When the cluster was last seen refusing writes to the pod's partitions (None:
+    never, as far as the loop remembers)."""
 
     @property
     def task_running(self) -> bool | None:

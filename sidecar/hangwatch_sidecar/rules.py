@@ -31,68 +31,75 @@ Adding a rule is one function, one row here, one test. The table in order:
  3. leader_election -> leader_election (pod and every producer): partitions the
     producers write have no leader: expected within the election grace, still not the
     producers' fault beyond it (S2)
- 4. telemetry_unusable -> unknown (each producer): its telemetry cannot be used (not the
+ 4. partitions_unwritable -> partitions_unwritable (pod and every producer): the cluster
+    refuses writes to partitions the producers write, for its own reason: their ISR
+    below `min.insync.replicas` (acks=all), their leader's log directory failed, or a
+    producer or a failed task attempt reports NOT_ENOUGH_REPLICAS or
+    KAFKA_STORAGE_ERROR; where `min.insync.replicas` is unknown, or within
+    `--stall-seconds` after the refusal, only instead of a restart verdict; not for a
+    producer whose heartbeat stopped (S4)
+ 5. telemetry_unusable -> unknown (each producer): its telemetry cannot be used (not the
     document, too large, wrong schema)
- 5. producer_exited -> unknown (each producer): its process has exited
- 6. heartbeat_stopped -> producer_hung (each producer): the wrapper's telemetry
+ 6. producer_exited -> unknown (each producer): its process has exited
+ 7. heartbeat_stopped -> producer_hung (each producer): the wrapper's telemetry
     heartbeat stopped for `--heartbeat-seconds` while the process lives: its poll loop
     is blocked (S4)
- 7. refused_writes -> writes_rejected (each producer): its telemetry names a refusal the
+ 8. refused_writes -> writes_rejected (each producer): its telemetry names a refusal the
     next client meets again (`hangwatch.kafka_errors`), still met and held for
     `--stall-seconds`, or the Java client's batch splits grow while nothing is delivered
- 8. absent_topic -> writes_rejected (each producer): its messages wait `--stall-seconds`
+ 9. absent_topic -> writes_rejected (each producer): its messages wait `--stall-seconds`
     for a topic the cluster's metadata, fetched after the wait began, does not have
- 9. java_client -> healthy (each producer): the Java client's reporter: its counters
+10. java_client -> healthy (each producer): the Java client's reporter: its counters
     give no restart verdict (Spark's view judges the JVM's threads)
-10. answered_not_delivered -> metadata_stale (each producer): messages pending, no
+11. answered_not_delivered -> metadata_stale (each producer): messages pending, no
     delivery for `--stall-seconds` while every member broker answers and keeps answering
     its requests: its view of the cluster is wrong (S1)
-11. stalled_unanswered -> producer_hung (each producer): messages pending, no delivery
+12. stalled_unanswered -> producer_hung (each producer): messages pending, no delivery
     for `--stall-seconds` while every member broker answers, its requests unanswered
     (S2)
-12. stale_metadata -> metadata_stale (each producer): its leaders disagree with the
+13. stale_metadata -> metadata_stale (each producer): its leaders disagree with the
     cluster's past the election grace with metadata as old, its metadata is older than
     `--metadata-max-age-seconds`, or its sends keep failing while the cluster is healthy
     (S1)
-13. stalled_while_brokers_fail -> broker_degraded (each producer): messages pending, no
+14. stalled_while_brokers_fail -> broker_degraded (each producer): messages pending, no
     delivery for `--stall-seconds` while some member broker fails: not a producer fault
     (S3)
-14. producer_progressing -> healthy (each producer): otherwise
-15. telemetry_refused -> writes_rejected (pod, merged): a producer's own verdict is
+15. producer_progressing -> healthy (each producer): otherwise
+16. telemetry_refused -> writes_rejected (pod, merged): a producer's own verdict is
     `writes_rejected`
-16. refused_task_attempts -> writes_rejected (pod, merged): Spark's view: a failed task
+17. refused_task_attempts -> writes_rejected (pod, merged): Spark's view: a failed task
     attempt of this executor refused for a reason the next client meets again, or a task
     thread waiting for a topic the cluster lacks
-17. telemetry_hung -> producer_hung (pod, merged): a producer's own verdict is
+18. telemetry_hung -> producer_hung (pod, merged): a producer's own verdict is
     `producer_hung`
-18. request_unanswered -> producer_hung (pod, merged): socket view (any client): a
+19. request_unanswered -> producer_hung (pod, merged): socket view (any client): a
     request unanswered on a live connection past `--stall-seconds` and the producers'
     request timeout + 5 s (S2)
-19. python_thread_held -> producer_hung (pod, merged): Python stacks: a thread inside a
+20. python_thread_held -> producer_hung (pod, merged): Python stacks: a thread inside a
     delivery callback the client called for `--heartbeat-seconds`, or in a callback or
     flush in two samples while every connection is silent (S4)
-20. silence_with_a_stuck_thread -> producer_hung (pod, merged): evidence ladder: every
+21. silence_with_a_stuck_thread -> producer_hung (pod, merged): evidence ladder: every
     connection silent while a task runs (or past the declared write interval), and a
     thread held inside the client (S4)
-21. jvm_thread_held -> producer_hung (pod, merged): Spark's view: the JVM producer's I/O
+22. jvm_thread_held -> producer_hung (pod, merged): Spark's view: the JVM producer's I/O
     thread in user code for `--heartbeat-seconds`, or a thread waiting `--stall-seconds`
     for a send's result, or in flush while its task straggles (S2, S4)
-22. telemetry_stale -> metadata_stale (pod, merged): a producer's own verdict is
+23. telemetry_stale -> metadata_stale (pod, merged): a producer's own verdict is
     `metadata_stale`
-23. jvm_metadata_wait -> metadata_stale (pod, merged): Spark's view: a thread waiting
+24. jvm_metadata_wait -> metadata_stale (pod, merged): Spark's view: a thread waiting
     `--stall-seconds` for topic metadata after this executor finished a task (S1, S3)
-24. silence_alone -> producer_silent (pod, merged): evidence ladder: the same silence,
+25. silence_alone -> producer_silent (pod, merged): evidence ladder: the same silence,
     and no source shows the producer stuck or the task busy elsewhere: alert only
-25. telemetry_degraded -> broker_degraded (pod, merged): a producer's own verdict is
+26. telemetry_degraded -> broker_degraded (pod, merged): a producer's own verdict is
     `broker_degraded`
-26. brokers_failing -> broker_degraded (pod, merged): some brokers or bootstrap entries
+27. brokers_failing -> broker_degraded (pod, merged): some brokers or bootstrap entries
     fail the sidecar's probes (S1, S3)
-27. connections_degraded -> broker_degraded (pod, merged): socket view: the pod's
+28. connections_degraded -> broker_degraded (pod, merged): socket view: the pod's
     connections to a broker blackholed, or a request unanswered within the request
     timeout or by a failing broker (S0, S3)
-28. nothing_to_judge -> unknown (pod): no producer telemetry, no connection of the pod
+29. nothing_to_judge -> unknown (pod): no producer telemetry, no connection of the pod
     to a broker and no Kafka producer thread in the executor's JVM
-29. healthy -> healthy (pod): otherwise (a silence a source cleared is in the evidence's
+30. healthy -> healthy (pod): otherwise (a silence a source cleared is in the evidence's
     `silence_cleared`)
 <!-- END rules -->
 """
@@ -174,6 +181,18 @@ RULES: tuple[Rule, ...] = (
         "partitions the producers write have no leader: expected within the election "
         "grace, still not the producers' fault beyond it (S2)",
         pod_rules.leader_election,
+        shared=True,
+    ),
+    PodRule(
+        "partitions_unwritable",
+        V.PARTITIONS_UNWRITABLE,
+        "the cluster refuses writes to partitions the producers write, for its own reason: "
+        "their ISR below `min.insync.replicas` (acks=all), their leader's log directory "
+        "failed, or a producer or a failed task attempt reports NOT_ENOUGH_REPLICAS or "
+        "KAFKA_STORAGE_ERROR; where `min.insync.replicas` is unknown, or within "
+        "`--stall-seconds` after the refusal, only instead of a restart verdict; not for a "
+        "producer whose heartbeat stopped (S4)",
+        pod_rules.partitions_unwritable,
         shared=True,
     ),
     ProducerRule(

@@ -59,6 +59,7 @@ OPERATOR_DECISION_METRICS = [
     "hangwatch_operator_watched_pods",
     "hangwatch_operator_unhealthy_pods",
     "hangwatch_operator_sidecar_unreachable_pods",
+    "hangwatch_operator_unwritable_topic_pods",
     "hangwatch_operator_remediation_timestamp_seconds",
 ]
 """The operator's decisions, suppressions and actions, and the pods it watches by health."""

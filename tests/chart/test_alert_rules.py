@@ -304,7 +304,7 @@ def _both(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_grafana_rules_are_the_prometheus_rules() -> None:
     prometheus, grafana = _both({})
-    assert len(prometheus) == 19
+    assert len(prometheus) == 20
     assert grafana == prometheus
     for alert in prometheus.values():
         assert alert["labels"]["severity"] in {"critical", "warning"}
@@ -335,7 +335,7 @@ def test_values_change_both_alike() -> None:
 def test_grafana_uids_are_unique() -> None:
     values = {"monitoring": {**ALERTS_ON["monitoring"], "grafana": {"alerts": {"enabled": True}}}}
     uids = [r["uid"] for g in _grafana(values)["groups"] for r in g["rules"]]
-    assert len(uids) == len(set(uids)) == 19
+    assert len(uids) == len(set(uids)) == 20
     assert "hangwatch-producer-hung" in uids
 
 
@@ -343,7 +343,7 @@ def test_operator_down_needs_the_operator_service_monitor() -> None:
     rule = only(render({"monitoring": {"prometheusRule": {"enabled": True}}}), "PrometheusRule")
     names = {r["alert"] for g in rule["spec"]["groups"] for r in g["rules"]}
     assert "HangwatchOperatorDown" not in names
-    assert len(names) == 18
+    assert len(names) == 19
 
 
 def test_runbook_section_per_alert() -> None:

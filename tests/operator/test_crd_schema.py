@@ -116,6 +116,7 @@ def test_integer_fields_carry_their_unit_in_the_name() -> None:
         "observedGeneration": "a generation",
         "ports[]": "TCP port numbers",
         "uids[]": "user ids",
+        "partitions[]": "partition ids",
     }
     for path, node in walk_schema(version_schema()):
         name = path.rsplit(".", 1)[-1]

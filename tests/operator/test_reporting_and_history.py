@@ -149,7 +149,12 @@ def test_events_are_valid_core_v1_events_that_name_verdict_limit_and_reasons() -
     kind, reason = event_reason(decision)
     message = decision_message(decision, "jobs/writers")
     body = event_body(
-        involved_object(decision), kind=kind, reason=reason, message=message, now=NOW, suffix="17f"
+        involved_object(decision, policy()),
+        kind=kind,
+        reason=reason,
+        message=message,
+        now=NOW,
+        suffix="17f",
     )
     kubernetes_validate.validate(body, "1.29", strict=True)
     assert body["metadata"] == {"name": "e1.17f", "namespace": "jobs"}
@@ -166,7 +171,12 @@ def test_events_are_valid_core_v1_events_that_name_verdict_limit_and_reasons() -
         "Policy jobs/writers."
     )
     long = event_body(
-        involved_object(decision), kind=kind, reason=reason, message="x" * 5000, now=NOW, suffix="1"
+        involved_object(decision, policy()),
+        kind=kind,
+        reason=reason,
+        message="x" * 5000,
+        now=NOW,
+        suffix="1",
     )
     assert len(long["message"]) == 1024
 
@@ -180,7 +190,7 @@ def test_event_reasons_per_outcome_and_node_events_in_default() -> None:
     assert event_reason(restart(outcome=Outcome.FAILED))[1] == "HangwatchActionFailed"
     assert event_reason(cordon) == ("Warning", "HangwatchCordonNode")
     body = event_body(
-        involved_object(cordon),
+        involved_object(cordon, policy()),
         kind="Warning",
         reason="HangwatchCordonNode",
         message="m",

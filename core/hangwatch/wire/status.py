@@ -106,6 +106,12 @@ class TopicAcceptance(msgspec.Struct, kw_only=True, frozen=True):
     reason: Text = ""
 
 
+UNWRITABLE_TOPICS = "unwritable_topics"
+"""The evidence key of a `partitions_unwritable` assessment: a list of objects, one per
+topic the cluster refuses writes to (`topic`, `partitions`, `reason`), which the
+operator reads to say it once per topic (`hangwatch_operator.sidecar_status`)."""
+
+
 class ClusterStatus(msgspec.Struct, kw_only=True, frozen=True):
     """The cluster's metadata as of the last round."""
 

@@ -75,7 +75,12 @@ class TopicAcceptance:
     @property
     def refused(self) -> tuple[PartitionState, ...]:
         """Partitions refusing `acks=all` writes (`below` or `storage`), by id."""
-        ids = {p.partition for p in (*self.below, *self.storage)}
+        return self.refusing(holds=True)
+
+    def refusing(self, *, holds: bool) -> tuple[PartitionState, ...]:
+        """Partitions refusing a producer's writes, by id: `storage`, and `below` when the
+        producer `holds` to min.insync.replicas (`acks=all`)."""
+        ids = {p.partition for p in (*(self.below if holds else ()), *self.storage)}
         return tuple(p for p in self.partitions if p.partition in ids)
 
     def out_of_isr(self, partitions: Iterable[PartitionState] | None = None) -> tuple[int, ...]:
@@ -127,11 +132,14 @@ def min_insync_text(known: MinInsync) -> str:
     return f"min.insync.replicas {known.value} ({whose})"
 
 
-def refused_reason(found: TopicAcceptance, addresses: Mapping[int, str]) -> str:
+def refused_reason(
+    found: TopicAcceptance, addresses: Mapping[int, str], *, holds: bool = True
+) -> str:
     """The sentence naming the refused partitions, the ISR against min.insync.replicas and
-    the brokers out of the ISR (empty when none is refused)."""
+    the brokers out of the ISR (empty when none is refused); `holds`: for a producer held
+    to min.insync.replicas (`acks=all`), else only a failed log directory refuses."""
     parts = []
-    below, storage = found.below, found.storage
+    below, storage = (found.below if holds else ()), found.storage
     if below and found.min_insync is not None:
         ids = [p.partition for p in below]
         clause = (
@@ -150,7 +158,7 @@ def refused_reason(found: TopicAcceptance, addresses: Mapping[int, str]) -> str:
         )
     if not parts:
         return ""
-    left = found.out_of_isr(found.refused)
+    left = found.out_of_isr(found.refusing(holds=holds))
     gone = f"; out of the ISR: {brokers_text(left, addresses)}" if left else ""
     return f"topic {found.topic}: " + "; ".join(parts) + gone
 

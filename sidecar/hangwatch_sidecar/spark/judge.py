@@ -228,6 +228,34 @@ def refused_attempts(view: SparkView) -> list[SparkFinding]:
     refuses as too large and retries it until `delivery.timeout.ms`: of the recorded
     run's four attempts one failed with RecordTooLargeException, three with a
     TimeoutException naming the expired batch.)"""
+    return [
+        SparkFinding(Verdict.WRITES_REJECTED, _refused(attempt, said), (), (attempt.task_id,))
+        for attempt, said in current_refusals(view)
+        if said.info.restart is kafka_errors.Restart.MEETS_AGAIN
+    ]
+
+
+def partition_refusals(view: SparkView | None) -> list[str]:
+    """This executor's current failed attempts (`current_refusals`) whose exception says
+    the cluster refuses writes to a partition for its own reason
+    (`kafka_errors.PARTITION_REFUSALS`: NotEnoughReplicasException...), as reasons of
+    the verdict `partitions_unwritable` (none while the view is unavailable)."""
+    if view is None or not view.available:
+        return []
+    return [
+        f"{attempt.label} failed with {said.exception} ({said.info.name}): the cluster "
+        "refuses writes to a partition for its own reason, which the next executor meets too"
+        for attempt, said in current_refusals(view)
+        if kafka_errors.refuses_partition(said.info)
+    ]
+
+
+def current_refusals(
+    view: SparkView,
+) -> list[tuple[FailedAttempt, kafka_errors.ClassifiedMessage]]:
+    """This executor's failed attempts whose exception `kafka_errors` names, while the
+    refusal is current: the newest failed attempt of the executor (whatever its error)
+    ended within `REFUSAL_WINDOW_SECONDS`, or a later attempt of the same task runs."""
     newest = max((a.seen_at for a in view.failed_attempts), default=None)
     recent = newest is not None and view.at - newest <= REFUSAL_WINDOW_SECONDS
     running = {(t.task.stage_id, t.task.index) for t in view.tasks}
@@ -236,11 +264,8 @@ def refused_attempts(view: SparkView) -> list[SparkFinding]:
         if not recent and (attempt.stage_id, attempt.index) not in running:
             continue
         said = kafka_errors.classify_message(attempt.error)
-        if said is None or said.info.restart is not kafka_errors.Restart.MEETS_AGAIN:
-            continue
-        found.append(
-            SparkFinding(Verdict.WRITES_REJECTED, _refused(attempt, said), (), (attempt.task_id,))
-        )
+        if said is not None:
+            found.append((attempt, said))
     return found
 
 
