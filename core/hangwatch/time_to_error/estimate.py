@@ -191,6 +191,8 @@ class ClientModel(Protocol):
 
     def notes(self, s: Any) -> tuple[str, ...]: ...
 
+    def acks(self, config: Mapping[str, str]) -> int: ...
+
 
 def worst_case_of(
     model: ClientModel,

@@ -30,6 +30,7 @@ from hangwatch.time_to_error.estimate import (
     seconds_text,
     unlimited_idempotent_retries,
 )
+from hangwatch_producer.wire.telemetry import ACKS_ALL, acks_value
 
 CLIENT = "java"
 
@@ -158,6 +159,15 @@ def _idempotent(c: Mapping[str, str], retries: int) -> bool:
     in_flight_key = "max.in.flight.requests.per.connection"
     in_flight = integer(c, in_flight_key, DEFAULTS[in_flight_key], minimum=1)
     return retries > 0 and acks in ("all", "-1") and in_flight <= IDEMPOTENT_MAX_IN_FLIGHT
+
+
+def acks(config: Mapping[str, str]) -> int:
+    """The producer's acks (-1: all): all when it is idempotent (the default since 3.0
+    unless its settings conflict), else its `acks` (the default, all, when unset)."""
+    if parse_settings(config).idempotent:
+        return ACKS_ALL
+    found = acks_value(canonical(config).get("acks", "all"))
+    return ACKS_ALL if found is None else found
 
 
 def parse_settings(config: Mapping[str, str]) -> JavaSettings:

@@ -30,6 +30,7 @@ from hangwatch.time_to_error.estimate import (
     seconds_text,
     unlimited_idempotent_retries,
 )
+from hangwatch_producer.wire.telemetry import ACKS_ALL, acks_of
 
 CLIENT = "librdkafka"
 
@@ -85,6 +86,13 @@ class LibrdkafkaSettings:
 def canonical(config: Mapping[str, str]) -> dict[str, str]:
     """`config` with aliases folded into their canonical names, in order."""
     return {ALIASES.get(key, key): value for key, value in config.items()}
+
+
+def acks(config: Mapping[str, str]) -> int:
+    """The producer's acks (-1: all): `acks` / `request.required.acks`, all when
+    `enable.idempotence` is set (librdkafka forces it), else librdkafka's default, all."""
+    found = acks_of(canonical(config))
+    return ACKS_ALL if found is None else found
 
 
 def _seconds(config: Mapping[str, str], key: str) -> float:

@@ -22,12 +22,14 @@ from dataclasses import dataclass
 
 from hangwatch.time_to_error.client_config import boolean, canonical_keys, duration, integer
 from hangwatch.time_to_error.estimate import (
+    ClientSettingsError,
     ConfigFinding,
     Term,
     dead_broker_refresh,
     retries_over_budget,
     seconds_text,
 )
+from hangwatch_producer.wire.telemetry import ACKS_ALL, acks_value
 
 CLIENT = "sarama"
 
@@ -133,6 +135,27 @@ class SaramaSettings:
 def canonical(config: Mapping[str, str]) -> dict[str, str]:
     """`config` with keys spelled as sarama's fields; unknown keys are an error."""
     return canonical_keys(config, KNOWN_KEYS, ALIASES, CLIENT, IGNORED_PREFIXES)
+
+
+REQUIRED_ACKS = {"waitforall": ACKS_ALL, "waitforlocal": 1, "noresponse": 0}
+"""sarama's `RequiredAcks` constants by name (any case) -> Kafka's acks."""
+
+
+def acks(config: Mapping[str, str]) -> int:
+    """The producer's acks (-1: all): `Producer.RequiredAcks` by constant name or number,
+    all when `Producer.Idempotent` is set (sarama requires it), else sarama's default,
+    WaitForLocal (1)."""
+    c = canonical(config)
+    if boolean(c, "Producer.Idempotent", default=False):
+        return ACKS_ALL
+    raw = c.get("Producer.RequiredAcks", "WaitForLocal").strip()
+    found = REQUIRED_ACKS.get(raw.lower(), acks_value(raw))
+    if found is None:
+        raise ClientSettingsError(
+            f"Producer.RequiredAcks must be WaitForAll, WaitForLocal, NoResponse or a number, "
+            f"got {raw[:40]!r}"
+        )
+    return found
 
 
 def parse_settings(config: Mapping[str, str]) -> SaramaSettings:
