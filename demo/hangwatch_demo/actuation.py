@@ -61,8 +61,11 @@ def operate(run: ScenarioRun, reports: list[PodReport]) -> None:
     """One operator round on these reports: restarts happen, the rest is noted."""
     for decision in run.setup.operator.decide(reports, time.time(), lambda d: carry_out(run, d)):
         who = decision.pod.name if decision.pod else "-"
+        if decision.topic is not None:  # said once per topic, whichever pods write it
+            who = f"topic {decision.topic}"
         if decision.operation is Operation.ALERT:
-            note = f"alert {who} ({alert_subject(decision.verdict, decision.reasons)})"
+            subject = alert_subject(decision.verdict, decision.reasons, decision.topic)
+            note = f"alert {who} ({subject})"
         elif decision.outcome is Outcome.ACTED and decision.operation is Operation.RESTART:
             continue
         elif decision.outcome is Outcome.SUPPRESSED:
@@ -72,7 +75,7 @@ def operate(run: ScenarioRun, reports: list[PodReport]) -> None:
         if note not in run.actions:
             run.actions.append(note)
             why = [str(decision.suppression or ""), decision.limit, decision.note]
-            named = decision.verdict is Verdict.WRITES_REJECTED and decision.reasons
+            named = decision.verdict in NAMED_REFUSALS and decision.reasons
             run.setup.record.action(
                 time.time(),
                 str(decision.operation),
@@ -84,9 +87,16 @@ def operate(run: ScenarioRun, reports: list[PodReport]) -> None:
             run.say(f"operator: {note}" + (f" - {decision.limit}" if decision.limit else ""))
 
 
-def alert_subject(verdict: Verdict, reasons: tuple[str, ...]) -> str:
-    """What an alert is about in the table: its verdict, and for writes the cluster
-    refuses the Kafka error the sidecar's first reason names (`kafka_errors`)."""
+NAMED_REFUSALS = frozenset({Verdict.WRITES_REJECTED, Verdict.PARTITIONS_UNWRITABLE})
+"""Verdicts whose alert is recorded with the sidecar's first reason (what is refused)."""
+
+
+def alert_subject(verdict: Verdict, reasons: tuple[str, ...], topic: str | None = None) -> str:
+    """What an alert is about in the table: its verdict, for writes the cluster refuses
+    the Kafka error the sidecar's first reason names (`kafka_errors`), for a topic the
+    cluster refuses writes to (said once per topic) the topic."""
+    if topic is not None:
+        return f"{verdict}: topic {topic}"
     if verdict is Verdict.WRITES_REJECTED and reasons:
         named = kafka_errors.classify_message(reasons[0])
         if named is not None:

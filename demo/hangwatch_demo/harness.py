@@ -31,7 +31,7 @@ from hangwatch.child_processes import stop_process
 from hangwatch.contracts import Verdict
 from hangwatch.errors import UsageError
 from hangwatch_demo.report.recorder import Recorder, ScenarioRecorder
-from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing
+from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing, lab_options
 from hangwatch_lab import Lab
 from hangwatch_producer.wire.telemetry import to_builtins
 from hangwatch_sidecar import telemetry_reader
@@ -212,7 +212,12 @@ def run_scenario(
     timing = timing or Timing()
     bound = scenario.bound(timing)
     with (
-        Lab(brokers=3, topics={TOPIC: PARTITIONS}, engine=engine or scenario.engine) as lab,
+        Lab(
+            brokers=3,
+            topics={TOPIC: PARTITIONS},
+            engine=engine or scenario.engine,
+            **lab_options(scenario),
+        ) as lab,
         tempfile.TemporaryDirectory(prefix="hangwatch-scenario-") as tmp,
     ):
         telemetry = Path(tmp) / "telemetry"

@@ -65,7 +65,7 @@ from hangwatch_demo.scenario_run import (
     telemetry_of,
     verdict_of,
 )
-from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing
+from hangwatch_demo.scenarios import PARTITIONS, TOPIC, Context, Scenario, Timing, lab_options
 from hangwatch_demo.sidecars import SidecarFleet, wait_ready
 from hangwatch_demo.spark_cluster import (
     LocalSparkCluster,
@@ -294,7 +294,9 @@ def run_demo_scenario(
     """Replay one scenario on the demo's Spark application; returns its table row (and
     records its story with `recorder`, when given)."""
     work = Path(tempfile.mkdtemp(prefix=f"hangwatch-demo-{scenario.name}-", dir=keep))
-    with Lab(brokers=3, topics={TOPIC: PARTITIONS}, engine=scenario.engine) as lab:
+    with Lab(
+        brokers=3, topics={TOPIC: PARTITIONS}, engine=scenario.engine, **lab_options(scenario)
+    ) as lab:
         record = (recorder or Recorder.off()).scenario(
             scenario.name,
             fault=scenario.fault,

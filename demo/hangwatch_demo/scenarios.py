@@ -31,6 +31,7 @@ from hangwatch.contracts import Verdict
 from hangwatch_demo import interceptor
 from hangwatch_demo.spark_tasks import Pause
 from hangwatch_lab import Lab
+from hangwatch_lab.kafka.nodes import STOP_TIMEOUT_SECONDS
 from hangwatch_pipeline.job import PACED_TASK_SECONDS
 
 TOPIC = "events"
@@ -107,6 +108,8 @@ class Scenario:
     heal: Callable[[Context], None] | None = None
     """Undoes what `Lab.restore` does not (a topic config): called with it when nothing
     was restarted, and after a restart too (a restart cannot clear such a fault)."""
+    topic_configs: dict[str, str] = field(default_factory=dict)
+    """The topic's configs the lab creates it with (the kafka engine)."""
     on_first_restart: Callable[[Context], None] | None = None
     """What the operator's first restart of an executor undoes in the lab: the emulation
     of state that lived in the client in the incident, which a new client cleared (S1's
@@ -116,6 +119,11 @@ class Scenario:
     def injects(self) -> bool:
         """Whether the scenario injects a fault at all (a no-fault control does not)."""
         return self.inject is not _nothing
+
+
+def lab_options(scenario: Scenario) -> dict[str, object]:
+    """The lab's options a scenario needs beyond its engine (its topic's configs)."""
+    return {"topic_configs": {TOPIC: scenario.topic_configs}} if scenario.topic_configs else {}
 
 
 def _s0(ctx: Context) -> None:
@@ -199,6 +207,18 @@ def _limit_record_size(ctx: Context) -> None:
 
 def _lift_record_limit(ctx: Context) -> None:
     ctx.lab.alter_topic(TOPIC, {"max.message.bytes": None})
+
+
+ISR_STOPPED_BROKER = 3
+"""The broker `isr-broker-down` stops (controlled shutdown, as `hangwatch lab fault down`)."""
+ISR_MIN_INSYNC = {"min.insync.replicas": "3"}
+"""`isr-broker-down`'s topic config: every replica of the three must be in sync."""
+
+
+def _isr_broker_down(ctx: Context) -> None:
+    # Issue 43's case: every partition's ISR falls to 2 of 3; Lab.restore (after the
+    # watch) starts the broker again and the writes go through.
+    ctx.lab.down(ISR_STOPPED_BROKER)
 
 
 def _nothing(ctx: Context) -> None:
@@ -436,6 +456,25 @@ SCENARIOS: dict[str, Scenario] = {
             label="all 3 brokers down",
             engine="kafka",
         ),
+        Scenario(
+            "isr-broker-down",
+            "refusal",
+            "the topic's min.insync.replicas is 3 of its 3 replicas and broker "
+            f"{ISR_STOPPED_BROKER} is stopped (its maintenance): every partition's ISR falls "
+            "to 2 and the brokers left refuse every acks=all write NOT_ENOUGH_REPLICAS, which "
+            "librdkafka retries until its message timeout (the cluster's refusal: alert, "
+            "never restart; the writes go through once the broker is back)",
+            _isr_broker_down,
+            Verdict.PARTITIONS_UNWRITABLE,
+            # at the latest: the lab's longest controlled shutdown, then the probes find
+            # the broker gone (the ISR shrank before; the sidecar fetches metadata at once
+            # when a broker fails)
+            lambda t: STOP_TIMEOUT_SECONDS + _probe_finds_it(t),
+            forbidden=RESTART_VERDICTS,
+            label=f"min.insync.replicas 3, broker {ISR_STOPPED_BROKER} down",
+            engine="kafka",
+            topic_configs=ISR_MIN_INSYNC,
+        ),
         _no_fault_control("healthy", "control", "no fault", "none"),
         _too_large(
             "wrapper-message-too-large",
@@ -655,6 +694,7 @@ DEMO_ORDER = (
     "jvm-election-recovers",
     "wrapper-message-too-large",
     "plain-message-too-large",
+    "isr-broker-down",
 )
 """The order `hangwatch demo` runs scenarios in (the `jvm-*` ones on the real Kafka
 engine: Spark's own Kafka sink cannot talk to the mock)."""

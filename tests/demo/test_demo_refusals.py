@@ -14,6 +14,13 @@ in each the sidecars say writes_rejected, naming the error -> the operator alert
 naming it, and restarts nothing (a new executor would be refused the same way); no
 sidecar ever says producer_hung or metadata_stale; once the limit is lifted Spark's
 retried tasks write every event (0 lost), exit code 0, no kernel rule left behind.
+
+And issue 43's ISR case, in the same run: `isr-broker-down`, the tasks writing through
+the wrapper (acks=all) to a topic whose min.insync.replicas is 3 of its 3 replicas, then
+broker 3 stopped: the sidecars say partitions_unwritable naming the ISR against
+min.insync.replicas -> the operator alerts once for the topic, and restarts nothing; no
+sidecar says producer_hung or metadata_stale; once the broker is back every event is
+written (0 lost).
 """
 
 from __future__ import annotations
@@ -25,13 +32,14 @@ import pytest
 from tests.demo.running import RESTART_VERDICTS, run_demo, verdicts_seen
 
 ROWS = {"wrapper-message-too-large": "wrapper", "plain-message-too-large": "plain"}
+ISR = "isr-broker-down"
 
 
-@pytest.mark.timeout(720)
+@pytest.mark.timeout(900)
 def test_a_record_over_the_topics_limit_is_named_and_never_restarted(
     kernel_faults: None, tmp_path: Path
 ) -> None:
-    rows, _ = run_demo(*ROWS, keep=tmp_path, timeout_seconds=660)
+    rows, _ = run_demo(*ROWS, ISR, keep=tmp_path, timeout_seconds=840)
     for name, producer in ROWS.items():
         row = rows[name]
         assert row["engine"] == "kafka" and row["producer"] == producer, row
@@ -48,3 +56,16 @@ def test_a_record_over_the_topics_limit_is_named_and_never_restarted(
     # without telemetry, the error came from Spark's record of the failed attempt
     assert any(r.startswith("spark view: ") and "MSG_SIZE_TOO_LARGE" in r
                for r in rows["plain-message-too-large"]["reasons"])  # fmt: skip
+    # issue 43's ISR case: the cluster's refusal, said once for the topic, never restarted
+    row = rows[ISR]
+    assert row["engine"] == "kafka" and row["producer"] == "wrapper", row
+    assert row["verdict"] == "partitions_unwritable" and row["detect_seconds"] is not None, row
+    assert row["restarts"] == 0 and row["restart_seconds"] is None, row
+    assert row["action"] == "alert only (partitions_unwritable: topic events)", row
+    assert not verdicts_seen(row) & RESTART_VERDICTS, row["changes"]
+    assert any(
+        "ISR 2 of 3" in r and "min.insync.replicas 3" in r and "broker 3" in r
+        for r in row["reasons"]
+    ), row["reasons"]
+    assert row["progress_again_seconds"] is not None, row
+    assert row["ok"] and row["lost"] == 0 and row["events"] > 100, row

@@ -1,6 +1,6 @@
 """What the controls of refused writes need from the real Kafka engine, seen by real clients.
 
-One 1-broker Apache Kafka lab (the default 4.x) serves the module, the one the refusal
+One 3-broker Apache Kafka lab (the default 4.x) serves the module, the one the refusal
 controls use (`hangwatch_testing.clients.refusals.refusals_lab`): a SASL user allowed
 to write one topic, automatic topic creation off and one topic with its own
 `max.message.bytes`.

@@ -27,6 +27,16 @@ client logs each throttle time the broker gives it): it kept delivering after th
 throttle, no task failed, and the sidecar said only `healthy` (after its first round's
 `unknown`).
 
+Issue 43's ISR case on the same lab (`hangwatch_testing.clients.unwritable`): topic `isr`
+(three replicas, `min.insync.replicas` 3), the sink writing with the Java client's
+default acks (all) and a 20 s `delivery.timeout.ms`, broker 3 stopped for 30 s and
+started again; one Spark run with hangwatch's reporter in the sink's Java client,
+watched by two sidecars at once (one reading the reporter's telemetry, one with none:
+what a sidecar knows of a sink without the jar). Both say `healthy` (after a first
+`unknown`) with every broker up, `partitions_unwritable` naming the ISR against
+min.insync.replicas and broker 3 while it is down, never `producer_hung` or
+`metadata_stale`, and the sink delivers again once the broker is back. In `make test`.
+
 With hangwatch's telemetry in the sink's Java client (`hangwatch_pipeline.kafka_telemetry`,
 kind `spark-telemetry`): the record too large is `writes_rejected` naming
 MESSAGE_TOO_LARGE, from the client's batch splits or its failures, no later than 5 s after
@@ -72,6 +82,7 @@ from hangwatch_testing.clients.refusals import (
     refusals_lab,
     watch_refusal,
 )
+from hangwatch_testing.clients.unwritable import NAMED, said, watch_unwritable
 
 REFUSED = ("login-failed", "unknown-topic")
 """The cases `make test` runs (see the module's docstring)."""
@@ -119,3 +130,22 @@ def test_with_hangwatchs_telemetry_a_throttled_sink_stays_healthy(lab: Lab) -> N
     seen = watch_refusal(lab, REFUSALS["quota"], SPARK_TELEMETRY)
     print(seen.describe())
     check_throttled_and_healthy(seen)
+
+
+@pytest.mark.timeout(600)
+def test_the_isr_case_is_the_clusters_refusal_with_and_without_the_telemetry_jar(
+    lab: Lab,
+) -> None:
+    """Issue 43's ISR case (`hangwatch_testing.clients.unwritable`): one Spark sink with
+    hangwatch's reporter in its Java client, watched by a sidecar reading the reporter's
+    telemetry and one without it (what a sidecar knows of a sink without the jar)."""
+    watched = watch_unwritable(lab, SPARK_TELEMETRY)
+    print(watched.describe())
+    for view in (SPARK_TELEMETRY, SPARK):
+        seen = watched.seen[view]
+        assert seen.verdicts("control") <= {"unknown", "healthy"}, (view, watched.describe())
+        assert "partitions_unwritable" in seen.verdicts("fault"), (view, watched.describe())
+        assert said(seen, NAMED), (view, watched.describe())
+        for phase in ("control", "fault", "back"):
+            assert not seen.verdicts(phase) & RESTART_CLASS, (view, phase, watched.describe())
+    assert watched.delivered["back"] > watched.delivered["fault"], watched.describe()

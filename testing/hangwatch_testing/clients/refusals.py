@@ -2,7 +2,8 @@
 
 Issue 29's controls: refusals that live outside the client, which a restart cannot
 clear, and a client quota that only slows the client down. `refusals_lab` starts one
-Apache Kafka lab (the default 4.x) holding every cause at once: a topic whose
+3-broker Apache Kafka lab (the default 4.x) holding every cause at once (and issue 43's
+topic whose `min.insync.replicas` equals its replication factor): a topic whose
 `max.message.bytes` is 200, automatic topic creation off, a SASL/PLAIN user allowed to
 write one topic and no other (StandardAuthorizer), and a `producer_byte_rate` quota on
 one client id per producer kind (a quota's accounting is per client id: a producer
@@ -165,14 +166,24 @@ REFUSALS = {
 }
 
 
+ISR_TOPIC = "isr"
+"""Issue 43's topic: replication factor 3 and `min.insync.replicas` 3, so one broker
+stopped leaves every partition's ISR below it (`hangwatch_testing.clients.unwritable`)."""
+ISR_MIN_INSYNC = 3
+
+
 @contextmanager
 def refusals_lab() -> Iterator[Lab]:
-    """One 1-broker Apache Kafka lab (the default version) holding every refusal's cause."""
+    """One 3-broker Apache Kafka lab (the default version) holding every refusal's cause
+    (every topic has three replicas; the ISR case's `ISR_TOPIC` needs all three in sync)."""
     with Lab(
-        brokers=1,
-        topics={"small": 1, "open": 1, "closed": 1},
+        brokers=3,
+        topics={"small": 1, "open": 1, "closed": 1, ISR_TOPIC: 3},
         engine="kafka",
-        topic_configs={"small": {"max.message.bytes": str(SMALL_LIMIT)}},
+        topic_configs={
+            "small": {"max.message.bytes": str(SMALL_LIMIT)},
+            ISR_TOPIC: {"min.insync.replicas": str(ISR_MIN_INSYNC)},
+        },
         auto_create_topics=False,
         sasl_users={USER: PASSWORD},
     ) as lab:
@@ -277,9 +288,9 @@ def check_throttled_and_healthy(seen: Watched) -> None:
     assert seen.producer_verdicts <= {"healthy"}, seen.describe()
 
 
-class _Producer:
-    """The producer process and what it said (plain and Spark: stdout lines; wrapper:
-    telemetry and its structured log)."""
+class ProducerRun:
+    """The producer process of one kind writing as a `Refusal` says, and what it said
+    (plain and Spark: stdout lines; wrapper: telemetry and its structured log)."""
 
     def __init__(self, kind: str, refusal: Refusal, bootstrap: str, work: Path) -> None:
         self.kind, self.work = kind, work
@@ -393,7 +404,7 @@ def watch_refusal(
         error_timeout_seconds = 150.0 if kind in SPARK_KINDS else 60.0
     bootstrap = lab.sasl_bootstrap if refusal.sasl else lab.bootstrap  # type: ignore[attr-defined]
     with tempfile.TemporaryDirectory(prefix="hangwatch-refusal-") as tmp:
-        producer = _Producer(kind, refusal, bootstrap, Path(tmp))
+        producer = ProducerRun(kind, refusal, bootstrap, Path(tmp))
         sidecar = None
         try:
             if kind in SPARK_KINDS:
@@ -421,7 +432,7 @@ def watch_refusal(
 def _watch(
     seen: Watched,
     refusal: Refusal,
-    producer: _Producer,
+    producer: ProducerRun,
     sidecar: SidecarProcess,
     after_error_seconds: float,
     quota_watch_seconds: float,
