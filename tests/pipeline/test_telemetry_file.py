@@ -44,7 +44,7 @@ TOP_LEVEL = {
     "schema", "kind", "seq", "ts", "monotonic", "started_ts", "interval_seconds", "state",
     "detail", "identity", "counters", "last_delivery_ts", "last_error", "error_counts",
     "errors", "throttle", "callbacks", "bootstrap", "topics", "topic_count", "wrapper", "config",
-    "stats_received_ts", "stats",
+    "stats_received_ts", "stats", "acks",
 }  # fmt: skip
 
 

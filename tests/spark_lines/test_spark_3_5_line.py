@@ -58,7 +58,7 @@ PARTS = {
             "tests/sidecar/test_spark_view_on_a_real_driver.py",
             "tests/sidecar/test_failure_budget_on_a_real_driver.py",
         ),
-        12,
+        13,
     ),
     "pipeline-on-both-sinks": (
         (
