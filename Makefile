@@ -43,7 +43,7 @@ check:
 # Test groups run in parallel on PYTEST_WORKERS processes (most tests wait on sockets,
 # processes and timeouts, not on the CPU); tests/conftest.py says what a group is and
 # which go first. The run ends with each worker's and the longest groups' time.
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 4
 # The floor release of tests/kube (tests/kube/test_floor.py, the oldest Kubernetes minor
 # the chart admits): `make test` builds it (scripts/setup.sh --kube; about 10 minutes cold
 # on 2 cores, nothing once cached) and runs it; KUBE_FLOOR=0 leaves both out.

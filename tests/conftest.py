@@ -47,7 +47,7 @@ settings.register_profile(
 settings.load_profile("hangwatch")
 """Property tests check what a function returns, never how fast: Hypothesis's default
 200 ms deadline per example and its too-slow health check are wall-clock asserts, which
-the suite's own load (three workers, Spark and Kafka JVMs on two cores) trips at random
+the suite's own load (four workers, Spark and Kafka JVMs on two cores) trips at random
 (seen: tests/operator/test_shared_limits.py and test_decisions.py under Hypothesis's
 default profile, niced beside a CI run at load 7-9: a `FailedHealthCheck` "input
 generation is slow" and a `FlakyFailure` past the deadline in 2 of 6 runs; with this
