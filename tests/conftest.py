@@ -62,7 +62,7 @@ GROUPS = {
     "sidecar/test_spark_sink_refusals.py": "spark",
     "sidecar/test_field_corpus_in_spark.py": "spark",
     "sidecar/test_seed_scenarios_on_the_lab.py::"
-    "test_healthy_producer_under_load_for_five_minutes_is_only_healthy": "five-minute-soak",
+    "test_healthy_producer_under_load_through_the_soak_is_only_healthy": "soak",
 }
 """Folder, module or test (under tests/) -> the xdist group it joins instead of its
 module's. `spark`: the Spark pipeline tests, Spark's view on a real driver and the Spark
@@ -74,7 +74,8 @@ critical path; apart, each is about half of it, and one Spark application of eac
 run at once (their waits are set for a loaded machine: the demo's start timeout is 180 s,
 its recovery timeout 45 s; the node tier's Spark pods already ran beside the `spark`
 group). The
-five-minute soak is a group of its own, so that the rest of its module runs beside it.
+soak (a healthy producer watched for minutes) is a group of its own, so that the rest
+of its module runs beside it.
 A folder's or module's entry takes only the tests of a tier above `unit`: a unit test
 (nothing but Python) of such a folder keeps its module's group, so it never waits in the
 queue of a group that is there for what its neighbours start (in the `spark` group's
@@ -139,14 +140,14 @@ build; `browser` headless Chromium."""
 
 TIER_NAMES = ("unit", "lab", "spark", "kube", "node", "image", "browser")
 
-FIRST = ("spark", "demo", "node", "real-kafka-incidents", "kube", "five-minute-soak", "python39")
+FIRST = ("spark", "demo", "node", "real-kafka-incidents", "kube", "soak", "python39")
 """The longest groups, handed to workers first so that none of them finishes last
 (`kube`: the real API server tier, `node`: the single-node cluster tier,
 `real-kafka-incidents`: the incidents replayed with their own clients, `python39`:
 the producer distribution under Debian bullseye's Python 3.9, whose root setup
 debootstraps ahead; their tests name those groups themselves). The Makefile's
 `--no-loadscope-reorder` keeps this order: pytest-xdist otherwise hands out the groups
-with the most tests first, and the soak (one test, five minutes) started 135th of 148
+with the most tests first, and the soak (one test, then five minutes) started 135th of 148
 groups."""
 
 

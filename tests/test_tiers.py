@@ -44,8 +44,8 @@ def test_a_folders_group_takes_its_heavy_tests_and_leaves_its_unit_tests_apart()
     assert group_of("demo/test_demo_parts.py", "test_x", "unit") == "demo/test_demo_parts.py"
     assert tier_of("pipeline_spark/test_transforms_and_reports.py", []) == "unit"
     assert tier_of("pipeline_spark/test_connector_sink.py", ["lab"]) == "spark"
-    soak = "test_healthy_producer_under_load_for_five_minutes_is_only_healthy"
-    assert group_of("sidecar/test_seed_scenarios_on_the_lab.py", soak, "lab") == "five-minute-soak"
+    soak = "test_healthy_producer_under_load_through_the_soak_is_only_healthy"
+    assert group_of("sidecar/test_seed_scenarios_on_the_lab.py", soak, "lab") == "soak"
     assert group_of("sidecar/test_seed_scenarios_on_the_lab.py", "test_y", "lab") == (
         "sidecar/test_seed_scenarios_on_the_lab.py"
     )
