@@ -95,6 +95,7 @@ TIERS = {
     "spark_lines": "spark",
     "spark_lines/test_spark_line_env.py": "unit",
     "lab": "lab",
+    "lab/test_broker_names.py": "unit",
     "demo/test_demo_parts.py": "unit",
     "demo/test_interceptor_build.py": "unit",
     "demo/test_demo_replays_seeds.py": "browser",

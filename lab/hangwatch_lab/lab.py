@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from confluent_kafka.admin import AdminClient
@@ -178,6 +179,11 @@ class Lab:
                 raise UsageError(f"invalid topic {name!r}:{parts} (need name:partitions >= 1)")
         self.brokers: dict[int, BrokerState] = {}
         self.bootstrap = ""
+        self.named_bootstrap = ""
+        """kafka engine with `hostnames`: the brokers' listeners advertised by hostname."""
+        self.hosts_file: Path | None = None
+        """kafka engine with `hostnames`: the lab's hosts file, where each broker's name
+        is (`hangwatch_lab.kafka.names`)."""
         self._lock = threading.RLock()
         self._blackholes = netfilter.Blackholes()
         self.election_results: list[dict[str, Any]] = []
@@ -288,6 +294,9 @@ class Lab:
 
     def shrink(self, to: int, dead: str = "blackhole") -> None:
         raise self._needs("shrink", "kafka", "the mock cannot reassign partitions")
+
+    def move(self, broker: int) -> str:
+        raise self._needs("move", "kafka", "the mock's brokers have no names")
 
     # -- what controls need (the kafka engine only) --------------------------------------------
     def create_topic(

@@ -101,6 +101,22 @@ class KafkaFaults(KafkaTools):
             self._wait_ready(restarted, f"restoring broker(s) {sorted(restarted)}")
         log.info("restore", extra={"broker": broker if broker is not None else "all"})
 
+    def move(self, broker: int) -> str:
+        """The broker back on a new address under the same name (a pod restarted on a new
+        IP): stopped (SIGTERM, Kafka's controlled shutdown), its listener advertised by
+        hostname bound on the next named address, the lab's hosts file saying so, started
+        again and waited for. Needs `hostnames`; returns the new address."""
+        if not self.settings.hostnames:
+            raise UsageError("move needs a lab whose brokers have names (hostnames=True)")
+        _, node = self._live(broker, "move")
+        self.down(broker)
+        node.generation += 1
+        node.config.write_text(self._properties(node, self._voters))
+        self._write_hosts()
+        log.info("fault move", extra={"broker": broker, "address": node.named_host})
+        self.restore(broker)
+        return node.named_host
+
     def move_leader(self, topic: str, partition: int, broker: int) -> None:
         """A real leader move: `broker` first in the replica list, then a preferred election."""
         self._live(broker, "leader")

@@ -26,6 +26,7 @@ from typing import Any
 
 from hangwatch.errors import LabSetupError
 from hangwatch_lab import netfilter
+from hangwatch_lab.kafka import names
 
 HOST = "127.0.0.1"
 
@@ -126,7 +127,17 @@ class Node:
     dir: Path
     sasl_port: int = 0
     """The SASL_PLAINTEXT listener's port (0: none)."""
+    named_port: int = 0
+    """The listener advertised by hostname's port (0: none; `KafkaSettings.hostnames`)."""
+    generation: int = 1
+    """Which life of the broker's named address (`names.named_address`): 1 as started,
+    each `move` the next."""
     proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def named_host(self) -> str:
+        """The loopback address the listener advertised by hostname binds ("" without one)."""
+        return names.named_address(self.id, self.generation) if self.named_port else ""
 
     @property
     def roles(self) -> str:
@@ -200,6 +211,15 @@ def port_in_use(port: int) -> bool:
         except OSError:
             return True
     return False
+
+
+def write_in_place(path: Path, text: str) -> None:
+    """`text` as the whole of `path`, written into the same file (same inode, created when
+    missing): a bind mount of it sees the new text, where a rename would leave it the old."""
+    with path.open("a+") as out:
+        out.seek(0)
+        out.truncate()
+        out.write(text)
 
 
 def run_state(pid: int) -> str:

@@ -25,7 +25,8 @@ from confluent_kafka.admin._metadata import ClusterMetadata
 
 from hangwatch.child_processes import stop_process
 from hangwatch.errors import LabError, LabSetupError
-from hangwatch_lab.kafka import nodes
+from hangwatch_lab.kafka import names, nodes
+from hangwatch_lab.kafka.names import NAMED_LISTENER
 from hangwatch_lab.kafka.nodes import (
     AUTHORIZER,
     CONTROLLER_ID_BASE,
@@ -86,6 +87,7 @@ class KafkaProcesses(Lab):
         self.sasl_bootstrap = ""
         """The SASL_PLAINTEXT listeners (empty without `sasl_users`): clients there are
         authenticated and authorized against the ACLs."""
+        self._voters = ""
         self.start_seconds = 0.0
         self.election_results: list[dict[str, Any]] = []
         self._nodes: dict[int, Node] = {}
@@ -148,8 +150,10 @@ class KafkaProcesses(Lab):
         (self.data_dir / "log4j.properties").write_text(LOG4J2 if log4j2 else LOG4J)
         client_ports = list(self.settings.ports or [])
         sasl = n if self.settings.sasl_users else 0
+        named = n if self.settings.hostnames else 0
         quorum = self.settings.controllers or n
-        picked = nodes.free_ports(n + quorum + sasl - len(client_ports))
+        picked = nodes.free_ports(n + quorum + sasl + named - len(client_ports))
+        named_ports = [picked.pop() for _ in range(named)]
         client_ports = client_ports or picked[:n]
         controller_ports = picked[len(picked) - quorum - sasl : len(picked) - sasl]
         sasl_ports = picked[len(picked) - sasl :]
@@ -166,6 +170,7 @@ class KafkaProcesses(Lab):
                 0 if self.settings.controllers else controller_ports[i - 1],
                 self.data_dir / f"node{i}",
                 sasl_port=sasl_ports[i - 1] if sasl else 0,
+                named_port=named_ports[i - 1] if named else 0,
             )
             self._require_free_ports(node, f"starting broker {i}")
             node.dir.mkdir()
@@ -177,13 +182,21 @@ class KafkaProcesses(Lab):
             for node in self._nodes.values()
             if node.sasl_port
         )
-        voters = ",".join(
+        self.named_bootstrap = ",".join(
+            f"{names.hostname(node.id)}:{node.named_port}"
+            for node in self._nodes.values()
+            if node.named_port
+        )
+        if named:
+            self.hosts_file = self.data_dir / "hosts"
+            self._write_hosts()
+        self._voters = ",".join(
             f"{i}@{HOST}:{node.controller_port}"
             for i, node in self._all_nodes().items()
             if node.controller_port
         )
         for node in self._all_nodes().values():
-            node.config.write_text(self._properties(node, voters))
+            node.config.write_text(self._properties(node, self._voters))
         log.info(
             "formatting storage",
             extra={
@@ -201,13 +214,21 @@ class KafkaProcesses(Lab):
         log.info("waiting for every broker to be listed by every broker", extra={"brokers": n})
         self._wait_ready(set(self._nodes), "starting the cluster")
 
+    def _write_hosts(self) -> None:
+        """The lab's hosts file: the machine's /etc/hosts and each broker's name at its
+        named address now, written in place (a bind mount of it sees the new text)."""
+        assert self.hosts_file is not None
+        machine = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else ""
+        text = names.hosts_text(machine, {i: n.named_host for i, n in self._nodes.items()})
+        nodes.write_in_place(self.hosts_file, text)
+
     def _all_nodes(self) -> dict[int, Node]:
         """Every node by id: the controller-only ones first, then the brokers."""
         return {**self._controller_nodes, **self._nodes}
 
     @staticmethod
     def _require_free_ports(node: Node, step: str) -> None:
-        for port in (node.port, node.controller_port, node.sasl_port):
+        for port in (node.port, node.controller_port, node.sasl_port, node.named_port):
             if not port:
                 continue
             if port_in_use(port):
@@ -221,9 +242,16 @@ class KafkaProcesses(Lab):
         listeners = [f"PLAINTEXT://{self.settings.host}:{node.port}"] if node.port else []
         if node.sasl_port:
             listeners.append(f"{SASL_LISTENER}://{self.settings.host}:{node.sasl_port}")
+        advertised = list(listeners)
+        if node.named_port:
+            listeners.append(f"{NAMED_LISTENER}://{node.named_host}:{node.named_port}")
+            advertised.append(f"{NAMED_LISTENER}://{names.hostname(node.id)}:{node.named_port}")
         controller = [f"CONTROLLER://{HOST}:{node.controller_port}"] if node.controller_port else []
         broker: dict[str, Any] = (
-            {"advertised.listeners": ",".join(listeners), "inter.broker.listener.name": "PLAINTEXT"}
+            {
+                "advertised.listeners": ",".join(advertised),
+                "inter.broker.listener.name": "PLAINTEXT",
+            }
             if node.port
             else {}
         )
@@ -235,7 +263,8 @@ class KafkaProcesses(Lab):
             **broker,
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": (
-                f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,{SASL_LISTENER}:{SASL_LISTENER}"
+                f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,{SASL_LISTENER}:{SASL_LISTENER},"
+                f"{NAMED_LISTENER}:PLAINTEXT"
             ),
             "log.dirs": node.dir / "data",
             "broker.session.timeout.ms": self.settings.session_timeout_ms,

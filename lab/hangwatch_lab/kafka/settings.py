@@ -63,6 +63,10 @@ class KafkaSettings:
     broker_configs: Mapping[str, str] = field(default_factory=dict)
     """More properties of every broker's server.properties (e.g. the brokers'
     `connections.max.idle.ms`), over the lab's own."""
+    hostnames: bool = False
+    """Every broker also serves clients on a listener advertised by hostname, bound on a
+    loopback address of its own, the names in the lab's hosts file (`hangwatch_lab.kafka.
+    names`): so a broker can come back on a new address under the same name (`move`)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.controllers <= MAX_CONTROLLERS:

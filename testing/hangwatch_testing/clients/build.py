@@ -115,6 +115,9 @@ CLIENTS: tuple[Client, ...] = (
     # the field corpus's librdkafka rows (confluent-kafka's wheels bundle librdkafka)
     _incident("confluent-kafka-2.12.1", "python", "confluent-kafka", "2.12.1.txt"),
     _incident("confluent-kafka-2.8.0", "python", "confluent-kafka", "2.8.0.txt"),
+    # the field corpus's Java rows: KAFKA-7755 (2.1.0, fixed in 2.1.1)
+    _incident("kafka-clients-2.1.0", "java", "java/field", "2.1.0.xml"),
+    _incident("kafka-clients-2.1.1", "java", "java/field", "2.1.1.xml"),  # the fix
 )
 BY_NAME = {client.name: client for client in CLIENTS}
 
@@ -322,10 +325,11 @@ def binary(name: str) -> Path:
     return built(name) / "bin"
 
 
-def java_command(name: str, main: str, *args: str) -> list[str]:
-    """The argv running `main` of Java client `name` (its classes and its resolved jars)."""
+def java_command(name: str, main: str, *args: str, jvm: tuple[str, ...] = ()) -> list[str]:
+    """The argv running `main` of Java client `name` (its classes and its resolved jars);
+    `jvm`: more options of the JVM (e.g. its DNS cache's lifetime)."""
     build = built(name)
-    return ["java", "-Xmx128m", "-cp", f"{build}/classes:{build}/lib/*", main, *args]
+    return ["java", "-Xmx128m", *jvm, "-cp", f"{build}/classes:{build}/lib/*", main, *args]
 
 
 def python_command(name: str, program: str, *args: str) -> list[str]:

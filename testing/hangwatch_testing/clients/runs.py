@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,12 +101,18 @@ class SidecarProcess:
         timing: SidecarTiming,
         *extra: str,
         topics: str = TOPIC,
+        prefix: Sequence[str] = (),
     ) -> None:
+        """`prefix`: what the sidecar's command runs under (e.g. a hosts file of its own:
+        `hangwatch_lab.kafka.names.in_hosts_namespace`)."""
         self._dir = tempfile.TemporaryDirectory(prefix="hangwatch-sidecar-")
         self.log_path = Path(self._dir.name) / "sidecar.log"
         with self.log_path.open("w") as log:
             self.proc = subprocess.Popen(
-                sidecar_command(bootstrap, topics, telemetry_dir, *timing.argv(), *extra),
+                [
+                    *prefix,
+                    *sidecar_command(bootstrap, topics, telemetry_dir, *timing.argv(), *extra),
+                ],
                 stdout=subprocess.DEVNULL,
                 stderr=log,
             )

@@ -7,10 +7,24 @@ across the table (checked at import).
 
 from __future__ import annotations
 
-from hangwatch_testing.incidents import kafka_go, kafkajs, librdkafka, sarama_2150, seeds
+from hangwatch_testing.incidents import (
+    kafka_clients,
+    kafka_go,
+    kafkajs,
+    librdkafka,
+    sarama_2150,
+    seeds,
+)
 from hangwatch_testing.incidents.model import FieldCase, Incident
 
-MODULES = (seeds.SEEDS, librdkafka.ROWS, kafka_go.ROWS, sarama_2150.ROWS, kafkajs.ROWS)
+MODULES = (
+    seeds.SEEDS,
+    librdkafka.ROWS,
+    kafka_go.ROWS,
+    sarama_2150.ROWS,
+    kafkajs.ROWS,
+    kafka_clients.ROWS,
+)
 """Each module's rows, in the table's order."""
 INCIDENTS: tuple[Incident, ...] = tuple(row for rows in MODULES for row in rows)
 BY_ID = {incident.id: incident for incident in INCIDENTS}

@@ -115,6 +115,12 @@ class Incident:
     """The fault takes a while (a broker stopped and started again, maybe several times):
     `inject` runs beside the watch, which goes on reading the sidecar and the client, and
     the replay waits for it to end before the lab closes."""
+    named_brokers: bool = False
+    """The client and the sidecar reach the brokers by name (the lab's `hostnames`: a
+    listener advertised by hostname), each resolving the names through the lab's hosts
+    file as its /etc/hosts (`hangwatch_lab.kafka.names.in_hosts_namespace`), as a pod does
+    through its own: a broker moved to a new address (`Lab.move`) is found again by
+    whoever looks its name up again."""
 
     def __post_init__(self) -> None:
         if self.case is not None and self.where is not self.case.where:
@@ -144,9 +150,13 @@ def field_row(
     watch_seconds: float,
     sidecar_args: tuple[str, ...],
     control: bool = False,
+    brokers: int = 3,
+    controllers: int = 0,
+    named_brokers: bool = False,
 ) -> Incident:
     """A row of field case `case`, run where the case runs, its `fault` (what it is, how
-    it is applied) a lasting one (`Incident.lasting_fault`)."""
+    it is applied) a lasting one (`Incident.lasting_fault`); `brokers`, `controllers`,
+    `named_brokers`: its lab's shape (`Incident`'s)."""
     return Incident(
         id,
         client,
@@ -160,4 +170,7 @@ def field_row(
         where=case.where,
         case=case,
         lasting_fault=True,
+        brokers=brokers,
+        controllers=controllers,
+        named_brokers=named_brokers,
     )

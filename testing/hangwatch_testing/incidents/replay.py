@@ -41,6 +41,7 @@ from typing import Any
 from hangwatch.child_processes import stop_process
 from hangwatch.errors import LabError
 from hangwatch_lab import Lab
+from hangwatch_lab.kafka import names
 from hangwatch_testing.clients.refusals import (
     SPARK_READY_SECONDS,
     SPARK_STOP_SECONDS,
@@ -257,6 +258,8 @@ def started_lab(incident: Incident) -> Iterator[Lab]:
     shape: dict[str, Any] = {"controllers": incident.controllers} if incident.controllers else {}
     if incident.broker_configs:
         shape["broker_configs"] = dict(incident.broker_configs)
+    if incident.named_brokers:
+        shape["hostnames"] = True
     for attempt in range(1, LAB_STARTS + 1):
         lab = Lab(
             brokers=incident.brokers,
@@ -360,8 +363,9 @@ def _restart(incident: Incident, lab: Lab, scratch: Path) -> float | None:
     when none came within RESTART_WATCH_SECONDS. `scratch`: the fresh client's own."""
     scratch.mkdir()
     spark = incident.where is Where.SPARK
+    bootstrap, prefix = reaching(incident, lab)
     client = ClientProcess(
-        incident.command(lab.bootstrap, scratch), scratch / "restarted.log", spark
+        [*prefix, *incident.command(bootstrap, scratch)], scratch / "restarted.log", spark
     )
     try:
         if spark:
@@ -376,6 +380,18 @@ def _restart(incident: Incident, lab: Lab, scratch: Path) -> float | None:
         return None
     finally:
         client.stop()
+
+
+def reaching(incident: Incident, lab: Lab) -> tuple[str, list[str]]:
+    """How the row's client and sidecar reach the brokers: (the bootstrap list, the prefix
+    of their commands). By name (`Incident.named_brokers`): the listeners advertised by
+    hostname, each process with the lab's hosts file as its /etc/hosts; else the lab's
+    bootstrap, nothing before the command."""
+    if not incident.named_brokers:
+        return lab.bootstrap, []
+    if lab.hosts_file is None:
+        raise LabError(f"{incident.id}: the lab's brokers have no names (hostnames)")
+    return lab.named_bootstrap, names.in_hosts_namespace(lab.hosts_file)
 
 
 @contextmanager
@@ -397,7 +413,8 @@ def _client_and_sidecar(
     telemetry.mkdir(exist_ok=True)
     log_path = scratch / f"client-{start}.log"
     spark = incident.where is Where.SPARK
-    client = ClientProcess(incident.command(lab.bootstrap, scratch), log_path, spark)
+    bootstrap, prefix = reaching(incident, lab)
+    client = ClientProcess([*prefix, *incident.command(bootstrap, scratch)], log_path, spark)
     sidecars: list[SidecarProcess] = []
     try:
         watched = (
@@ -408,12 +425,13 @@ def _client_and_sidecar(
         for extra in (sidecar_args, *(() if witness_args is None else (witness_args,))):
             sidecars.append(
                 SidecarProcess(
-                    lab.bootstrap,
+                    bootstrap,
                     telemetry,
                     timing or SidecarTiming(),
                     *watched,
                     *incident.sidecar_args,
                     *extra,
+                    prefix=prefix,
                 )
             )
         yield client, sidecars[0], (sidecars[1] if len(sidecars) > 1 else None)
