@@ -179,6 +179,11 @@ class Lab:
                 raise UsageError(f"invalid topic {name!r}:{parts} (need name:partitions >= 1)")
         self.brokers: dict[int, BrokerState] = {}
         self.bootstrap = ""
+        self.tls_bootstrap = ""
+        """kafka engine with `tls`: the brokers' TLS listeners."""
+        self.tls_ca: Path | None = None
+        """kafka engine with `tls`: the CA certificate (PEM) clients of the TLS listeners
+        trust."""
         self.named_bootstrap = ""
         """kafka engine with `hostnames`: the brokers' listeners advertised by hostname."""
         self.hosts_file: Path | None = None
@@ -297,6 +302,9 @@ class Lab:
 
     def move(self, broker: int) -> str:
         raise self._needs("move", "kafka", "the mock's brokers have no names")
+
+    def fix_certificates(self) -> None:
+        raise self._needs("fix-certificates", "kafka", "the mock has no TLS listener")
 
     # -- what controls need (the kafka engine only) --------------------------------------------
     def create_topic(

@@ -6,6 +6,7 @@ leaders moved, elections by the controller, the controllers paused, and shrinks
 from __future__ import annotations
 
 import logging
+import shutil
 import signal
 import threading
 import time
@@ -116,6 +117,19 @@ class KafkaFaults(KafkaTools):
         log.info("fault move", extra={"broker": broker, "address": node.named_host})
         self.restore(broker)
         return node.named_host
+
+    def fix_certificates(self) -> None:
+        """Every broker's TLS listener presents a certificate the lab's clients trust (the
+        certificate fixed): its keystore replaced by the one the lab's CA signed, then
+        each broker restarted (SIGTERM, started again, waited for). Needs `tls`."""
+        if self.tls_material is None:
+            raise UsageError("fix_certificates needs a lab with a TLS listener (tls=...)")
+        shutil.copyfile(self.tls_material.signed_by("trusted"), self.tls_material.keystore)
+        for broker, state in self.brokers.items():
+            if not state.removed:
+                self.down(broker)
+                self.restore(broker)
+        log.info("fault fix-certificates", extra={"brokers": sorted(self.brokers)})
 
     def move_leader(self, topic: str, partition: int, broker: int) -> None:
         """A real leader move: `broker` first in the replica list, then a preferred election."""

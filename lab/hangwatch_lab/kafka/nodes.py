@@ -127,6 +127,8 @@ class Node:
     dir: Path
     sasl_port: int = 0
     """The SASL_PLAINTEXT listener's port (0: none)."""
+    tls_port: int = 0
+    """The TLS listener's port (0: none; `KafkaSettings.tls`)."""
     named_port: int = 0
     """The listener advertised by hostname's port (0: none; `KafkaSettings.hostnames`)."""
     generation: int = 1

@@ -25,7 +25,7 @@ from confluent_kafka.admin._metadata import ClusterMetadata
 
 from hangwatch.child_processes import stop_process
 from hangwatch.errors import LabError, LabSetupError
-from hangwatch_lab.kafka import names, nodes
+from hangwatch_lab.kafka import names, nodes, tls
 from hangwatch_lab.kafka.names import NAMED_LISTENER
 from hangwatch_lab.kafka.nodes import (
     AUTHORIZER,
@@ -54,6 +54,7 @@ from hangwatch_lab.kafka.nodes import (
     run_state,
 )
 from hangwatch_lab.kafka.settings import KafkaSettings
+from hangwatch_lab.kafka.tls import TLS_LISTENER
 from hangwatch_lab.lab import BrokerState, Lab
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,7 @@ class KafkaProcesses(Lab):
         """The SASL_PLAINTEXT listeners (empty without `sasl_users`): clients there are
         authenticated and authorized against the ACLs."""
         self._voters = ""
+        self.tls_material: tls.Material | None = None
         self.start_seconds = 0.0
         self.election_results: list[dict[str, Any]] = []
         self._nodes: dict[int, Node] = {}
@@ -151,9 +153,11 @@ class KafkaProcesses(Lab):
         client_ports = list(self.settings.ports or [])
         sasl = n if self.settings.sasl_users else 0
         named = n if self.settings.hostnames else 0
+        secure = n if self.settings.tls else 0
         quorum = self.settings.controllers or n
-        picked = nodes.free_ports(n + quorum + sasl + named - len(client_ports))
+        picked = nodes.free_ports(n + quorum + sasl + named + secure - len(client_ports))
         named_ports = [picked.pop() for _ in range(named)]
+        tls_ports = [picked.pop() for _ in range(secure)]
         client_ports = client_ports or picked[:n]
         controller_ports = picked[len(picked) - quorum - sasl : len(picked) - sasl]
         sasl_ports = picked[len(picked) - sasl :]
@@ -171,6 +175,7 @@ class KafkaProcesses(Lab):
                 self.data_dir / f"node{i}",
                 sasl_port=sasl_ports[i - 1] if sasl else 0,
                 named_port=named_ports[i - 1] if named else 0,
+                tls_port=tls_ports[i - 1] if secure else 0,
             )
             self._require_free_ports(node, f"starting broker {i}")
             node.dir.mkdir()
@@ -182,6 +187,12 @@ class KafkaProcesses(Lab):
             for node in self._nodes.values()
             if node.sasl_port
         )
+        if secure:
+            self.tls_material = tls.make_material(self.data_dir / "tls", self.settings.tls)
+            self.tls_ca = self.tls_material.ca
+            self.tls_bootstrap = ",".join(
+                f"{self.settings.host}:{node.tls_port}" for node in self._nodes.values()
+            )
         self.named_bootstrap = ",".join(
             f"{names.hostname(node.id)}:{node.named_port}"
             for node in self._nodes.values()
@@ -228,7 +239,8 @@ class KafkaProcesses(Lab):
 
     @staticmethod
     def _require_free_ports(node: Node, step: str) -> None:
-        for port in (node.port, node.controller_port, node.sasl_port, node.named_port):
+        ports = (node.port, node.controller_port, node.sasl_port, node.named_port, node.tls_port)
+        for port in ports:
             if not port:
                 continue
             if port_in_use(port):
@@ -242,6 +254,8 @@ class KafkaProcesses(Lab):
         listeners = [f"PLAINTEXT://{self.settings.host}:{node.port}"] if node.port else []
         if node.sasl_port:
             listeners.append(f"{SASL_LISTENER}://{self.settings.host}:{node.sasl_port}")
+        if node.tls_port:
+            listeners.append(f"{TLS_LISTENER}://{self.settings.host}:{node.tls_port}")
         advertised = list(listeners)
         if node.named_port:
             listeners.append(f"{NAMED_LISTENER}://{node.named_host}:{node.named_port}")
@@ -264,7 +278,7 @@ class KafkaProcesses(Lab):
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": (
                 f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,{SASL_LISTENER}:{SASL_LISTENER},"
-                f"{NAMED_LISTENER}:PLAINTEXT"
+                f"{NAMED_LISTENER}:PLAINTEXT,{TLS_LISTENER}:{TLS_LISTENER}"
             ),
             "log.dirs": node.dir / "data",
             "broker.session.timeout.ms": self.settings.session_timeout_ms,
@@ -288,6 +302,9 @@ class KafkaProcesses(Lab):
             "log.cleaner.enable": "false",
             "unclean.leader.election.enable": "false",
         }
+        if node.tls_port:
+            assert self.tls_material is not None
+            props |= tls.listener_properties(self.tls_material)
         if node.port:
             props |= self.settings.broker_configs
         if self.settings.sasl_users:

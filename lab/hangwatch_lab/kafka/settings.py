@@ -25,6 +25,7 @@ from hangwatch_lab.kafka.nodes import (
     READY_TIMEOUT_SECONDS,
     SESSION_TIMEOUT_MS,
 )
+from hangwatch_lab.kafka.tls import TLS_MODES
 
 MAX_BROKERS = 9
 """The most brokers the kafka engine starts (each a JVM of its own)."""
@@ -63,6 +64,10 @@ class KafkaSettings:
     broker_configs: Mapping[str, str] = field(default_factory=dict)
     """More properties of every broker's server.properties (e.g. the brokers'
     `connections.max.idle.ms`), over the lab's own."""
+    tls: str = ""
+    """A TLS listener per broker too (`hangwatch_lab.kafka.tls`), whose certificate the
+    CA the lab hands its clients signed (`trusted`) or another one (`untrusted`: every
+    client's handshake fails until `fix_certificates`); empty: none."""
     hostnames: bool = False
     """Every broker also serves clients on a listener advertised by hostname, bound on a
     loopback address of its own, the names in the lab's hosts file (`hangwatch_lab.kafka.
@@ -97,6 +102,8 @@ class KafkaSettings:
                     "dots; a value on one line)"
                 )
         object.__setattr__(self, "broker_configs", dict(self.broker_configs))
+        if self.tls not in TLS_MODES:
+            raise UsageError(f"tls must be one of {TLS_MODES}, got {self.tls!r}")
         if self.session_timeout_ms < 4 * HEARTBEAT_INTERVAL_MS:
             raise UsageError(
                 f"the session timeout must be at least {4 * HEARTBEAT_INTERVAL_MS} ms "

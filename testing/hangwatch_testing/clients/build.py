@@ -118,6 +118,8 @@ CLIENTS: tuple[Client, ...] = (
     # the field corpus's Java rows: KAFKA-7755 (2.1.0, fixed in 2.1.1)
     _incident("kafka-clients-2.1.0", "java", "java/field", "2.1.0.xml"),
     _incident("kafka-clients-2.1.1", "java", "java/field", "2.1.1.xml"),  # the fix
+    # apache/kafka PR 21715 (open upstream: its control is the same release, not idempotent)
+    _incident("kafka-clients-4.4.0", "java", "java/field", "4.4.0.xml"),
 )
 BY_NAME = {client.name: client for client in CLIENTS}
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from hangwatch_lab import Lab
 from hangwatch_testing.clients.build import java_command
 from hangwatch_testing.clients.runs import TOPIC
-from hangwatch_testing.incidents.model import FieldCase, Incident, Where, field_row
+from hangwatch_testing.incidents.model import LAB_CA, FieldCase, Incident, Where, field_row
 from hangwatch_testing.incidents.seeds import WRITE_INTERVAL
 
 PROGRAM = "FieldProducer"
@@ -49,10 +49,11 @@ CLIENT_CONF = ("delivery.timeout.ms=30000",)
 
 def java_client(client: str, *conf: str) -> Callable[[str, Path], list[str]]:
     """A row's `command`: `FieldProducer` on kafka-clients release `client`, with the
-    producer properties `conf`."""
-    return lambda bootstrap, _: java_command(
-        client, PROGRAM, bootstrap, TOPIC, RATE, *CLIENT_CONF, *conf, jvm=JVM_DNS
-    )
+    producer properties `conf` (`{scratch}` in one: the row's scratch directory)."""
+    return lambda bootstrap, scratch: java_command(
+        client, PROGRAM, bootstrap, TOPIC, RATE, *CLIENT_CONF,
+        *(setting.format(scratch=scratch) for setting in conf), jvm=JVM_DNS,
+    )  # fmt: skip
 
 
 def broker_moved(lab: Lab, _: Path) -> None:
@@ -102,7 +103,59 @@ def _row(name: str, version: str, control: bool, note: str) -> Incident:
     )
 
 
+TLS_CONF = (
+    "security.protocol=SSL",
+    "ssl.truststore.type=PEM",
+    f"ssl.truststore.location={{scratch}}/{LAB_CA}",
+)
+"""The client over TLS, trusting the lab's CA (PEM), Kafka's hostname check on."""
+
+INIT_AFTER_TLS = FieldCase(
+    "KAFKA-20237",
+    "kafka-clients",
+    "https://github.com/apache/kafka/pull/21715",
+    affected="4.4.0",
+    fixed=None,
+    control="kafka-clients 4.4.0 with enable.idempotence=false through the same trigger: "
+    "the fix (PR 21715, or PR 23547) is in no release, and the bug is the idempotent "
+    "producer's InitProducerId",
+    trigger="the producer's first TLS handshake fails (the broker's certificate signed by a "
+    "CA it does not trust), then the broker's certificate is replaced by a trusted one",
+    symptom="the InitProducerId request is taken from the queue but never sent: the "
+    "producer stays initializing and never sends, even once the certificate is fixed",
+    restart_helps=True,
+    where=Where.POD,
+)
+
+FIXED = (
+    "the broker's certificate, untrusted at the client's start, replaced by a trusted one "
+    "(the broker restarted)",
+    lambda lab, _: lab.fix_certificates(),
+)
+
+
+def _tls_row(name: str, control: bool, note: str, *conf: str) -> Incident:
+    return field_row(
+        INIT_AFTER_TLS,
+        name,
+        "kafka-clients-4.4.0",
+        f"kafka-clients 4.4.0 KafkaProducer over TLS, the client's defaults but "
+        f"delivery.timeout.ms 30 s{note}",
+        FIXED,
+        java_client("kafka-clients-4.4.0", *TLS_CONF, *conf),
+        watch_seconds=WATCH_SECONDS,
+        sidecar_args=WRITE_INTERVAL,
+        control=control,
+        brokers=1,
+        controllers=1,
+        tls="untrusted",
+        starts_failing=True,
+    )
+
+
 ROWS = (
     _row("KAFKA-7755", "2.1.0", False, ""),
     _row("KAFKA-7755-control", "2.1.1", True, " (the fix)"),
+    _tls_row("KAFKA-20237", False, " (idempotent: the default)"),
+    _tls_row("KAFKA-20237-control", True, ", enable.idempotence=false", "enable.idempotence=false"),
 )

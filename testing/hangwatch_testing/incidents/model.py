@@ -38,6 +38,9 @@ class Where(enum.Enum):
     Java client); the sidecar with Spark's view of that executor."""
 
 
+LAB_CA = "lab-ca.pem"
+"""A TLS row's (`Incident.tls`) copy of the lab's CA certificate in its scratch
+directory, where its command finds it."""
 DECLARED_INTERVAL = "--expected-write-interval-seconds"
 """The sidecar's flag of a declared write interval (a policy's
 `detection.expectedWriteIntervalSeconds`, the opt-in producer label's)."""
@@ -115,6 +118,15 @@ class Incident:
     """The fault takes a while (a broker stopped and started again, maybe several times):
     `inject` runs beside the watch, which goes on reading the sidecar and the client, and
     the replay waits for it to end before the lab closes."""
+    tls: str = ""
+    """The client and the sidecar reach the brokers' TLS listeners (the lab's `tls`:
+    `trusted`, or `untrusted`: a certificate they do not trust, until the fault fixes
+    it), trusting the lab's CA (`LAB_CA` in the scratch directory)."""
+    starts_failing: bool = False
+    """The client starts on a cluster that refuses it (its report's trigger, e.g. a
+    certificate it does not trust): no healthy baseline; the replay waits for the
+    client's first error instead, and `inject` then mends the cluster (the fault is the
+    mending: the report's hang is a client that never recovers from the refusal)."""
     named_brokers: bool = False
     """The client and the sidecar reach the brokers by name (the lab's `hostnames`: a
     listener advertised by hostname), each resolving the names through the lab's hosts
@@ -153,10 +165,12 @@ def field_row(
     brokers: int = 3,
     controllers: int = 0,
     named_brokers: bool = False,
+    tls: str = "",
+    starts_failing: bool = False,
 ) -> Incident:
     """A row of field case `case`, run where the case runs, its `fault` (what it is, how
     it is applied) a lasting one (`Incident.lasting_fault`); `brokers`, `controllers`,
-    `named_brokers`: its lab's shape (`Incident`'s)."""
+    `named_brokers`, `tls`, `starts_failing`: its lab's shape and start (`Incident`'s)."""
     return Incident(
         id,
         client,
@@ -173,4 +187,6 @@ def field_row(
         brokers=brokers,
         controllers=controllers,
         named_brokers=named_brokers,
+        tls=tls,
+        starts_failing=starts_failing,
     )

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,7 +49,7 @@ from hangwatch_testing.clients.refusals import (
     SparkExecutor,
 )
 from hangwatch_testing.clients.runs import PARTITIONS, TOPIC, SidecarProcess, SidecarTiming
-from hangwatch_testing.incidents.model import Incident, Where
+from hangwatch_testing.incidents.model import LAB_CA, Incident, Where
 from hangwatch_testing.waiting import wait_for
 
 WINDOW_SECONDS = 5.0
@@ -247,6 +248,25 @@ def _wait_baseline(sidecar: SidecarProcess, client: ClientProcess, started: floa
     )
 
 
+REFUSED_SECONDS = 3.0
+"""A row whose client starts refused (`Incident.starts_failing`): how long after its first
+error the fault (the mending) comes."""
+
+
+def _wait_refused(sidecar: SidecarProcess, client: ClientProcess) -> str:
+    """Until the client has been refused (its first error) for REFUSED_SECONDS, alive;
+    the sidecar's verdict then."""
+    deadline = time.monotonic() + BASELINE_DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        if client.proc.poll() is not None:
+            raise RuntimeError(f"the client exited while refused: {client.errors[-3:]}")
+        verdict = str(sidecar.status()["verdict"])
+        if client.errors and time.monotonic() - client.errors[0][0] >= REFUSED_SECONDS:
+            return verdict
+        time.sleep(0.25)
+    raise RuntimeError(f"the client was not refused within {BASELINE_DEADLINE_SECONDS:.0f} s")
+
+
 LAB_STARTS = 2
 """Attempts at starting a replay's cluster: a start that fails (seen: the topic's creation
 answered "Broker handle destroyed", about 1 start in 15 on a loaded machine) is no
@@ -260,6 +280,8 @@ def started_lab(incident: Incident) -> Iterator[Lab]:
         shape["broker_configs"] = dict(incident.broker_configs)
     if incident.named_brokers:
         shape["hostnames"] = True
+    if incident.tls:
+        shape["tls"] = incident.tls
     for attempt in range(1, LAB_STARTS + 1):
         lab = Lab(
             brokers=incident.brokers,
@@ -308,7 +330,12 @@ def replay(
             sidecar,
             _,
         ):
-            result = Replay(incident.id, baseline=_wait_baseline(sidecar, client, started))
+            verdict = (
+                _wait_refused(sidecar, client)
+                if incident.starts_failing
+                else _wait_baseline(sidecar, client, started)
+            )
+            result = Replay(incident.id, baseline=verdict)
             fault_at = time.monotonic()
             if client.acks:
                 result.last_ack_before_fault = round(fault_at - client.acks[-1], 2)
@@ -363,7 +390,7 @@ def _restart(incident: Incident, lab: Lab, scratch: Path) -> float | None:
     when none came within RESTART_WATCH_SECONDS. `scratch`: the fresh client's own."""
     scratch.mkdir()
     spark = incident.where is Where.SPARK
-    bootstrap, prefix = reaching(incident, lab)
+    bootstrap, prefix, _ = reaching(incident, lab, scratch)
     client = ClientProcess(
         [*prefix, *incident.command(bootstrap, scratch)], scratch / "restarted.log", spark
     )
@@ -382,16 +409,24 @@ def _restart(incident: Incident, lab: Lab, scratch: Path) -> float | None:
         client.stop()
 
 
-def reaching(incident: Incident, lab: Lab) -> tuple[str, list[str]]:
+def reaching(incident: Incident, lab: Lab, scratch: Path) -> tuple[str, list[str], list[str]]:
     """How the row's client and sidecar reach the brokers: (the bootstrap list, the prefix
-    of their commands). By name (`Incident.named_brokers`): the listeners advertised by
-    hostname, each process with the lab's hosts file as its /etc/hosts; else the lab's
-    bootstrap, nothing before the command."""
-    if not incident.named_brokers:
-        return lab.bootstrap, []
-    if lab.hosts_file is None:
-        raise LabError(f"{incident.id}: the lab's brokers have no names (hostnames)")
-    return lab.named_bootstrap, names.in_hosts_namespace(lab.hosts_file)
+    of their commands, the sidecar's more flags). By name (`Incident.named_brokers`): the
+    listeners advertised by hostname, each process with the lab's hosts file as its
+    /etc/hosts. Over TLS (`Incident.tls`): the TLS listeners, the lab's CA copied into
+    `scratch` (`LAB_CA`) for the client, the sidecar's librdkafka trusting it too. Else
+    the lab's bootstrap, nothing more."""
+    if incident.named_brokers:
+        if lab.hosts_file is None:
+            raise LabError(f"{incident.id}: the lab's brokers have no names (hostnames)")
+        return lab.named_bootstrap, names.in_hosts_namespace(lab.hosts_file), []
+    if incident.tls:
+        if lab.tls_ca is None:
+            raise LabError(f"{incident.id}: the lab has no TLS listener (tls)")
+        shutil.copyfile(lab.tls_ca, scratch / LAB_CA)
+        ca = f"ssl.ca.location={scratch / LAB_CA}"
+        return lab.tls_bootstrap, [], ["-X", "security.protocol=ssl", "-X", ca]
+    return lab.bootstrap, [], []
 
 
 @contextmanager
@@ -413,7 +448,7 @@ def _client_and_sidecar(
     telemetry.mkdir(exist_ok=True)
     log_path = scratch / f"client-{start}.log"
     spark = incident.where is Where.SPARK
-    bootstrap, prefix = reaching(incident, lab)
+    bootstrap, prefix, reach = reaching(incident, lab, scratch)
     client = ClientProcess([*prefix, *incident.command(bootstrap, scratch)], log_path, spark)
     sidecars: list[SidecarProcess] = []
     try:
@@ -430,6 +465,7 @@ def _client_and_sidecar(
                     timing or SidecarTiming(),
                     *watched,
                     *incident.sidecar_args,
+                    *reach,
                     *extra,
                     prefix=prefix,
                 )

@@ -20,7 +20,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 public final class FieldProducer {
     private static final AtomicLong ACKED = new AtomicLong();
@@ -51,7 +50,9 @@ public final class FieldProducer {
                 Progress.emit("ack", "n", Long.toString(ACKED.incrementAndGet()));
             }
         };
-        String release = AppInfoParser.getVersion();
+        // the release, from the jar the class came from (kafka-clients-<release>.jar)
+        String jar = KafkaProducer.class.getProtectionDomain().getCodeSource().getLocation().getPath();
+        String release = jar.replaceAll(".*/kafka-clients-(.*)\\.jar$", "$1");
         Progress.emit("start", "client", Progress.quoted("kafka-clients " + release));
         String topic = args[1];
         Pace pace = new Pace(Double.parseDouble(args[2]));
