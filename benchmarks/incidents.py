@@ -35,10 +35,13 @@ write interval (`--expected-write-interval-seconds 10`, a policy's
 load.
 
 The field corpus's rows (`Incident.case`: librdkafka issues 5430 and 5080, kafka-go issue
-451, sarama issue 2150, kafkajs issue 918, ...) run where the reports' clients ran: as
-producer pods (a declared write interval), or inside Spark (librdkafka: a PySpark task on
-a real executor, `hangwatch_testing.incidents.spark_task`); after each watch they restart
-their client to see whether a fresh one writes. With `--scorecard` their runs are
+451, sarama issue 2150, kafkajs issue 918, Java kafka-clients' KAFKA-7755 and
+KAFKA-20237, ...) run where the reports' clients ran: as producer pods (a declared write
+interval), or inside Spark (librdkafka: a PySpark task on a real executor,
+`hangwatch_testing.incidents.spark_task`); after each watch they restart their client to
+see whether a fresh one writes. KAFKA-20237's client starts refused (a certificate it
+does not trust): its runs have no healthy baseline, and their fault is the certificate
+fixed. With `--scorecard` their runs are
 summed into the scorecard (`hangwatch_testing.incidents.scoring`): the rows replace those
 of the same id in the scorecard the run report shows
 (demo/hangwatch_demo/report/field-corpus.json), and docs/incidents.md's scorecard

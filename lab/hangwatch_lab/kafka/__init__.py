@@ -34,7 +34,10 @@ What a control needs from a cluster, each real: topics created with their own co
 writes Kafka's StandardAuthorizer checks against ACLs (`sasl_users`, `grant`; the
 PLAINTEXT listener's principal, User:ANONYMOUS, is the super user the lab's own admin
 work, the brokers and the controllers run as), and client quotas (`set_quota`, Kafka's
-own ConfigCommand), which the brokers enforce by throttling.
+own ConfigCommand), which the brokers enforce by throttling. What a field report's
+trigger needs: brokers reached by hostname, which `move` brings back on a new address
+under the same name (`hostnames`), and a TLS listener whose certificate clients may not
+trust until `fix_certificates` (`tls`).
 
 Every JVM is started from one long-lived thread with PR_SET_PDEATHSIG=SIGKILL, so
 the brokers die with the lab process even when it is SIGKILLed; `close` kills them
@@ -44,7 +47,8 @@ The package, by job: `nodes` (settings, files, processes of one node), `settings
 (`KafkaSettings`: what a cluster is started with, checked), `processes`
 (`KafkaProcesses`: the cluster's nodes started and stopped, and the state every layer
 shares), `admin` (topics, configs, ACLs), `tools` (Kafka's own command-line tools),
-`faults`, and `engine` (`KafkaLab`, every layer as one lab).
+`faults`, and `engine` (`KafkaLab`, every layer as one lab); below the nodes, `names`
+(the brokers' names, addresses and hosts file) and `tls` (the TLS material).
 """
 
 from __future__ import annotations

@@ -17,7 +17,12 @@ sidecar's healthy verdict, injects the fault and records, until the watch ends:
   fresh one first had a write acknowledged.
 
 A lasting fault (`Incident.lasting_fault`: brokers stopped and started again) runs in a
-thread beside the watch; the record says when it ended.
+thread beside the watch; the record says when it ended. A row whose client starts
+refused (`Incident.starts_failing`: a certificate it does not trust) has no healthy
+baseline: the replay waits for the client's first error, and the fault is the cluster's
+mending. The client and the sidecar reach the brokers the row's way (`reaching`): by the
+lab's bootstrap, by name through the lab's hosts file (`Incident.named_brokers`), or
+over TLS trusting the lab's CA (`Incident.tls`).
 
 Everything stops on the way out, on every path: the client, the sidecar, the lab (its
 JVMs, rules and data directory).
