@@ -1,12 +1,12 @@
-"""The field corpus's Go and Node.js rows, one per client family, replayed on Apache Kafka.
+"""The field corpus's Go, Node.js and Java rows, one per client family, replayed on Apache Kafka.
 
-Each test replays one affected row of `hangwatch_testing.incidents` once: a 3-broker
-Apache Kafka lab (the lab's default 4.x), the client built from the registries at the
-release its report names, a real `hangwatch sidecar` as in a producer pod (a declared
-write interval of 10 s, the socket view narrowed to the client's process, no Spark view,
-no telemetry), the report's fault, then the client restarted on the same cluster.
-Order and causality only (the figures, and the controls, are benchmarks/incidents.py's
-scorecard, docs/incidents.md):
+Each test replays one affected row of `hangwatch_testing.incidents` once: an Apache Kafka
+lab (the lab's default 4.x; 3 brokers, or one beside a controller-only node), the client
+built from the registries at the release its report names, a real `hangwatch sidecar`
+as in a producer pod (a declared write interval of 10 s, the socket view narrowed to the
+client's process, no Spark view, no telemetry), the report's fault, then the client
+restarted on the same cluster. Order and causality only (the figures, and the controls,
+are benchmarks/incidents.py's scorecard, docs/incidents.md):
 
 - kafka-go v0.3.6 (segmentio/kafka-go issue 451), the leader stopped and started again:
   the Writer's partition writer blocks for good on its result channel;
@@ -15,7 +15,10 @@ scorecard, docs/incidents.md):
 - kafkajs 1.14.0 (tulios/kafkajs issue 918), every broker's port refusing for 20 s: its
   disconnect waits for a request that never settles; the stuck client may hold no
   connection at all (its silence counts on, from its last write, over the connections
-  that closed since: the socket view's memory of the pod's last write).
+  that closed since: the socket view's memory of the pod's last write);
+- kafka-clients 2.1.0 (KAFKA-7755), the broker back on a new address under the same
+  name (the client and the sidecar resolving it through the lab's hosts file): the
+  client dials the old address for good.
 
 For each: the client stops completing writes while the cluster serves again (the
 report's hang), the sidecar accuses the producer only after the declared interval has
@@ -54,6 +57,6 @@ def _holds_the_reports_hang(result: Replay) -> None:
     assert result.restarted and result.restarted_first_ack is not None, result.describe()
 
 
-@pytest.mark.parametrize("row", ["KG451", "SA2150", "KJ918"])
+@pytest.mark.parametrize("row", ["KG451", "SA2150", "KJ918", "KAFKA-7755"])
 def test_a_published_hang_is_flagged_once_silent_past_the_declared_interval(row: str) -> None:
     _holds_the_reports_hang(replay(BY_ID[row]))
