@@ -22,7 +22,8 @@ are benchmarks/incidents.py's scorecard, docs/incidents.md):
 
 For each: the client stops completing writes while the cluster serves again (the
 report's hang), the sidecar accuses the producer only after the declared interval has
-passed since the client's last completed write, with nothing but silence to show it is
+passed since the client's last write (on the wire: its acknowledgement, which the
+replay times, comes up to ANSWER_SECONDS later), with nothing but silence to show it is
 never a verdict that restarts (silence alone is an alert), and a restarted client writes
 again (a restart is the fix).
 """
@@ -41,6 +42,11 @@ pytestmark = [pytest.mark.xdist_group("real-kafka-incidents")]
 
 RESTARTING = {"producer_hung", "metadata_stale"}
 """Verdicts whose default action restarts the producer's pod."""
+ANSWER_SECONDS = 0.5
+"""The last write's own answer: the sidecar counts silence from the write's request on
+the wire, the replay from its acknowledgement read from the client's output, which comes
+after the broker's answer (0.18 s seen: KAFKA-7755's last write answered by a broker
+in its controlled shutdown)."""
 
 
 def _holds_the_reports_hang(result: Replay) -> None:
@@ -50,7 +56,7 @@ def _holds_the_reports_hang(result: Replay) -> None:
     assert flag is not None, result.describe()
     after_last_write, verdict = flag
     assert verdict in PRODUCER_FLAGS, result.describe()
-    assert after_last_write >= WRITE_INTERVAL_SECONDS, result.describe()
+    assert after_last_write >= WRITE_INTERVAL_SECONDS - ANSWER_SECONDS, result.describe()
     assert not RESTARTING & set(result.verdicts), result.describe()
     last = last_write(result)
     assert last is not None and last < result.fault_ended_after, result.describe()

@@ -107,8 +107,11 @@ TLS_CONF = (
     "security.protocol=SSL",
     "ssl.truststore.type=PEM",
     f"ssl.truststore.location={{scratch}}/{LAB_CA}",
+    "delivery.timeout.ms=35000",
 )
-"""The client over TLS, trusting the lab's CA (PEM), Kafka's hostname check on."""
+"""The client over TLS, trusting the lab's CA (PEM), Kafka's hostname check on; its
+delivery timeout 35 s (4.x refuses less than `linger.ms`, 5 ms since 4.0, plus the 30 s
+request timeout)."""
 
 INIT_AFTER_TLS = FieldCase(
     "KAFKA-20237",
@@ -140,7 +143,7 @@ def _tls_row(name: str, control: bool, note: str, *conf: str) -> Incident:
         name,
         "kafka-clients-4.4.0",
         f"kafka-clients 4.4.0 KafkaProducer over TLS, the client's defaults but "
-        f"delivery.timeout.ms 30 s{note}",
+        f"delivery.timeout.ms 35 s{note}",
         FIXED,
         java_client("kafka-clients-4.4.0", *TLS_CONF, *conf),
         watch_seconds=WATCH_SECONDS,

@@ -39,7 +39,8 @@ public final class FieldProducer {
         try {
             producer = new KafkaProducer<>(props);
         } catch (Exception e) {
-            Progress.emit("fatal", "error", Progress.quoted(e));
+            Throwable cause = e.getCause() != null ? e.getCause() : e;
+            Progress.emit("fatal", "error", Progress.quoted(e + ": " + cause));
             System.exit(2);
             return;
         }
