@@ -53,7 +53,7 @@ def _spark() -> set[str]:
 
 def _kafka() -> set[str]:
     lab = {m for p in ROOT.glob("lab/kafka/**/pom.xml") for m in _kafka_version(p.read_text())}
-    clients = ROOT.glob("testing/clients/incidents/java/*/pom.xml")
+    clients = ROOT.glob("testing/clients/incidents/java/*/*.xml")  # pom.xml, <release>.xml
     pattern = r"<groupId>org\.apache\.kafka</groupId>\s*<artifactId>[^<]+</artifactId>\s*"
     pattern += r"<version>([^<$]+)</version>"
     return lab | {m for p in clients for m in re.findall(pattern, p.read_text())}
