@@ -150,6 +150,23 @@ KNOWN_HANGS: tuple[KnownHang, ...] = (
         ),
     ),
     KnownHang(
+        "kafka-clients#KAFKA-20237",
+        "kafka-clients",
+        first="4.4.0",  # the release replayed; the report (against trunk) names none
+        last=None,
+        fixed=None,
+        report="https://github.com/apache/kafka/pull/21715",
+        what=(
+            "an idempotent producer whose first TLS handshake fails never sends its "
+            "InitProducerId: it stays initializing, even once the certificate is fixed"
+        ),
+        replayed=(
+            "reproduced with 4.4.0 in 2 of 2 runs (the broker's certificate untrusted at the "
+            "client's start, then fixed, Apache Kafka 4.4.0): producer_silent 14.1-14.9 s "
+            "after the fix began; the same release not idempotent never hung"
+        ),
+    ),
+    KnownHang(
         "kafka-go#451",
         "kafka-go",
         first="0.3.6",  # the report suspected 0.3.5 too; its writer is 0.3.7's (replayed)
