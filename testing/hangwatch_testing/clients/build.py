@@ -120,6 +120,8 @@ CLIENTS: tuple[Client, ...] = (
     _incident("kafka-clients-2.1.1", "java", "java/field", "2.1.1.xml"),  # the fix
     # apache/kafka PR 21715 (open upstream: its control is the same release, not idempotent)
     _incident("kafka-clients-4.4.0", "java", "java/field", "4.4.0.xml"),
+    # ... and at the release Spark's sink pins (kafka-clients-3.9.2 is HealthyProducer's)
+    _incident("kafka-clients-3.9.2-field", "java", "java/field", "3.9.2.xml"),
 )
 BY_NAME = {client.name: client for client in CLIENTS}
 

@@ -137,15 +137,18 @@ FIXED = (
 )
 
 
-def _tls_row(name: str, control: bool, note: str, *conf: str) -> Incident:
+def _tls_row(
+    name: str, control: bool, note: str, *conf: str, release: str = "4.4.0", client: str = ""
+) -> Incident:
+    client = client or f"kafka-clients-{release}"
     return field_row(
         INIT_AFTER_TLS,
         name,
-        "kafka-clients-4.4.0",
-        f"kafka-clients 4.4.0 KafkaProducer over TLS, the client's defaults but "
+        client,
+        f"kafka-clients {release} KafkaProducer over TLS, the client's defaults but "
         f"delivery.timeout.ms 35 s{note}",
         FIXED,
-        java_client("kafka-clients-4.4.0", *TLS_CONF, *conf),
+        java_client(client, *TLS_CONF, *conf),
         watch_seconds=WATCH_SECONDS,
         sidecar_args=WRITE_INTERVAL,
         control=control,
@@ -161,4 +164,11 @@ ROWS = (
     _row("KAFKA-7755-control", "2.1.1", True, " (the fix)"),
     _tls_row("KAFKA-20237", False, " (idempotent: the default)"),
     _tls_row("KAFKA-20237-control", True, ", enable.idempotence=false", "enable.idempotence=false"),
+    _tls_row(
+        "KAFKA-20237-3.9.2",
+        False,
+        " (idempotent; the release Spark's Kafka sink pins)",
+        release="3.9.2",
+        client="kafka-clients-3.9.2-field",
+    ),
 )
