@@ -1,5 +1,6 @@
 """The field corpus's Java kafka-clients rows: KAFKA-7755, a broker back on a new IP address
-that the producer never reaches again.
+that the producer never reaches again; and KAFKA-20237 (apache/kafka PR 21715), an
+idempotent producer stuck initializing after its first TLS handshake failed.
 
 The report (kafka-clients 2.1.0, fixed in 2.1.1): on Kubernetes a broker's pod restarts
 with a new IP address under the same name, and a 2.1.0 client goes on dialing the old
@@ -27,6 +28,18 @@ cannot deliver fails within one watch), 5 sends a second over every partition. T
 JVM's own DNS cache keeps a name's answer 30 s by default (no security manager):
 `-Dsun.net.inetaddr.ttl=1` for both releases, so that what the control finds is the
 client's doing, not the cache's.
+
+KAFKA-20237 (open upstream; the later PR 23547 too): an idempotent producer (the default
+since 3.0) whose first connection fails its TLS handshake takes its InitProducerId
+request from the queue and never sends it (`Sender.runOnce` catches the
+AuthenticationException, `TransactionManager.authenticationFailed` finds the queue
+empty): it stays initializing, even once the certificate is fixed. The lab
+(`Incident.tls`, `tls="untrusted"`): the broker's TLS listener presents a certificate
+signed by a CA the client is not given; the client trusts the lab's CA. The client starts
+refused (`Incident.starts_failing`), then the fault is the mending (`Lab.fix_certificates`:
+the trusted keystore, the broker restarted). The client is the same program over TLS at
+4.4.0, and at 3.9.2 (the release Spark's Kafka sink pins); the control is 4.4.0 with
+`enable.idempotence=false`, no release having the fix.
 """
 
 from __future__ import annotations
