@@ -164,7 +164,7 @@ KNOWN_HANGS: tuple[KnownHang, ...] = (
             "reproduced with 4.4.0 in 2 of 2 runs (the broker's certificate untrusted at the "
             "client's start, then fixed, Apache Kafka 4.4.0): producer_silent 14.1-14.9 s "
             "after the fix began; the same release not idempotent never hung; 3.9.2 (Spark's "
-            "Kafka sink's) hung in 2 of 2 too, not named here yet"
+            "Kafka sink's) hung in 2 of 2 too, not named: its trigger is rare (docs/incidents.md)"
         ),
     ),
     KnownHang(
