@@ -178,8 +178,9 @@ background+=("$line_pid")
 # With --kube, the roots and images the image, node and producer tiers start from, each
 # cached by content (hangwatch_testing.prebuilt; minutes each cold, a no-op when cached),
 # so that no test builds them: the bookworm base root (debootstrap) and bullseye's Python
-# 3.9 root beside the chains above; each Spark line's image once the base and the
-# connectors' jars are there, then the hangwatch image (`make image` on that base).
+# 3.9 root beside the chains above; the default Spark line's image once the base and the
+# connectors' jars are there, then the hangwatch image (`make image` on that base); last
+# the stock-like Spark base (hangwatch_testing.stock_spark).
 roots_pid="" python39_pid=""
 if [ -n "$build_kube" ]; then
   setsid --wait bash -c 'timed "the bookworm base root" "$1" -m hangwatch_testing.prebuilt base' \
@@ -198,6 +199,9 @@ if [ -n "$build_kube" ]; then
   wait_background "building bullseye's Python 3.9 root" "$python39_pid"
 fi
 wait_background "building the Spark 3.5 line's virtualenv" "$line_pid"
+# The stock-like Spark base the example's image is built on (the bullseye root and the
+# 3.5 line's distribution, both above): the node tier's install from registries.
+[ -z "$build_kube" ] || timed "the stock-like Spark base" "$py" -m hangwatch_testing.prebuilt spark-stock
 # The Kubernetes builds and the Go tools started above: their exit status is setup's.
 [ -z "$kube_pid" ] || wait_background "the Kubernetes build" "$kube_pid"
 background=()

@@ -18,7 +18,7 @@ def test_anything_but_one_known_build_is_the_usage_line(
 ) -> None:
     assert prebuilt.main(argv) == 3
     err = capsys.readouterr().err
-    names = "base|spark-images|hangwatch-image|python39"
+    names = "base|spark-images|spark-stock|hangwatch-image|python39"
     assert err == f"usage: python -m hangwatch_testing.prebuilt {names}\n"
 
 

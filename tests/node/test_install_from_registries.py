@@ -17,6 +17,13 @@ environment, never in its output). Then, with nothing of the repository on the p
   PyPI through it); the operator run from that virtualenv as the installed Deployment
   says; an executor pod whose image and injected sidecar containerd pulls from the
   registry; the README's `hangwatch check` from that virtualenv passes every check;
+- the example's Spark image (examples/spark-on-kubernetes/Dockerfile) built for real on a
+  stock-like Apache Spark 3.5.7 image (`hangwatch_testing.stock_spark`: Debian bullseye's
+  Python 3.9), pip installing `hangwatch-producer` from the index, pushed to the
+  registry; the example's spark-submit.sh submits its job with it (the 3.5 line's own
+  spark-submit) to a real Kafka cluster on the node IP: each executor's sidecar says
+  healthy while its task writes, the job ends cleanly, every event is read back, nothing
+  is restarted or replaced (the 3.5 line's run on Kubernetes);
 - the README's uninstall block, with the node cordoned as hangwatch cordons it: nothing is
   left (no CRD of hangwatch or kopf, peering object, Lease, webhook configuration,
   cluster role or binding, namespace, node taint, label, annotation or cordon; the
@@ -36,6 +43,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +52,11 @@ import helm_python
 import pytest
 from kubernetes import client
 
+from hangwatch_lab.kafka import KafkaLab
 from hangwatch_operator.actuation import cordon_patch
 from hangwatch_testing import scripts
 from hangwatch_testing.bullseye import python39_root
+from hangwatch_testing.emulated_cluster import OperatorRun
 from hangwatch_testing.kube.cluster import ROOT
 from hangwatch_testing.kube.readme import block_commands, parse_helm
 from hangwatch_testing.kube.release import NAMESPACE, HelmRelease, admin_api, running_operator
@@ -64,7 +74,20 @@ from hangwatch_testing.node.workloads import (
 )
 from hangwatch_testing.registries import OciRegistry, PackageIndex, oci_registry, package_index
 from hangwatch_testing.silent_broker import SilentBroker
+from hangwatch_testing.stock_spark import STOCK_LINE, STOCK_PYTHON, build_example_image
 from tests.node.started import started_node
+from tests.node.test_spark_submit.faults import sidecar_status, writing_executors
+from tests.node.test_spark_submit.submission import (
+    POLICY_NAME,
+    SPARK_NAMESPACE,
+    TOPIC,
+    PodRecorder,
+    Submission,
+    ended_cleanly,
+    every_event_read_back,
+    prepare_namespace,
+    remove_pods,
+)
 
 pytestmark = [pytest.mark.xdist_group("node"), pytest.mark.timeout(2400)]
 
@@ -77,6 +100,9 @@ JOBS = "installed-from-registries"
 POLICY = "published"
 POLICIES = f"/apis/hangwatch.dev/v1alpha1/namespaces/{JOBS}/producerhealthpolicies"
 MERGE = "application/merge-patch+json"
+EXAMPLE_JOB = ("--rate", "200/s", "--duration", "45s", "--partitions", "2")
+EXAMPLE_EVENTS = 9000
+"""The example job's run: paced, so the sidecars are asked while both tasks write."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +151,19 @@ def published(node: NodeCluster, released: Path) -> Iterator[Published]:
         )  # fmt: skip
         assert index.password not in out
         yield Published(registry, index, dist)
+
+
+@pytest.fixture(scope="module")
+def example_image(published: Published) -> str:
+    """examples/spark-on-kubernetes/Dockerfile built for real, as a user builds it: on
+    the stock-like Spark base (`hangwatch_testing.stock_spark`, Python 3.9), pip pointed
+    at the index (`PIP_INDEX_URL`), its own `HANGWATCH_PRODUCER` default; then pushed to
+    the registry (as the example's `registry.example.com/data/orders-enricher`)."""
+    image = f"{published.registry.host}/data/orders-enricher:{VERSION}"
+    took, installed = build_example_image(image, published.index.simple)
+    print(f"the example's image built from the index and pushed in {took:.0f} s: {installed}")
+    assert installed == f"hangwatch-producer {VERSION}"
+    return image
 
 
 def test_what_was_published_is_this_release(published: Published, tmp_path: Path) -> None:
@@ -268,7 +307,7 @@ def _leftovers(node: NodeCluster) -> list[str]:
 
 
 def test_installed_checked_and_uninstalled_as_the_readme_says(
-    node: NodeCluster, published: Published, tmp_path: Path
+    node: NodeCluster, published: Published, example_image: str, tmp_path: Path
 ) -> None:
     registry = published.registry.host
     venv = tmp_path / "user-venv"
@@ -341,6 +380,7 @@ def test_installed_checked_and_uninstalled_as_the_readme_says(
             assert done.returncode == 0, done.stdout + done.stderr
             assert "Traceback" not in done.stderr
             node.delete(f"/api/v1/namespaces/{JOBS}/pods/{name}", grace_seconds=0)
+            _the_example_job_runs(node, release, run, example_image, tmp_path / "job")
             _cordon_as_hangwatch(node)
             uninstall = _readme_block(UNINSTALL, registry)
             policies_first, *rest = uninstall
@@ -368,6 +408,92 @@ def test_installed_checked_and_uninstalled_as_the_readme_says(
     finally:
         broker.close()
         node.delete(f"/api/v1/namespaces/{JOBS}")
+        if node.exists(f"/api/v1/namespaces/{SPARK_NAMESPACE}"):
+            node.delete(f"/api/v1/namespaces/{SPARK_NAMESPACE}")
+
+
+def _the_example_job_runs(
+    node: NodeCluster, release: HelmRelease, run: OperatorRun, image: str, workdir: Path
+) -> None:
+    """The example's spark-submit.sh submits orders_job.py in the example's image (pulled
+    from the registry) on the stock-like base's Spark line, with that line's own
+    spark-submit, against a real Kafka cluster on the node IP; the namespace as the
+    example's README prepares it, a policy watching the executors. Judged: while both
+    tasks write, each executor's injected sidecar reads its producer's telemetry and
+    says healthy; the job ends cleanly (`ended_cleanly`), the driver reports every event
+    acknowledged and `pipeline verify` reads each back; no executor was replaced, no
+    container restarted, the operator took no action on them."""
+    workdir.mkdir()
+    started = time.monotonic()
+    kafka = KafkaLab(brokers=1, topics={TOPIC: 4}, host=node.node_ip).start()
+    try:
+        prepare_namespace(node, kafka)
+        wait_operator_ready(run, node, release, SPARK_NAMESPACE, POLICY_NAME)
+        run_id = f"example-{uuid.uuid4().hex[:8]}"
+        recorder = PodRecorder(node)
+        pull = {"spark.kubernetes.container.image.pullPolicy": "IfNotPresent"}
+        submission = Submission(
+            node, image, kafka, run_id, workdir, job=EXAMPLE_JOB, conf=pull,
+            line=STOCK_LINE, json_summary=False,
+        )  # fmt: skip
+        try:
+            wait_for(
+                "both executors' sidecars reading their producers' telemetry",
+                lambda: writing_executors(recorder, release.sidecar_port),
+                timeout=600,
+            )
+
+            said: dict[str, object] = {}
+
+            def healthy() -> bool:
+                now = {
+                    pod["metadata"]["name"]: (sidecar_status(pod, release.sidecar_port) or {}).get(
+                        "verdict"
+                    )
+                    for pod in recorder.role("executor")
+                }
+                if now != said:
+                    print(f"the executors' sidecars say: {now}")
+                    said.clear()
+                    said.update(now)
+                return set(now.values()) == {"healthy"}
+
+            wait_for("both executors' sidecars saying healthy", healthy, timeout=120)
+            submitted = submission.wait()
+        finally:
+            submission.stop()
+            time.sleep(1)
+            recorder.close()
+        driver_log = ended_cleanly(node, recorder, submitted, STOCK_LINE)
+        acknowledged = f"run {run_id}: {EXAMPLE_EVENTS} of {EXAMPLE_EVENTS} events acknowledged"
+        assert acknowledged in driver_log, driver_log[-3000:]
+        every_event_read_back(kafka, run_id, EXAMPLE_EVENTS)
+        executors = recorder.role("executor")
+        assert len(executors) == 2, [p["metadata"]["name"] for p in executors]
+        restarted = [
+            (pod["metadata"]["name"], status["name"], status["restartCount"])
+            for pod in recorder.pods.values()
+            for status in (
+                *pod["status"].get("initContainerStatuses", ()),
+                *pod["status"].get("containerStatuses", ()),
+            )
+            if status.get("restartCount")
+        ]
+        assert not restarted, restarted
+        names = {pod["metadata"]["name"] for pod in executors}
+        policy_path = f"/apis/hangwatch.dev/v1alpha1/namespaces/{SPARK_NAMESPACE}"
+        status = node.get(f"{policy_path}/producerhealthpolicies/{POLICY_NAME}")["status"]
+        taken = [a for a in status.get("recentActions") or () if a.get("pod") in names]
+        assert not taken, taken
+        python = ".".join(map(str, STOCK_PYTHON))
+        print(
+            f"the example's job on Spark {STOCK_LINE.version} (Python {python}), image from "
+            f"the registry: {EXAMPLE_EVENTS} events, sidecars healthy, nothing restarted, "
+            f"{time.monotonic() - started:.0f} s with Kafka's start"
+        )
+    finally:
+        remove_pods(node)
+        kafka.close()
 
 
 def parse_uninstall(command: list[str]) -> tuple[str, str]:

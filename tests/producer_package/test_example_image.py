@@ -1,7 +1,8 @@
 """The example's Spark image installs the producer distribution alone, on a Python it supports.
 
-Covered (examples/spark-on-kubernetes/Dockerfile, read as text: no registry is reachable
-here to pull Apache Spark's image):
+Covered (examples/spark-on-kubernetes/Dockerfile, read as text; Apache Spark's image is
+not reachable here, and the node tier builds the Dockerfile for real on a stock-like
+stand-in, tests/node/test_install_from_registries.py):
 - the base is Apache Spark's official image with Python, and the python3 version it is
   written down to have (`SPARK_IMAGE_PYTHON`, the one place; the build itself refuses a
   base whose python3 differs) is admitted by the producer's requires-python and lies

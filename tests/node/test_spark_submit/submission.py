@@ -24,8 +24,11 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from hangwatch_lab.kafka import KafkaLab
 from hangwatch_operator.injection import POLICY_LABEL, SIDECAR_CONTAINER
@@ -33,6 +36,7 @@ from hangwatch_pipeline.spark_kafka import DEFAULT_LINE, SparkLine
 from hangwatch_testing.containers import ROOT
 from hangwatch_testing.kube.cluster import write_kubeconfig
 from hangwatch_testing.node.cluster import NodeCluster
+from hangwatch_testing.node.workloads import ensure_namespace, policy, wait_for
 from hangwatch_testing.processes import run_hangwatch
 from hangwatch_testing.spark_line_env import python_of
 
@@ -147,7 +151,9 @@ def submitter_kubeconfig(node: NodeCluster, workdir: Path) -> Path:
 
 class Submission:
     """examples/spark-on-kubernetes/spark-submit.sh with what this cluster needs, running
-    (its output in `workdir`/spark-submit.log); `stop` ends it if it still runs."""
+    (its output in `workdir`/spark-submit.log); `stop` ends it if it still runs. The
+    job's arguments end with `--json` (the reference pipeline's summary) unless
+    `json_summary` is false (the example's own job, orders_job.py, has none)."""
 
     def __init__(
         self,
@@ -159,6 +165,7 @@ class Submission:
         job: tuple[str, ...] = ("--events", str(EVENTS), "--partitions", "8"),
         conf: dict[str, str] | None = None,
         line: SparkLine = DEFAULT_LINE,
+        json_summary: bool = True,
     ) -> None:
         options = {
             "spark.kubernetes.namespace": SPARK_NAMESPACE,
@@ -184,7 +191,8 @@ class Submission:
             "--",
             *("--bootstrap", kafka.bootstrap, "--topic", TOPIC),
             *job,
-            *("--run-id", run_id, "--json"),
+            *("--run-id", run_id),
+            *(("--json",) if json_summary else ()),
         ]
         env = {
             # the suite's SPARK_CONF_DIR (short-run JVM options) stays out: the pods run
@@ -233,21 +241,17 @@ def job_summary(driver_log: str) -> dict[str, Any]:
     return found
 
 
-def completed_run(
+def ended_cleanly(
     node: NodeCluster,
     recorder: PodRecorder,
     submitted: subprocess.CompletedProcess[str],
-    kafka: KafkaLab,
-    run_id: str,
-    expected: int,
     line: SparkLine = DEFAULT_LINE,
-) -> dict[str, Any]:
-    """Check what every submission must end with: spark-submit exited 0, the driver pod
-    Succeeded, the job's summary is ok, every executor pod Spark created carried the
-    native sidecar and no sidecar ended non-zero, every pod is labelled with `line`'s
-    Spark version (the driver's by the submission client, the executors' by the driver
-    in the image), and `pipeline verify` reads every event of the run back. Returns the
-    job's summary."""
+) -> str:
+    """Check how every submission must end, whatever its job: spark-submit exited 0, the
+    driver pod Succeeded, every executor pod Spark created carried the native sidecar
+    and no sidecar ended non-zero, every pod is labelled with `line`'s Spark version (the
+    driver's by the submission client, the executors' by the driver in the image).
+    Returns the driver's log."""
     drivers = recorder.role("driver")
     assert len(drivers) == 1, submitted.stdout[-5000:]
     driver = drivers[0]
@@ -256,9 +260,6 @@ def completed_run(
     context += driver_log[-6000:]
     assert submitted.returncode == 0, context
     assert driver["status"].get("phase") == "Succeeded", context
-    summary = job_summary(driver_log)
-    assert summary["run_id"] == run_id and summary["ok"], summary
-    assert summary["acknowledged"] >= expected, summary
 
     executors = recorder.role("executor")
     assert len(executors) >= 2, [p["metadata"]["name"] for p in executors]
@@ -275,7 +276,11 @@ def completed_run(
             assert ended is None or ended["exitCode"] == 0, (meta["name"], status)
     versions = {p["metadata"]["labels"].get("spark-version") for p in recorder.pods.values()}
     assert versions == {line.version}, versions
+    return driver_log
 
+
+def every_event_read_back(kafka: KafkaLab, run_id: str, expected: int) -> None:
+    """`hangwatch pipeline verify` reads every event of the run back from the topic."""
     verified = run_hangwatch(
         "pipeline",
         "verify",
@@ -284,6 +289,25 @@ def completed_run(
         timeout=600,
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def completed_run(
+    node: NodeCluster,
+    recorder: PodRecorder,
+    submitted: subprocess.CompletedProcess[str],
+    kafka: KafkaLab,
+    run_id: str,
+    expected: int,
+    line: SparkLine = DEFAULT_LINE,
+) -> dict[str, Any]:
+    """Check what every submission of the reference pipeline must end with: it
+    `ended_cleanly`, the job's summary is ok, and `pipeline verify` reads every event of
+    the run back. Returns the job's summary."""
+    driver_log = ended_cleanly(node, recorder, submitted, line)
+    summary = job_summary(driver_log)
+    assert summary["run_id"] == run_id and summary["ok"], summary
+    assert summary["acknowledged"] >= expected, summary
+    every_event_read_back(kafka, run_id, expected)
     return summary
 
 
@@ -294,3 +318,43 @@ def executor_end(pod: dict[str, Any]) -> dict[str, Any]:
             ended: dict[str, Any] = container["state"].get("terminated") or {}
             return ended
     return {}
+
+
+def _create_all(node: NodeCluster, documents: list[dict[str, Any]]) -> None:
+    paths = {
+        "ServiceAccount": "/api/v1/namespaces/{}/serviceaccounts",
+        "Secret": "/api/v1/namespaces/{}/secrets",
+        "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{}/roles",
+        "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{}/rolebindings",
+        "ProducerHealthPolicy": (
+            "/apis/hangwatch.dev/v1alpha1/namespaces/{}/producerhealthpolicies"
+        ),
+    }
+    for document in documents:
+        document["metadata"]["namespace"] = SPARK_NAMESPACE
+        for subject in document.get("subjects", ()):
+            subject["namespace"] = SPARK_NAMESPACE
+        node.create(paths[document["kind"]].format(SPARK_NAMESPACE), document)
+
+
+def prepare_namespace(node: NodeCluster, kafka: KafkaLab) -> None:
+    """The namespace as the example's README prepares it (rbac.yaml, the kafka-client
+    Secret the executors' environment names) and a policy for the application's
+    executors probing `kafka`."""
+    ensure_namespace(node, SPARK_NAMESPACE)
+    rbac = [d for d in yaml.safe_load_all((EXAMPLE / "rbac.yaml").read_text()) if d]
+    secret = {
+        "kind": "Secret",
+        "metadata": {"name": "kafka-client"},
+        "stringData": {"username": "spark-writer", "password": uuid.uuid4().hex},
+    }
+    watched = policy(POLICY_NAME, kafka.bootstrap.split(",")[0], app=APP)
+    _create_all(node, [*rbac, secret, watched])
+
+
+def remove_pods(node: NodeCluster) -> None:
+    """Delete the namespace's pods (Spark keeps its completed drivers) and wait until
+    the kubelet removed them, so later tests find the node as this package found it."""
+    for pod in node.get(PODS)["items"]:
+        node.delete(f"{PODS}/{pod['metadata']['name']}", grace_seconds=5)
+    wait_for("the Spark pods to be gone", lambda: not node.get(PODS)["items"], 180)
