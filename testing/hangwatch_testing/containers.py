@@ -16,6 +16,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,6 +66,21 @@ def run(
         tail = (done.stdout + done.stderr)[-3000:]
         pytest.fail(f"{' '.join(args[:4])} ... exited {done.returncode}:\n{tail}", pytrace=False)
     return done
+
+
+def pip_cert_secret() -> list[str]:
+    """buildah's arguments for the build secret `pip-cert` the project's Dockerfiles and
+    the example's take (a CA bundle for a TLS-inspecting proxy): the file IMAGE_PIP_CERT,
+    else PIP_CERT, else pip's configured `global.cert` names, as scripts/build-image.sh
+    chooses it; none when there is no such file."""
+    cert = os.environ.get("IMAGE_PIP_CERT") or os.environ.get("PIP_CERT") or ""
+    if not cert:
+        configured = subprocess.run(
+            [sys.executable, "-m", "pip", "config", "get", "global.cert"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        cert = configured.stdout.strip() if configured.returncode == 0 else ""
+    return ["--secret", f"id=pip-cert,src={cert}"] if cert and Path(cert).is_file() else []
 
 
 def bookworm_python_rootfs() -> Path:

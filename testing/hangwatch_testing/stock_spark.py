@@ -30,7 +30,14 @@ from pathlib import Path
 
 from hangwatch_pipeline.spark_kafka import LINES, SparkLine
 from hangwatch_testing.bullseye import VENV, python39_root
-from hangwatch_testing.containers import CACHE_HOME, ROOT, ContainerTools, require_tools, run
+from hangwatch_testing.containers import (
+    CACHE_HOME,
+    ROOT,
+    ContainerTools,
+    pip_cert_secret,
+    require_tools,
+    run,
+)
 from hangwatch_testing.spark_line_env import python_of
 
 STOCK_PYTHON = (3, 9)
@@ -142,7 +149,9 @@ def _build(root: Path, distribution: Path, image: str, archive: Path) -> None:
 def build_example_image(target: str, index: str) -> tuple[float, str]:
     """examples/spark-on-kubernetes/Dockerfile built as `target` on the stock-like base
     (its python3 `STOCK_PYTHON`), pip given the package index `index` (the release it
-    installs is the Dockerfile's own `HANGWATCH_PRODUCER`), then pushed to `target`'s
+    installs is the Dockerfile's own `HANGWATCH_PRODUCER`) and the machine's CA bundle
+    as the Dockerfile's `pip-cert` secret (the index's fallback sends pip to PyPI, and
+    this machine reaches it through a TLS-inspecting proxy), then pushed to `target`'s
     registry (plain HTTP: the test's own on loopback). Returns the seconds it took and
     what the build's last step printed (`hangwatch-producer <version>`)."""
     require_tools()
@@ -158,7 +167,7 @@ def build_example_image(target: str, index: str) -> tuple[float, str]:
              "--file", str(EXAMPLE / "Dockerfile"),
              "--build-arg", f"SPARK_IMAGE={base}",
              "--build-arg", f"SPARK_IMAGE_PYTHON={python}",
-             "--build-arg", f"PIP_INDEX_URL={index}",
+             "--build-arg", f"PIP_INDEX_URL={index}", *pip_cert_secret(),
              "--tag", target, str(ROOT)],
             env=tools.env, timeout=1800,
         )  # fmt: skip
