@@ -129,6 +129,7 @@ TIERS = {
     "config_check/test_librdkafka_model_bounds_real_producer.py": "lab",
     "producer_package": "lab",
     "producer_package/test_example_image.py": "unit",
+    "producer_package/test_python_3_10_is_found.py": "unit",
     "producer_package/test_example_job.py": "spark",
 }
 """Folder or module (under tests/) -> its tier, the `pytest -m` marker it gets (the most

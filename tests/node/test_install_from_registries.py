@@ -73,6 +73,7 @@ from hangwatch_testing.node.workloads import (
     wait_for,
     wait_operator_ready,
 )
+from hangwatch_testing.pythons import python_3_10
 from hangwatch_testing.registries import OciRegistry, PackageIndex, oci_registry, package_index
 from hangwatch_testing.silent_broker import SilentBroker
 from hangwatch_testing.stock_spark import STOCK_LINE, STOCK_PYTHON, build_example_image
@@ -231,6 +232,45 @@ def test_the_producer_from_the_index_imports_on_python_3_9(published: Published)
     print(f"Python 3.9 from the index: {done.stdout.strip()}")
     assert done.stdout.startswith("(3, 9)") and f" {VERSION} " in done.stdout
     assert f"{inside}/site/hangwatch_producer/__init__.py" in done.stdout
+
+
+def test_the_producer_from_the_index_installs_on_python_3_10(
+    published: Published, tmp_path: Path
+) -> None:
+    """`hangwatch-producer` of this version installs from the index, with its dependencies
+    (confluent-kafka and msgspec: PyPI's, through the index), into a fresh virtualenv of
+    CPython 3.10, the python3 of Apache Spark's official images
+    (`hangwatch_testing.pythons.python_3_10`), and its producer imports."""
+    venv = tmp_path / "py310"
+    subprocess.run([python_3_10(), "-m", "venv", str(venv)], check=True, timeout=120)
+    env = {
+        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", "/root"),
+        "PIP_INDEX_URL": published.index.simple,
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    for name in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):  # a proxy's CA, if any
+        if name in os.environ:
+            env[name] = os.environ[name]
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, f"hangwatch-producer=={VERSION}"], env=env, check=True, timeout=600)
+    done = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sys, confluent_kafka, hangwatch_producer as h; "
+            "from hangwatch_producer import producer; "
+            "print(sys.version_info[:2], h.__version__, confluent_kafka.version()[0], h.__file__)",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    print(f"Python 3.10 from the index: {done.stdout.strip()}")
+    assert done.stdout.startswith("(3, 10)") and f" {VERSION} " in done.stdout
+    assert str(venv) in done.stdout  # imported from the virtualenv, not a checkout
 
 
 def _readme_block(heading: str, registry: str) -> list[list[str]]:
