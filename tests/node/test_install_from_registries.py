@@ -243,15 +243,7 @@ def test_the_producer_from_the_index_installs_on_python_3_10(
     (`hangwatch_testing.pythons.python_3_10`), and its producer imports."""
     venv = tmp_path / "py310"
     subprocess.run([python_3_10(), "-m", "venv", str(venv)], check=True, timeout=120)
-    env = {
-        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
-        "HOME": os.environ.get("HOME", "/root"),
-        "PIP_INDEX_URL": published.index.simple,
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-    }
-    for name in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):  # a proxy's CA, if any
-        if name in os.environ:
-            env[name] = os.environ[name]
+    env = _index_env(venv, published.index)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
     subprocess.run([*pip, f"hangwatch-producer=={VERSION}"], env=env, check=True, timeout=600)
     done = subprocess.run(
@@ -284,10 +276,10 @@ def _readme_block(heading: str, registry: str) -> list[list[str]]:
     ]
 
 
-def _user_env(venv: Path, node: NodeCluster, index: PackageIndex) -> dict[str, str]:
-    """A user's shell: the virtualenv first on PATH, pip pointed at the index, the
-    admin's kubeconfig; nothing of this test's environment that would reach the
-    checkout (no PYTHONPATH, no HANGWATCH_*, no pip find-links)."""
+def _index_env(venv: Path, index: PackageIndex) -> dict[str, str]:
+    """A user's shell: the virtualenv first on PATH, pip pointed at the index; nothing of
+    this test's environment that would reach the checkout (no PYTHONPATH, no HANGWATCH_*,
+    no pip find-links)."""
     keep = {
         k: v
         for k, v in os.environ.items()
@@ -298,8 +290,12 @@ def _user_env(venv: Path, node: NodeCluster, index: PackageIndex) -> dict[str, s
         "PATH": f"{venv / 'bin'}:{keep.get('PATH', '/usr/bin:/bin')}",
         "PIP_INDEX_URL": index.simple,
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "KUBECONFIG": str(node.admin_kubeconfig),
     }
+
+
+def _user_env(venv: Path, node: NodeCluster, index: PackageIndex) -> dict[str, str]:
+    """`_index_env` with the admin's kubeconfig."""
+    return _index_env(venv, index) | {"KUBECONFIG": str(node.admin_kubeconfig)}
 
 
 def _kubectl(node: NodeCluster, words: list[str], env: dict[str, str]) -> str:

@@ -10,12 +10,15 @@ import pytest
 from hangwatch_testing.pythons import python_3_10
 
 
-def _interpreter(root: Path, version: str) -> Path:
-    path = root / "versions" / version / "bin" / "python3.10"
-    path.parent.mkdir(parents=True)
-    path.write_text("")
+def _executable(path: Path, text: str = "") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
     path.chmod(0o755)
     return path
+
+
+def _interpreter(root: Path, version: str) -> Path:
+    return _executable(root / "versions" / version / "bin" / "python3.10")
 
 
 def test_the_newest_pyenv_3_10_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -27,12 +30,8 @@ def test_the_newest_pyenv_3_10_is_taken(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_pyenvs_shim_is_not_an_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYENV_ROOT", str(tmp_path))
-    shims = tmp_path / "shims"
-    shims.mkdir()
-    shim = shims / "python3.10"
-    shim.write_text("#!/bin/sh\nexit 127\n")
-    shim.chmod(0o755)
-    monkeypatch.setenv("PATH", str(shims))
+    shim = _executable(tmp_path / "shims" / "python3.10", "#!/bin/sh\nexit 127\n")
+    monkeypatch.setenv("PATH", str(shim.parent))
     with pytest.raises(AssertionError, match=r"no CPython 3\.10 on this machine"):
         python_3_10()
 
@@ -41,10 +40,6 @@ def test_python3_10_on_path_is_taken_without_pyenv(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "no-pyenv"))
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    python = bin_dir / "python3.10"
-    python.write_text("")
-    python.chmod(0o755)
-    monkeypatch.setenv("PATH", str(bin_dir))
+    python = _executable(tmp_path / "bin" / "python3.10")
+    monkeypatch.setenv("PATH", str(python.parent))
     assert python_3_10() == str(python)
