@@ -40,6 +40,18 @@ def _env() -> dict[str, str]:
     return env
 
 
+EXECUTORS_EXIT_SECONDS = 180.0
+"""How long the executor JVMs may take to exit once `pipeline run` has: they stop when
+the driver's JVM does, and a JVM's shutdown under the full suite's load (the load average
+above 20 on 2 cores) took more than 30 s once. A JVM still there after this is a leak."""
+
+
+def _executor_logs(logs: Path) -> str:
+    """The end of each executor's stderr in the standalone worker's directory."""
+    ends = [f"{f}:\n{f.read_text(errors='replace')[-2000:]}" for f in sorted(logs.glob("*/stderr"))]
+    return "\n".join(ends) or f"no executor logs in {logs}"
+
+
 def _hangwatch(*argv: str, timeout: float) -> subprocess.CompletedProcess[str]:
     return run_hangwatch("pipeline", *argv, timeout=timeout, env=_env())
 
@@ -63,9 +75,16 @@ def test_cli_on_local_cluster_then_verify(spark_lab: Lab, tmp_path: Path) -> Non
     docs = watcher.all()
     assert docs, "no telemetry from the executors' tasks"
     assert {d["identity"]["application_id"] for d in docs} == {summary["application_id"]}
-    wait_for(lambda: not executor_jvms(summary["application_id"]), 30, "executor JVMs to exit")
-    # Standalone workers keep each executor's logs in $SPARK_HOME/work/<app>: remove ours.
-    shutil.rmtree(SPARK_SUBMIT.parents[1] / "work" / summary["application_id"], ignore_errors=True)
+    # Standalone workers keep each executor's logs in $SPARK_HOME/work/<app>: removed once
+    # the JVMs are gone, shown if one stays.
+    logs = SPARK_SUBMIT.parents[1] / "work" / summary["application_id"]
+    wait_for(
+        lambda: not executor_jvms(summary["application_id"]),
+        EXECUTORS_EXIT_SECONDS,
+        "executor JVMs to exit",
+        context=lambda: _executor_logs(logs),
+    )
+    shutil.rmtree(logs, ignore_errors=True)
 
     verified = _hangwatch(
         "verify", "--bootstrap", spark_lab.bootstrap, "--topic", "cli", "--expect", "20000",
