@@ -30,6 +30,14 @@ timed() {
     "$([ "$status" -eq 0 ] || echo " (exit $status)")" >&2
   return "$status"
 }
+# Every Go build setup starts (Kubernetes, etcd, containerd, the Go tools, the Go clients)
+# runs its compiler and linker with GOGC=400 unless GOGC is set: the setup's longest
+# steps are Go builds, and a compiler that collects garbage less often does the same work
+# with a fifth less CPU for about 1.4 times the memory (compiling
+# k8s.io/kubernetes/pkg/apis/core/validation and its dependencies from an empty build
+# cache, side by side on 2 cores: 81.1 and 80.1 CPU s at Go's default GOGC=100, 65.6 and
+# 65.5 at 400, 61.4 at 800; peak 376 MB per compiler at 100, 548 MB at 400, 717 MB at 800).
+export GOGC="${GOGC:-400}"
 build_kube=""
 case "${1:-}" in
   --kube) build_kube=1 ;;

@@ -26,6 +26,13 @@ from tests.node.test_spark_submit.submission import (
     remove_pods,
 )
 
+RESTART_GRACE_SECONDS = 10
+"""The operator's grace period for a `restart` here (`restart_grace_seconds`, 30 s by
+default). A deleted wedged executor's JVM does not end on SIGTERM (its shutdown waits on
+the wedged producer), so it runs until the grace is over, and Spark asks for a
+replacement only once the pod no longer runs: the grace is part of every restart test's
+time. (A `decommission` uses the pod's own grace, 30 s here.)"""
+
 
 @pytest.fixture(scope="package")
 def spark_image(node: NodeCluster) -> str:
@@ -69,7 +76,11 @@ def operator(
     pods deleted."""
     prepare_namespace(node, kafka)
     try:
-        with running_operator(node, tmp_path_factory.mktemp("spark-operator")) as (run, _):
+        with running_operator(
+            node,
+            tmp_path_factory.mktemp("spark-operator"),
+            HANGWATCH_OPERATOR_RESTART_GRACE_SECONDS=str(RESTART_GRACE_SECONDS),
+        ) as (run, _):
             wait_operator_ready(run, node, release, SPARK_NAMESPACE, POLICY_NAME)
             yield run
     finally:

@@ -51,6 +51,12 @@ PODS = f"/api/v1/namespaces/{SPARK_NAMESPACE}/pods"
 SUBMITTER = "spark-orders"
 """The identity spark-submit uses: the driver's ServiceAccount of rbac.yaml."""
 POLICIES = f"/apis/hangwatch.dev/v1alpha1/namespaces/{SPARK_NAMESPACE}/producerhealthpolicies"
+HEARTBEAT_SECONDS = 15
+"""The policy's heartbeat threshold here (the policy default is 30 s): how long a producer's
+I/O thread may sit inside user code (Spark's view of the executor's thread dump) or its
+telemetry stay unchanged before the verdict is `producer_hung`. Half the default, so the
+wedge tests' verdicts come sooner; a healthy producer's telemetry changes every second
+and its callbacks return at once, which leaves a loaded node plenty of room."""
 
 
 def spark_submit_bin(line: SparkLine) -> Path:
@@ -349,6 +355,7 @@ def prepare_namespace(node: NodeCluster, kafka: KafkaLab) -> None:
         "stringData": {"username": "spark-writer", "password": uuid.uuid4().hex},
     }
     watched = policy(POLICY_NAME, kafka.bootstrap.split(",")[0], app=APP)
+    watched["spec"]["detection"]["heartbeatSeconds"] = HEARTBEAT_SECONDS
     _create_all(node, [*rbac, secret, watched])
 
 
