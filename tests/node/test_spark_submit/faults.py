@@ -1,8 +1,9 @@
 """Faults on a running job: a paced job in the background, network faults in the pods'
 own namespaces, one executor wedged and replaced, the policy's action changed.
 
-`paced_run` submits a job of two 40-second tasks (one per executor) and records its
-pods; `PodNetworkFault` drops a broker's traffic inside pods (of one user, or all);
+`paced_run` submits a job of two 40-second tasks (one per executor), its driver and
+executor JVMs on the suite's short-run options (C1 only, the serial collector), and
+records its pods; `PodNetworkFault` drops a broker's traffic inside pods (of one user, or all);
 `wedge_one_executor` wedges one writing executor (`blackhole_user`, or
 `wedge_interceptor` for Spark's own sink) and waits for the verdict, the deletion and a
 replacement; `producer_hung_actions` changes what the package's policy does.
@@ -23,6 +24,7 @@ from typing import Any
 
 from hangwatch_lab.kafka import KafkaLab
 from hangwatch_operator.injection import SIDECAR_CONTAINER
+from hangwatch_pipeline.run_options import SHORT_RUN_JVM_OPTIONS, short_run_conf
 from hangwatch_testing.kube.release import HelmRelease
 from hangwatch_testing.node.cluster import NodeCluster
 from hangwatch_testing.node.workloads import wait_for
@@ -133,6 +135,9 @@ def paced_run(
     run_id = f"k8s-{kind}-{uuid.uuid4().hex[:8]}"
     recorder = PodRecorder(node)
     fault = PodNetworkFault(kafka.bootstrap.split(",")[0])
+    # the JVMs of a fault test's pods live a minute or two: the suite's short-run options
+    # (the example's own job, tests/node/test_install_from_registries.py, keeps Spark's)
+    conf = {**short_run_conf(), **(conf or {})}
     submission = Submission(node, image, kafka, run_id, workdir, (*job, *PACED_JOB), conf)
     try:
         yield PacedRun(run_id, recorder, fault, submission)
@@ -224,7 +229,10 @@ def wedge_one_executor(
         timeout=600,
     )
     known = {p["metadata"]["uid"] for p in recorder.role("executor")}
-    wedge(fault, executor_pid(target["metadata"]["name"]))
+    pid = executor_pid(target["metadata"]["name"])
+    jvm_args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert all(o.encode() in jvm_args for o in SHORT_RUN_JVM_OPTIONS.split()), jvm_args
+    wedge(fault, pid)
     fault_at = time.monotonic()
     seen: list[dict[str, Any]] = []
 

@@ -201,8 +201,9 @@ class Submission:
             *(("--json",) if json_summary else ()),
         ]
         env = {
-            # the suite's SPARK_CONF_DIR (short-run JVM options) stays out: the pods run
-            # the example as a user submits it
+            # the suite's SPARK_CONF_DIR stays out: the pods run the example as a user
+            # submits it, with what the test adds as `conf` (the fault tests: the
+            # short-run JVM options)
             **{k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "SPARK_CONF_DIR")},
             "PATH": f"{spark_submit_bin(line)}{os.pathsep}{os.environ.get('PATH', '')}",
             "K8S_API": node.server,
