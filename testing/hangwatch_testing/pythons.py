@@ -4,7 +4,7 @@ own (3.11+) and Debian bullseye's 3.9 (`hangwatch_testing.bullseye`).
 3.10 is the python3 of Apache Spark's official images (Ubuntu 22.04). No registry these
 machines install from serves a CPython 3.10 build (Debian: 3.9 and 3.11; PyPI: none;
 npm's portable Pythons download from GitHub), so the suite uses the one the machine
-already has: `python3.10` on PATH, else pyenv's (the image of the machines this project
+already has: pyenv's newest 3.10, else `python3.10` on PATH (the image of the machines this project
 is developed and tested on ships pyenv's CPython 3.6-3.13 beside its python3, 3.11).
 """
 

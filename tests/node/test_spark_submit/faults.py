@@ -45,14 +45,20 @@ replacement, so this is part of every wedge test's time (60 s at 200/s before)."
 PACED_EVENTS = 12000
 
 
-def executor_pid(pod_name: str) -> int:
-    """The executor JVM of a pod (its command line names the pod: --podName)."""
+def executor_process(pod_name: str) -> tuple[int, list[str]]:
+    """The executor JVM of a pod (its command line names the pod: --podName): its pid and
+    its arguments."""
     marker = f"--podName\0{pod_name}\0"
     for pid, args in command_lines().items():
         cmdline = "\0".join(args) + "\0"
         if "KubernetesExecutorBackend" in cmdline and marker in cmdline + "\0":
-            return pid
+            return pid, args
     raise AssertionError(f"no executor process of pod {pod_name}")
+
+
+def executor_pid(pod_name: str) -> int:
+    """The pid of a pod's executor JVM (`executor_process`)."""
+    return executor_process(pod_name)[0]
 
 
 def process_uid(pid: int) -> int:
@@ -229,9 +235,9 @@ def wedge_one_executor(
         timeout=600,
     )
     known = {p["metadata"]["uid"] for p in recorder.role("executor")}
-    pid = executor_pid(target["metadata"]["name"])
-    jvm_args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert all(o.encode() in jvm_args for o in SHORT_RUN_JVM_OPTIONS.split()), jvm_args
+    pid, jvm_args = executor_process(target["metadata"]["name"])
+    for option in SHORT_RUN_JVM_OPTIONS.split():
+        assert option in jvm_args, jvm_args
     wedge(fault, pid)
     fault_at = time.monotonic()
     seen: list[dict[str, Any]] = []
