@@ -29,6 +29,10 @@ environment, never in its output). Then, with nothing of the repository on the p
   cluster role or binding, namespace, node taint, label, annotation or cordon; the
   virtualenv holds no hangwatch).
 
+The last three share one install (the `installed` fixture: the README's install block
+and the operator), each a test of its own: the pod and `hangwatch check`, the example's
+job, the uninstall (last: it takes everything away).
+
 It runs first in the node group (tests/node/conftest.py), on a node of its own (a fresh
 node, as a user's; stopped before the session's node starts): the kubelet remembers under
 which names it pulled an image, and would not take the other modules' imported copy of
@@ -44,8 +48,9 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -358,11 +363,36 @@ def _leftovers(node: NodeCluster) -> list[str]:
     return left
 
 
-def test_installed_checked_and_uninstalled_as_the_readme_says(
-    node: NodeCluster, published: Published, example_image: str, tmp_path: Path
-) -> None:
+@dataclass
+class Installed:
+    """The README's install block carried out (`installed`): the chart from the registry,
+    hangwatch from the index in a user's virtualenv, the operator run from it."""
+
+    release: HelmRelease
+    run: OperatorRun
+    venv: Path
+    env: dict[str, str]
+    """The user's shell (`_user_env`)."""
+    check: list[str]
+    """The README's `hangwatch check` command."""
+    stop_operator: Callable[[], None]
+    """Stops the operator (the uninstall test: the policies are deleted while it runs,
+    the rest once it is gone); the fixture's teardown stops it otherwise."""
+
+
+@pytest.fixture(scope="module")
+def installed(
+    node: NodeCluster, published: Published, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Installed]:
+    """The README's install block, read from README.md, as a user runs it: `helm install`
+    of the published chart, `pip install` into a fresh virtualenv with pip pointed at the
+    index; a policy in a namespace of jobs; the operator run from that virtualenv as the
+    installed Deployment says. Shared by the module's last three tests, which need the
+    install in this order: an executor pod and `hangwatch check`, the example's job, the
+    README's uninstall (last: it takes everything away)."""
     registry = published.registry.host
-    venv = tmp_path / "user-venv"
+    workdir = tmp_path_factory.mktemp("installed")
+    venv = workdir / "user-venv"
     _run([sys.executable, "-m", "venv", str(venv)])
     env = _user_env(venv, node, published.index)
     install = _readme_block(INSTALL, registry)
@@ -381,7 +411,6 @@ def test_installed_checked_and_uninstalled_as_the_readme_says(
     _run([str(venv / "bin" / install[1][0]), *install[1][1:]], env=env)
     shown = _run([str(venv / "bin/pip"), "show", "--files", "hangwatch"], env=env)
     assert f"Version: {VERSION}" in shown and str(venv) in shown, shown
-    image = f"{registry}/hangwatch:{VERSION}"
     ensure_namespace(node, JOBS)
     broker = SilentBroker(node.node_ip)
     body = policy(POLICY, broker.address, namespace=JOBS)
@@ -389,7 +418,10 @@ def test_installed_checked_and_uninstalled_as_the_readme_says(
     node.create(POLICIES, body)
     operator_python = str(venv / "bin" / "python")
     try:
-        with running_operator(node, tmp_path / "operator", python=operator_python) as (run, _):
+        with ExitStack() as operator:
+            run, _ = operator.enter_context(
+                running_operator(node, workdir / "operator", python=operator_python)
+            )
             wait_operator_ready(run, node, release, JOBS, POLICY)
             with admin_api(node) as api:  # no deployment controller: the status it writes
                 ready = {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2}
@@ -399,69 +431,96 @@ def test_installed_checked_and_uninstalled_as_the_readme_says(
                     {"status": {**ready, "updatedReplicas": 2}},
                     _content_type=MERGE,
                 )
-            driver = submit_driver(node, "-published", namespace=JOBS)
-            pod = executor_for(
-                node, driver, 1, image, "import time; time.sleep(3600)",
-                suffix="-published", namespace=JOBS,
-            )  # fmt: skip
-            pod["spec"]["containers"][0]["imagePullPolicy"] = "IfNotPresent"
-            name = create_pod(node, pod, namespace=JOBS)["metadata"]["name"]
-            wait_for(
-                f"executor {name} Running (its images pulled from {registry})",
-                lambda: read_pod(node, name, JOBS)["status"].get("phase") == "Running",
-                timeout=300,
-            )
-            running = read_pod(node, name, JOBS)
-            sidecars = [
-                c for c in running["spec"]["initContainers"] if c["name"] == "hangwatch-sidecar"
-            ]
-            assert [c["image"] for c in sidecars] == [image]
-            pulled = node.ctr("images", "ls", "-q").stdout.split()
-            assert image in pulled, pulled
-            check = install[2]
-            deadline = time.monotonic() + 180
-            while True:
-                done = subprocess.run(
-                    [str(venv / "bin" / check[0]), *check[1:]],
-                    capture_output=True, text=True, env=env, timeout=180, check=False,
-                )  # fmt: skip
-                if done.returncode == 0 or time.monotonic() > deadline:
-                    break
-                time.sleep(3)
-            print(f"$ hangwatch check (from the index's wheel):\n{done.stdout}{done.stderr}")
-            assert done.returncode == 0, done.stdout + done.stderr
-            assert "Traceback" not in done.stderr
-            node.delete(f"/api/v1/namespaces/{JOBS}/pods/{name}", grace_seconds=0)
-            _the_example_job_runs(node, release, run, example_image, tmp_path / "job")
-            _cordon_as_hangwatch(node)
-            uninstall = _readme_block(UNINSTALL, registry)
-            policies_first, *rest = uninstall
-            assert policies_first[:3] == ["kubectl", "delete", "producerhealthpolicies"]
-            _kubectl(node, policies_first, env)  # the operator still runs: it lets them go
-        for command in rest:
-            if command[:2] == ["helm", "uninstall"]:
-                uninstall_release = parse_uninstall(command)
-                with helm_python.Config(
-                    kubeconfig_path=str(node.admin_kubeconfig), namespace=uninstall_release[1]
-                ) as cfg:
-                    cfg.uninstall(uninstall_release[0], wait="watcher", timeout=120)
-                print(f"helm uninstall {uninstall_release[0]}: done")
-            elif command[:2] == ["pip", "uninstall"]:
-                _run([str(venv / "bin/pip"), *command[1:]], env=env)
-            else:
-                assert command[0] == "kubectl", command
-                _kubectl(node, command, env)
-        assert _leftovers(node) == []
-        listed = subprocess.run(
-            [str(venv / "bin/pip"), "list", "--format", "json"],
-            capture_output=True, text=True, env=env, check=True,
-        ).stdout  # fmt: skip
-        assert not any(p["name"].startswith("hangwatch") for p in json.loads(listed))
+            yield Installed(release, run, venv, env, install[2], operator.close)
     finally:
         broker.close()
         node.delete(f"/api/v1/namespaces/{JOBS}")
         if node.exists(f"/api/v1/namespaces/{SPARK_NAMESPACE}"):
             node.delete(f"/api/v1/namespaces/{SPARK_NAMESPACE}")
+
+
+def test_installed_as_the_readme_says_and_checked(
+    node: NodeCluster, published: Published, installed: Installed
+) -> None:
+    """An executor pod whose image and injected sidecar containerd pulls from the
+    registry runs; the README's `hangwatch check`, from the index's wheel, passes."""
+    registry = published.registry.host
+    image = f"{registry}/hangwatch:{VERSION}"
+    driver = submit_driver(node, "-published", namespace=JOBS)
+    pod = executor_for(
+        node, driver, 1, image, "import time; time.sleep(3600)",
+        suffix="-published", namespace=JOBS,
+    )  # fmt: skip
+    pod["spec"]["containers"][0]["imagePullPolicy"] = "IfNotPresent"
+    name = create_pod(node, pod, namespace=JOBS)["metadata"]["name"]
+    try:
+        wait_for(
+            f"executor {name} Running (its images pulled from {registry})",
+            lambda: read_pod(node, name, JOBS)["status"].get("phase") == "Running",
+            timeout=300,
+        )
+        running = read_pod(node, name, JOBS)
+        sidecars = [
+            c for c in running["spec"]["initContainers"] if c["name"] == "hangwatch-sidecar"
+        ]
+        assert [c["image"] for c in sidecars] == [image]
+        pulled = node.ctr("images", "ls", "-q").stdout.split()
+        assert image in pulled, pulled
+        check = installed.check
+        deadline = time.monotonic() + 180
+        while True:
+            done = subprocess.run(
+                [str(installed.venv / "bin" / check[0]), *check[1:]],
+                capture_output=True, text=True, env=installed.env, timeout=180, check=False,
+            )  # fmt: skip
+            if done.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(3)
+        print(f"$ hangwatch check (from the index's wheel):\n{done.stdout}{done.stderr}")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr
+    finally:
+        node.delete(f"/api/v1/namespaces/{JOBS}/pods/{name}", grace_seconds=0)
+
+
+def test_the_examples_job_runs_in_its_image_from_the_registry(
+    node: NodeCluster, installed: Installed, example_image: str, tmp_path: Path
+) -> None:
+    """`_the_example_job_runs`, under the installed operator."""
+    _the_example_job_runs(node, installed.release, installed.run, example_image, tmp_path / "job")
+
+
+def test_uninstalled_as_the_readme_says_leaves_nothing(
+    node: NodeCluster, published: Published, installed: Installed
+) -> None:
+    """The README's uninstall block, with the node cordoned as hangwatch cordons it: the
+    policies deleted while the operator runs (it lets them go), then the rest; nothing
+    of hangwatch is left in the cluster or the virtualenv. Last of the module."""
+    _cordon_as_hangwatch(node)
+    uninstall = _readme_block(UNINSTALL, published.registry.host)
+    policies_first, *rest = uninstall
+    assert policies_first[:3] == ["kubectl", "delete", "producerhealthpolicies"]
+    _kubectl(node, policies_first, installed.env)
+    installed.stop_operator()
+    for command in rest:
+        if command[:2] == ["helm", "uninstall"]:
+            uninstall_release = parse_uninstall(command)
+            with helm_python.Config(
+                kubeconfig_path=str(node.admin_kubeconfig), namespace=uninstall_release[1]
+            ) as cfg:
+                cfg.uninstall(uninstall_release[0], wait="watcher", timeout=120)
+            print(f"helm uninstall {uninstall_release[0]}: done")
+        elif command[:2] == ["pip", "uninstall"]:
+            _run([str(installed.venv / "bin/pip"), *command[1:]], env=installed.env)
+        else:
+            assert command[0] == "kubectl", command
+            _kubectl(node, command, installed.env)
+    assert _leftovers(node) == []
+    listed = subprocess.run(
+        [str(installed.venv / "bin/pip"), "list", "--format", "json"],
+        capture_output=True, text=True, env=installed.env, check=True,
+    ).stdout  # fmt: skip
+    assert not any(p["name"].startswith("hangwatch") for p in json.loads(listed))
 
 
 def _the_example_job_runs(
