@@ -67,10 +67,11 @@ def _holds_the_reports_hang(result: Replay) -> None:
 RACES = {"KJ918": 3}
 """Rows whose client hangs only when a race goes the report's way, and how many replays
 (each on a fresh cluster) the test gives it. kafkajs 1.14.0 hangs when the reset meets a
-connection with a Produce in flight; in 1 `make test` run of the 2026-12-03 cold run it
-did not: no error, its writes paused 20.8 s (the fault lasted 20.3 s) and went on, the
-sidecar said `cluster_unreachable`, then `healthy`. Not reproduced, a replay must show
-the client writing again and nothing calling for a restart. How often each client reproduces is benchmarks/incidents.py's to measure."""
+connection with a Produce in flight; in the cold `make test` of 2026-12-03 it did not: no
+error, its writes paused 20.8 s (the fault lasted 20.3 s) and went on, the sidecar said
+`cluster_unreachable`, then `healthy`. Not reproduced, a replay must show the client
+writing again and nothing calling for a restart. How often each client reproduces is
+benchmarks/incidents.py's to measure."""
 
 
 def _went_on_unrestarted(result: Replay) -> None:
