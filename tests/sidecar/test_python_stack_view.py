@@ -130,7 +130,10 @@ def test_a_blocked_delivery_callback_is_in_callback(task) -> None:  # type: igno
 
 def test_flush_waiting_for_a_refusing_broker_is_in_client(task) -> None:  # type: ignore[no-untyped-def]
     proc = task("flush")
-    main = _main_until(proc.pid, lambda t: t.place is Place.IN_CLIENT)
+    # the constructor (Producer_init) is in the client too: wait for the flush itself
+    main = _main_until(
+        proc.pid, lambda t: t.place is Place.IN_CLIENT and t.client_call == "Producer_flush"
+    )
     assert main.place is Place.IN_CLIENT  # type: ignore[attr-defined]
     assert main.client_call == "Producer_flush"  # type: ignore[attr-defined]
 
