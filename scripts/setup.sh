@@ -159,7 +159,11 @@ timed "pip install of hangwatch into $venv" "$py" -m pip install --quiet \
 # steps share ~/.m2, which Maven does not lock, so they run one after the other):
 # - Apache Kafka's broker and tools jars for `hangwatch lab up --engine kafka`, both
 #   lines: the default 4.x and 3.9 (the incidents' clients older than 2.1); a no-op when
-#   cached, about a minute each from an empty Maven repository. Spark's Kafka connector
+#   cached, about a minute each from an empty Maven repository. Then the lab's brokers'
+#   class-data archive (hangwatch_lab.kafka.class_archive: one broker started and stopped,
+#   `java -Xshare:dump`; about 15 s, once per Kafka version, Java and broker options):
+#   every broker JVM maps Kafka's classes from it instead of parsing and verifying them.
+#   Spark's Kafka connector
 #   and the jars it needs beside pyspark's, for each supported Spark line (4.x, 3.5:
 #   hangwatch_pipeline.spark_kafka.LINES; a no-op when cached; about 40 s per line from an
 #   empty Maven repository). Every client of testing/clients (Debian's Go packages; the
@@ -174,6 +178,7 @@ export -f timed
 setsid --wait bash -c '
   set -e
   timed "Apache Kafka'"'"'s jars" "$1" -m hangwatch_lab.kafkajars >/dev/null
+  timed "the brokers'"'"' class-data archive" "$1" -m hangwatch_lab.kafka.class_archive >/dev/null
   timed "Spark'"'"'s Kafka connector" "$1" -m hangwatch_pipeline.spark_kafka --all
   timed "the clients of testing/clients" "$1" -m hangwatch_testing.clients.build >/dev/null
 ' maven "$py" &

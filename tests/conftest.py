@@ -96,6 +96,7 @@ TIERS = {
     "spark_lines/test_spark_line_env.py": "unit",
     "lab": "lab",
     "lab/test_broker_names.py": "unit",
+    "lab/test_broker_class_data_option.py": "unit",
     "demo/test_demo_parts.py": "unit",
     "demo/test_interceptor_build.py": "unit",
     "demo/test_demo_replays_seeds.py": "browser",

@@ -26,6 +26,7 @@ from confluent_kafka.admin._metadata import ClusterMetadata
 from hangwatch.child_processes import stop_process
 from hangwatch.errors import LabError, LabSetupError
 from hangwatch_lab.kafka import names, nodes, tls
+from hangwatch_lab.kafka.classdata import sharing_options
 from hangwatch_lab.kafka.names import NAMED_LISTENER
 from hangwatch_lab.kafka.nodes import (
     AUTHORIZER,
@@ -104,6 +105,9 @@ class KafkaProcesses(Lab):
         self._spawner: Spawner | None = None
         self._closed = threading.Event()
         self._election_threads: dict[str, threading.Thread] = {}
+        self.jvm_extra_options: tuple[str, ...] = ()
+        """More options for the broker JVMs started from now on (after the class-data
+        archive's mapping, `classdata.sharing_options`, and `nodes.JVM_OPTIONS`)."""
 
     def _start_nodes_retrying(self) -> None:
         """`_start_nodes`, again on new ports (`START_ATTEMPTS`) when a port it picked was
@@ -329,6 +333,7 @@ class KafkaProcesses(Lab):
         )
         return [
             self._java,
+            *sharing_options(self._java, self._lib),
             *options,
             f"-D{setting}=file:{log4j}",
             "-cp",
@@ -382,7 +387,12 @@ class KafkaProcesses(Lab):
         assert self._spawner is not None
         with node.log_file.open("ab") as out:
             node.proc = self._spawner.popen(
-                self._java_command(JVM_OPTIONS, "kafka.Kafka", str(node.config), tools=False),
+                self._java_command(
+                    (*JVM_OPTIONS, *self.jvm_extra_options),
+                    "kafka.Kafka",
+                    str(node.config),
+                    tools=False,
+                ),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
