@@ -24,11 +24,8 @@ from pathlib import Path
 
 from machine import describe, unwind_on_sigterm
 
-from hangwatch_lab import kafkajars
 from hangwatch_lab.kafka import KafkaLab
 from hangwatch_lab.kafka.class_archive import build
-from hangwatch_lab.kafka.classdata import archive_path
-from hangwatch_lab.kafka.nodes import find_java
 
 
 def busy_seconds() -> float:
@@ -60,7 +57,6 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     runs = parser.parse_args().runs
     path = build()
-    assert path == archive_path(find_java(), kafkajars.lib_dir())
     results: dict[str, list[tuple[float, float]]] = {"with": [], "without": []}
     for run in range(1, runs + 1):
         print(f"run {run}/{runs}: with the archive", file=sys.stderr, flush=True)

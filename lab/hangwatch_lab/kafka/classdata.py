@@ -4,10 +4,10 @@ A lab's broker JVM lives a minute or two and spends most of its CPU starting: re
 verifying and linking about 7,000 classes of Kafka's and its dependencies'. Java's
 class-data sharing (a static AppCDS archive, JDK 10+) keeps those classes parsed and
 verified in a file every JVM maps at start. `hangwatch_lab.kafka.class_archive` builds
-it once per Kafka version, Java and broker options (scripts/setup.sh runs it); a broker
-maps it when it is there and runs as before when it is not, and a JVM that cannot use it
-(another Java than the one that dumped it) warns in the broker's log and runs without it
-(`-Xshare:auto`, the JVM's default).
+it once per Kafka version, Java and broker options (scripts/setup.sh runs it); a lab's
+JVMs map it when it is there as the lab starts and run as before when it is not, and a
+JVM that cannot use it (another Java than the one that dumped it) warns in the broker's
+log and runs without it (`-Xshare:auto`, the JVM's default).
 """
 
 from __future__ import annotations

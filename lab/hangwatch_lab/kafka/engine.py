@@ -7,6 +7,7 @@ import logging
 import time
 
 from hangwatch_lab import kafkajars, netfilter
+from hangwatch_lab.kafka.classdata import sharing_options
 from hangwatch_lab.kafka.faults import KafkaFaults
 from hangwatch_lab.kafka.nodes import (
     find_java,
@@ -30,6 +31,7 @@ class KafkaLab(KafkaFaults):
         remove_stale_data_dirs()
         self._java = find_java()
         self._lib = kafkajars.ensure_jars(self.settings.kafka_version)
+        self._class_sharing = sharing_options(self._java, self._lib)
         atexit.register(self.close)
         try:
             self._start_nodes_retrying()

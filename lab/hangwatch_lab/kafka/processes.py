@@ -26,7 +26,6 @@ from confluent_kafka.admin._metadata import ClusterMetadata
 from hangwatch.child_processes import stop_process
 from hangwatch.errors import LabError, LabSetupError
 from hangwatch_lab.kafka import names, nodes, tls
-from hangwatch_lab.kafka.classdata import sharing_options
 from hangwatch_lab.kafka.names import NAMED_LISTENER
 from hangwatch_lab.kafka.nodes import (
     AUTHORIZER,
@@ -105,9 +104,12 @@ class KafkaProcesses(Lab):
         self._spawner: Spawner | None = None
         self._closed = threading.Event()
         self._election_threads: dict[str, threading.Thread] = {}
+        self._class_sharing: tuple[str, ...] = ()
+        """The class-data archive's mapping for every JVM of the lab (`classdata`), found
+        once when the lab starts."""
         self.jvm_extra_options: tuple[str, ...] = ()
         """More options for the broker JVMs started from now on (after the class-data
-        archive's mapping, `classdata.sharing_options`, and `nodes.JVM_OPTIONS`)."""
+        archive's mapping and `nodes.JVM_OPTIONS`)."""
 
     def _start_nodes_retrying(self) -> None:
         """`_start_nodes`, again on new ports (`START_ATTEMPTS`) when a port it picked was
@@ -333,7 +335,7 @@ class KafkaProcesses(Lab):
         )
         return [
             self._java,
-            *sharing_options(self._java, self._lib),
+            *self._class_sharing,
             *options,
             f"-D{setting}=file:{log4j}",
             "-cp",
