@@ -38,6 +38,7 @@ from hangwatch_testing.incidents.catalogue import BY_ID
 from hangwatch_testing.incidents.replay import Replay, replay
 from hangwatch_testing.incidents.scoring import first_flag, hung, last_write
 from hangwatch_testing.incidents.seeds import WRITE_INTERVAL_SECONDS
+from tests.sidecar.reproducing import replay_until_reproduced
 
 pytestmark = [pytest.mark.xdist_group("real-kafka-incidents")]
 
@@ -86,11 +87,8 @@ def _went_on_unrestarted(result: Replay) -> None:
 
 @pytest.mark.parametrize("row", ["KG451", "SA2150", "KJ918", "KAFKA-7755"])
 def test_a_published_hang_is_flagged_once_silent_past_the_declared_interval(row: str) -> None:
-    for _ in range(RACES.get(row, 1)):
-        result = replay(BY_ID[row])
-        if hung(result) or row not in RACES:
-            break
-        _went_on_unrestarted(result)
+    if row in RACES:
+        result = replay_until_reproduced(BY_ID[row], RACES[row], hung, _went_on_unrestarted)
     else:
-        pytest.skip(f"{row} did not hang in {RACES[row]} replays: {result.describe()}")
+        result = replay(BY_ID[row])
     _holds_the_reports_hang(result)

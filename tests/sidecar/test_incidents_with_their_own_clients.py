@@ -50,6 +50,7 @@ import pytest
 from hangwatch_testing.incidents.catalogue import BY_ID
 from hangwatch_testing.incidents.replay import Replay, replay
 from hangwatch_testing.incidents.seeds import LOCAL_DUMPS, WRITE_INTERVAL_SECONDS
+from tests.sidecar.reproducing import replay_until_reproduced
 
 pytestmark = [pytest.mark.xdist_group("real-kafka-incidents")]
 
@@ -191,6 +192,20 @@ def _last_silence(result: Replay) -> float:
     return result.last_ack_after if result.last_ack_after is not None else 0.0
 
 
+def _stuck_after_its_error(result: Replay) -> bool:
+    """The client erred and acknowledged nothing after its error (the bug reproduced)."""
+    error, last_ack = result.first_error_after, result.last_ack_after
+    return error is not None and (last_ack is None or last_ack < error)
+
+
+def _went_on(result: Replay) -> None:
+    """Not reproduced: the election happened, the client went on, and nothing called it
+    silent or hung."""
+    assert result.election.get("leaderless_seconds"), result.election
+    assert result.last_ack_after is not None, result.describe()
+    assert not ({"producer_silent"} | RESTARTING) & set(result.verdicts), result.describe()
+
+
 def test_s2_sarama_1_37_stays_producer_silent_after_the_brokers_close_its_connections() -> None:
     """A policy saying the pod's producers write at least every WRITE_INTERVAL_SECONDS, and
     brokers closing connections idle 3 s (`connections.max.idle.ms`, issue 43's case): the
@@ -199,17 +214,9 @@ def test_s2_sarama_1_37_stays_producer_silent_after_the_brokers_close_its_connec
     client's last acknowledgement, never a restart; and it stays flagged for the rest of
     the watch although the brokers closed every connection the client had and its
     metadata refreshes (every 7 s, each on a connection opened again) keep sending."""
-    for _ in range(3):  # the bug is a race (test_s2_sarama_1_37_through_an_election)
-        result = replay(BY_ID["S2-idle"])
-        assert result.election.get("leaderless_seconds"), result.election
-        error, last_ack = result.first_error_after, result.last_ack_after
-        if error is not None and (last_ack is None or last_ack < error):
-            break
-        # not reproduced: the client went on, and nothing may call it silent or hung
-        assert last_ack is not None, result.describe()
-        assert not ({"producer_silent"} | RESTARTING) & set(result.verdicts), result.describe()
-    else:
-        pytest.skip(f"sarama v1.37.2 did not hang in 3 elections: {result.describe()}")
+    # the bug is a race (test_s2_sarama_1_37_through_an_election): up to 3 elections
+    result = replay_until_reproduced(BY_ID["S2-idle"], 3, _stuck_after_its_error, _went_on)
+    assert result.election.get("leaderless_seconds"), result.election
     assert "not the leader" in result.first_error, result.describe()
     silent_at = result.first("producer_silent")
     assert silent_at is not None, result.describe()
