@@ -189,13 +189,19 @@ def test_size_bound_holds_for_hundreds_of_partitions(producer_env: Path) -> None
         for partition in range(400):
             p.send("wide", "x", partition=partition)
         p.flush()
-        doc = doc_where(p.telemetry_path, lambda d: d["stats"] is not None, 30)
+        # the document written after the flush: one written while the sends were still
+        # being answered has stats and fewer deliveries (seen: 366 of 400 under load)
+        doc = doc_where(
+            p.telemetry_path,
+            lambda d: d["stats"] is not None and d["counters"]["delivered"] == 400,
+            30,
+        )
         size = p.telemetry_path.stat().st_size
     assert size <= 16_384
     assert doc["detail"] in ("topics", "brokers")
     wide = doc["stats"]["topics"]["wide"]
     assert wide["partition_count"] == 400 and wide["leaderless_count"] == 0
-    assert doc["config"] is not None and doc["counters"]["delivered"] == 400
+    assert doc["config"] is not None
 
 
 def test_state_is_closing_while_the_final_flush_waits(lab: Lab) -> None:

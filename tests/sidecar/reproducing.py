@@ -20,10 +20,11 @@ def replay_until_reproduced(
     went_on: Callable[[Replay], None],
 ) -> Replay:
     """The first of up to `attempts` replays of `incident` that `reproduced`; each one
-    before it is checked with `went_on` (its assertions). Skips when none reproduced:
+    before it is checked with `went_on` (its assertions), and its client is not restarted
+    (nothing to fix). Skips when none reproduced:
     what the test holds hangwatch to then is `went_on`, checked on every replay."""
     for _ in range(attempts):
-        result = replay(incident)
+        result = replay(incident, restart_if=reproduced)
         if reproduced(result):
             return result
         went_on(result)

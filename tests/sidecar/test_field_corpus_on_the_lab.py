@@ -1,7 +1,7 @@
 """The field corpus's Go, Node.js and Java rows, one per client family, replayed on Apache Kafka.
 
 Each test replays one affected row of `hangwatch_testing.incidents` once (a row whose
-hang is a race, up to three times: `RACES`): an Apache Kafka
+hang is a race, up to twice: `RACES`): an Apache Kafka
 lab (the lab's default 4.x; 3 brokers, or one beside a controller-only node), the client
 built from the registries at the release its report names, a real `hangwatch sidecar`
 as in a producer pod (a declared write interval of 10 s, the socket view narrowed to the
@@ -65,9 +65,11 @@ def _holds_the_reports_hang(result: Replay) -> None:
     assert result.restarted and result.restarted_first_ack is not None, result.describe()
 
 
-RACES = {"KJ918": 3}
+RACES = {"KJ918": 2}
 """Rows whose client hangs only when a race goes the report's way, and how many replays
-(each on a fresh cluster) the test gives it. kafkajs 1.14.0 hangs when the reset meets a
+(each on a fresh cluster) the test gives it: as many as fit the suite's five minutes a
+test (three did not: the CI run of 2026-12-03 timed out in a later replay's watch after a
+replay that did not hang). kafkajs 1.14.0 hangs when the reset meets a
 connection with a Produce in flight; in the cold `make test` of 2026-12-03 it did not: no
 error, its writes paused 20.8 s (the fault lasted 20.3 s) and went on, the sidecar said
 `cluster_unreachable`, then `healthy`. Not reproduced, a replay must show the client

@@ -38,7 +38,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -316,11 +316,14 @@ def replay(
     *,
     watch_seconds: float | None = None,
     sidecar_args: tuple[str, ...] = (),
+    restart_if: Callable[[Replay], bool] | None = None,
 ) -> Replay:
     """One replay of `incident` on a fresh Apache Kafka lab (see the module doc);
     `watch_seconds`: instead of the incident's own watch; `sidecar_args`: more flags of
-    the sidecar (e.g. the local JVM's thread dumps). An incident whose client starts
-    after the fault: one fresh start (`replay_started_after`)."""
+    the sidecar (e.g. the local JVM's thread dumps); `restart_if`: the client is
+    restarted (a row with a `case`) only when this holds of the watched replay (a race
+    that did not reproduce has nothing for a restart to fix). An incident whose client
+    starts after the fault: one fresh start (`replay_started_after`)."""
     if incident.client_after_fault:
         watch = incident.watch_seconds if watch_seconds is None else watch_seconds
         return replay_started_after([incident], 1, watch, timing, sidecar_args)[0]
@@ -354,7 +357,7 @@ def replay(
             results = getattr(lab, "election_results", [])
             if results:
                 result.election = dict(results[-1])
-        if incident.case is not None:
+        if incident.case is not None and (restart_if is None or restart_if(result)):
             result.restarted = True
             result.restarted_first_ack = _restart(incident, lab, scratch / "restarted")
         return result
