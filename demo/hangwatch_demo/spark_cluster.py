@@ -104,9 +104,12 @@ class Executor:
 
     @property
     def process_pattern(self) -> str:
-        """Text only this executor's command line holds (for `--exit-when-gone`)."""
+        """Text only this executor's command line holds (for `--exit-when-gone`): from its
+        executor id to its worker's address (an application id alone can be another's,
+        see `executors_of`; the worker's port is this worker's while it runs)."""
         args = list(self.cmdline)
-        marks = [args.index(a) for a in ("--executor-id", "--app-id") if a in args]
+        flags = ("--executor-id", "--app-id", "--worker-url")
+        marks = [args.index(a) for a in flags if a in args[:-1]]
         if len(marks) < 2:
             return f"--executor-id {self.id} "
         first, last = min(marks), max(marks)
@@ -123,7 +126,11 @@ class Executor:
 def executors_of(
     application_id: str, work_root: Path, proc: Path = Path("/proc")
 ) -> list[Executor]:
-    """The application's live executor JVMs, by executor id (numerically)."""
+    """The application's live executor JVMs, by executor id (numerically): executor JVMs
+    naming `application_id` that run in its directory under `work_root` (the standalone
+    worker's `work/`). A standalone application id is the second the application started
+    and a counter, so two applications started in the same second on one host share one
+    (concurrent test workers did); the working directory tells their executors apart."""
     found = []
     needle = application_id.encode()
     for entry in proc.iterdir():
@@ -139,15 +146,19 @@ def executors_of(
         if "--executor-id" not in args[:-1]:
             continue
         executor_id = args[args.index("--executor-id") + 1]
-        found.append(
-            Executor(
-                executor_id,
-                int(entry.name),
-                work_root / application_id / executor_id,
-                args,
-            )
-        )
+        work_dir = work_root / application_id / executor_id
+        if not _runs_in(entry, work_dir):
+            continue
+        found.append(Executor(executor_id, int(entry.name), work_dir, args))
     return sorted(found, key=lambda e: int(e.id) if e.id.isdigit() else 0)
+
+
+def _runs_in(entry: Path, directory: Path) -> bool:
+    """Whether process `entry` (/proc/<pid>) has `directory` as its working directory."""
+    try:
+        return Path(os.readlink(entry / "cwd")) == directory.resolve()
+    except OSError:
+        return False
 
 
 def private_spark_home(root: Path) -> Path:

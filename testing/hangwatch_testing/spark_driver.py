@@ -24,7 +24,6 @@ from pyspark.sql import SparkSession
 from hangwatch.spark_driver import DriverUi, parse_ui_url
 from hangwatch_demo.spark_cluster import private_spark_home
 from hangwatch_sidecar.spark.client import API, DriverClient
-from hangwatch_testing.processes import command_lines
 from hangwatch_testing.waiting import wait_for
 
 MASTER = "local-cluster[1,2,1024]"
@@ -41,6 +40,8 @@ class Driver:
     ui: DriverUi
     application_id: str
     executor_id: str
+    work_root: Path
+    """The standalone worker's `work/` (its executors' working directories)."""
 
 
 @contextmanager
@@ -56,7 +57,8 @@ def local_cluster_driver(
     more Spark properties of the application."""
     saved = {name: os.environ.get(name) for name in ("PYSPARK_PYTHON", "SPARK_HOME")}
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["SPARK_HOME"] = str(private_spark_home(work))
+    home = private_spark_home(work)
+    os.environ["SPARK_HOME"] = str(home)
     builder = (
         SparkSession.builder.master(MASTER.replace(",2,", f",{cores},"))
         .appName(app_name)
@@ -82,7 +84,7 @@ def local_cluster_driver(
                      if e["id"] != "driver"],
             120, "the executor to register",
         )  # fmt: skip
-        yield Driver(spark, ui, app, executors[0])
+        yield Driver(spark, ui, app, executors[0], home / "work")
     finally:
         stop_spark(spark)
         for name, value in saved.items():
@@ -90,16 +92,6 @@ def local_cluster_driver(
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-
-
-def executor_jvms(application_id: str) -> list[int]:
-    """Executor JVMs of the application still running (local-cluster starts them)."""
-    return [
-        pid
-        for pid, args in command_lines().items()
-        if any("CoarseGrainedExecutorBackend" in arg for arg in args)
-        and any(application_id in arg for arg in args)
-    ]
 
 
 def stop_spark(spark: SparkSession) -> None:

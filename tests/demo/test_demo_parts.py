@@ -50,9 +50,11 @@ from hangwatch_testing.structural import validation_errors
 APP = "app-20261122053206-0000"
 
 
-def _fake_proc(root: Path, pid: int, args: list[str]) -> None:
+def _fake_proc(root: Path, pid: int, args: list[str], cwd: Path | None = None) -> None:
     (root / str(pid)).mkdir(parents=True)
     (root / str(pid) / "cmdline").write_bytes(b"\0".join(a.encode() for a in args) + b"\0")
+    if cwd is not None:
+        (root / str(pid) / "cwd").symlink_to(cwd.resolve())
 
 
 def _executor_args(executor_id: str, app: str = APP) -> list[str]:
@@ -66,19 +68,24 @@ def _executor_args(executor_id: str, app: str = APP) -> list[str]:
 
 
 def test_executors_are_found_by_command_line_for_this_application_only(tmp_path: Path) -> None:
-    proc = tmp_path / "proc"
-    _fake_proc(proc, 300, _executor_args("10"))
-    _fake_proc(proc, 200, _executor_args("2"))
-    _fake_proc(proc, 100, _executor_args("1", app="app-other-0001"))
+    """An executor of the application names its id and runs in its work directory; one of
+    another application started in the same second (the same id) runs in that one's."""
+    proc, work = tmp_path / "proc", tmp_path / "work"
+    _fake_proc(proc, 300, _executor_args("10"), work / APP / "10")
+    _fake_proc(proc, 200, _executor_args("2"), work / APP / "2")
+    _fake_proc(proc, 100, _executor_args("1", app="app-other-0001"), work / "app-other-0001" / "1")
+    _fake_proc(proc, 500, _executor_args("2"), tmp_path / "other-home" / "work" / APP / "2")
+    _fake_proc(proc, 600, _executor_args("3"))  # its working directory unreadable
     _fake_proc(proc, 400, ["python3", "-m", "pyspark.daemon"])
     (proc / "self").mkdir()
-    found = executors_of(APP, tmp_path / "work", proc)
+    found = executors_of(APP, work, proc)
     assert [(e.id, e.pid) for e in found] == [("2", 200), ("10", 300)]
     assert found[0].work_dir == tmp_path / "work" / APP / "2"
     assert found[0].telemetry_dir == tmp_path / "work" / APP / "2" / "hangwatch-telemetry"
     pattern = found[0].process_pattern
     joined = [" ".join(_executor_args(i)) for i in ("2", "10", "20")]
     assert pattern in joined[0] and pattern not in joined[1] and pattern not in joined[2]
+    assert pattern.endswith("--worker-url spark://Worker@192.0.2.2:46688"), pattern
 
 
 def test_sidecar_command_line_carries_every_setting() -> None:

@@ -22,9 +22,12 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import SparkSession
 
+from hangwatch.spark_driver import parse_ui_url
 from hangwatch_pipeline.job import run_pipeline, session_conf
 from hangwatch_pipeline.run_options import RunOptions
 from hangwatch_pipeline.run_report import Summary
+from hangwatch_sidecar.spark.answers import failed_attempts, stages_with_failures
+from hangwatch_sidecar.spark.client import API, DriverClient
 
 MASTER = "local[2,4]"
 """Two cores, up to four attempts per task: Spark retries a failed task as on a cluster."""
@@ -120,3 +123,17 @@ def read_events(bootstrap: str, topic: str, timeout: float = 30.0) -> list[dict[
         return events
     finally:
         consumer.close()
+
+
+def failed_attempt_errors(spark: SparkSession) -> list[str]:
+    """What each failed task attempt of the session's application failed with (Spark's
+    `errorMessage`, from its driver's REST API, as the sidecar reads it): the session
+    needs `spark.ui.enabled`. Local mode runs its tasks on the executor `driver`."""
+    sc = spark.sparkContext
+    client = DriverClient(parse_ui_url(sc.uiWebUrl or ""), 30.0)
+    base = f"{API}/{sc.applicationId}"
+    errors: list[str] = []
+    for stage in stages_with_failures(client.get_json(f"{base}/stages")):
+        tasks = client.get_json(f"{base}/stages/{stage[0]}/{stage[1]}/taskList?status=FAILED")
+        errors += [attempt.error for attempt in failed_attempts(tasks, "driver", stage)]
+    return errors

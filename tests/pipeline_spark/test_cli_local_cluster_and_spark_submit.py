@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pyspark
 
+from hangwatch_demo.spark_cluster import executors_of
 from hangwatch_lab import Lab
 from hangwatch_pipeline import job
 from hangwatch_testing.processes import run_hangwatch
-from hangwatch_testing.spark_driver import executor_jvms
 from hangwatch_testing.waiting import wait_for
 
 from .helpers import TelemetryWatcher
@@ -77,9 +77,10 @@ def test_cli_on_local_cluster_then_verify(spark_lab: Lab, tmp_path: Path) -> Non
     assert {d["identity"]["application_id"] for d in docs} == {summary["application_id"]}
     # Standalone workers keep each executor's logs in $SPARK_HOME/work/<app>: removed once
     # the JVMs are gone, shown if one stays.
-    logs = SPARK_SUBMIT.parents[1] / "work" / summary["application_id"]
+    work = SPARK_SUBMIT.parents[1] / "work"
+    logs = work / summary["application_id"]
     wait_for(
-        lambda: not executor_jvms(summary["application_id"]),
+        lambda: not executors_of(summary["application_id"], work),
         EXECUTORS_EXIT_SECONDS,
         "executor JVMs to exit",
         context=lambda: _executor_logs(logs),

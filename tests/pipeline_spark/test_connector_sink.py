@@ -10,7 +10,13 @@ Covered, with pyspark `local[2,4]` whose session loads the connector's cached ja
 (`spark.jars`):
 - batch, `df.write.format("kafka")` with the user's producer options (acks=all,
   idempotence, delivery and max-block timeouts): every event acknowledged by
-  succeeded tasks, each read back exactly once;
+  succeeded tasks, each read back exactly once when no task attempt failed. Spark's
+  sink is at least once: a task attempt that failed (seen once in CI, on a host whose
+  suite ran 1.35 times as long as usual) is run again, writing its partition again. So
+  when an attempt failed, what it failed with is read from the driver and must be no
+  refusal of the cluster's (the one error table: what a retry meets again), nothing
+  may be missing, and no more duplicates than the failed attempts' partitions hold;
+  the errors are shown as a warning;
 - the user's `kafka.max.block.ms` reaches the JVM producer: with every broker frozen
   (TCP accepted, nothing answered) metadata never comes, `send` gives up after exactly
   that many ms, every attempt fails and the summary says so in one line naming the
@@ -25,13 +31,16 @@ Covered, with pyspark `local[2,4]` whose session loads the connector's cached ja
 
 from __future__ import annotations
 
+import math
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
+from hangwatch.kafka_errors import Restart, classify_message
 from hangwatch_lab import Lab
 from hangwatch_pipeline import spark_kafka
 from hangwatch_pipeline.connector_sink import (
@@ -50,7 +59,7 @@ from hangwatch_pipeline.run_options import (
 from hangwatch_pipeline.verify import verify
 from hangwatch_testing.spark_driver import stop_spark
 
-from .helpers import MASTER
+from .helpers import MASTER, failed_attempt_errors
 
 TOPICS = {"batch": 3, "blocked": 3, "streaming": 3}
 USER_OPTIONS = {
@@ -81,6 +90,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     )
     conf = session_conf(options)
     assert conf["spark.jars"] == ",".join(str(p) for p in spark_kafka.jars())
+    conf |= {"spark.ui.enabled": "true", "spark.ui.port": "0"}  # failed attempts' errors
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PYSPARK_PYTHON", sys.executable)
         builder = SparkSession.builder.master(MASTER).appName("hangwatch-tests-connector")
@@ -115,9 +125,20 @@ def test_batch_sink_delivers_every_event_once_with_the_users_producer_options(
     summary = run_pipeline(spark, options, None)
     assert summary.ok, summary.render()
     assert summary.tallies.sent == summary.tallies.acknowledged == 20_000
-    assert summary.tallies.tasks == summary.partitions and summary.failed_attempts == 0
+    assert summary.tallies.tasks == summary.partitions
     result = verify(lab.bootstrap, "batch", 20_000, options.run_id, timeout_seconds=60)
-    assert (result.missing, result.duplicates, result.complete) == (0, 0, True)
+    assert (result.missing, result.complete) == (0, True)
+    if summary.failed_attempts == 0:
+        assert result.duplicates == 0
+        return
+    errors = failed_attempt_errors(spark)
+    # the module's session ran this test first: its failed attempts are this run's
+    assert len(errors) >= summary.failed_attempts, (summary.render(), errors)
+    warnings.warn(f"{len(errors)} task attempts failed, run again: {errors}", stacklevel=1)
+    classified = [classify_message(error) for error in errors]
+    assert not [c for c in classified if c and c.info.restart is Restart.MEETS_AGAIN], errors
+    per_partition = math.ceil(20_000 / summary.partitions)
+    assert result.duplicates <= summary.failed_attempts * per_partition, (result, errors)
 
 
 def test_metadata_that_never_comes_fails_every_attempt_after_the_users_max_block(
@@ -138,6 +159,8 @@ def test_metadata_that_never_comes_fails_every_attempt_after_the_users_max_block
     assert summary.error is not None
     assert summary.error.startswith("TimeoutException: Topic blocked not present in metadata")
     assert "after 2500 ms" in summary.error and "\n" not in summary.error
+    errors = failed_attempt_errors(spark)  # every attempt failed so, as the driver says
+    assert sum("Topic blocked not present in metadata after 2500 ms" in e for e in errors) >= 4
     assert summary.tallies.acknowledged == 0
     assert summary.failed_attempts == 4  # local[2,4]: every attempt, none succeeded
 

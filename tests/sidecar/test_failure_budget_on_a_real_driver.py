@@ -26,7 +26,6 @@ import signal
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
@@ -53,18 +52,18 @@ LIMIT = 2
 
 
 @pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Driver, Path]]:
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
     work = tmp_path_factory.mktemp("failure-budget")
     conf = {"spark.executor.maxNumFailures": str(LIMIT)}
     with local_cluster_driver(work, "hangwatch-failure-budget-test", conf=conf) as live:
-        yield live, work
+        yield live
 
 
 @pytest.mark.parametrize(("props", "limit"), LIMITS)
 def test_the_sidecars_default_budget_is_the_one_this_spark_computes(
-    driver: tuple[Driver, Path], props: dict[str, str], limit: int
+    driver: Driver, props: dict[str, str], limit: int
 ) -> None:
-    live, _ = driver
+    live = driver
     jvm = live.spark.sparkContext._jvm
     assert jvm is not None
     conf = jvm.org.apache.spark.SparkConf(False)
@@ -76,14 +75,14 @@ def test_the_sidecars_default_budget_is_the_one_this_spark_computes(
     assert failures.budget_settings(version, environment).max_failures == sparks == limit
 
 
-def _kill_executor(live: Driver, work: Path, client: DriverClient) -> str:
+def _kill_executor(live: Driver, client: DriverClient) -> str:
     """SIGKILL the executor JVM the driver has registered (one the driver never knew is
     not in its lists); its id."""
     path = f"{API}/{live.application_id}/executors"
 
     def registered() -> list[int]:
         active = {e["id"] for e in client.get_json(path) if e["id"] != "driver"}
-        return [e.pid for e in executors_of(live.application_id, work) if e.id in active]
+        return [e.pid for e in executors_of(live.application_id, live.work_root) if e.id in active]
 
     pids = wait_for(registered, 120, "a registered executor JVM of the application")
     os.kill(pids[0], signal.SIGKILL)
@@ -91,9 +90,9 @@ def _kill_executor(live: Driver, work: Path, client: DriverClient) -> str:
 
 
 def test_each_killed_executor_spends_the_budget_until_a_restart_is_refused(
-    driver: tuple[Driver, Path],
+    driver: Driver,
 ) -> None:
-    live, work = driver
+    live = driver
     reader = DriverReader(DriverClient(live.ui, 60.0), live.application_id, live.executor_id)
     first = reader.read_budget(time.time())
     assert (first.max_failures, first.configured, first.failures, first.remaining) == (
@@ -107,7 +106,7 @@ def test_each_killed_executor_spends_the_budget_until_a_restart_is_refused(
         for spent in range(1, LIMIT + 1):
             before = watch.budget
             assert before is None or before.failures == spent - 1
-            killed = _kill_executor(live, work, reader.client)
+            killed = _kill_executor(live, reader.client)
 
             def spent_now(n: int = spent) -> FailureBudget | None:
                 watch.poll()

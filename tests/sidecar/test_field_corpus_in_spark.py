@@ -12,9 +12,10 @@ counts how often it does; docs/incidents.md has the figures):
 - the fault happened (the controller paused, continued) and the sidecar saw the
   executor's task through Spark's view all along;
 - reproduced (`scoring.hung`: nothing acknowledged in the watch's last 20 s, long after
-  the fault): the sidecar accuses the producer after its last completed write;
+  the fault): the sidecar accuses the producer after its last completed write, and a
+  client started afresh (its pod restarted) writes again;
 - not reproduced: the client kept writing, and hangwatch called it nothing that
-  restarts it.
+  restarts it (no restart is replayed: nothing for one to fix).
 
 Order and causality only; timings are the benchmark's.
 """
@@ -31,7 +32,7 @@ RESTARTING = {"producer_hung", "metadata_stale"}
 
 def test_librdkafka_5430_in_a_pyspark_task() -> None:
     incident = BY_ID["librdkafka-5430"]
-    result = replay(incident)
+    result = replay(incident, restart_if=hung)
     assert result.election.get("fault") == "controller-pause", result.election
     assert result.election["fault_seconds"] >= 12.0, result.election
     spark = result.spark
@@ -39,6 +40,8 @@ def test_librdkafka_5430_in_a_pyspark_task() -> None:
     assert spark["tasks_total"] >= 1, spark
     if hung(result):
         assert first_flag(result) is not None, result.describe()
+        assert result.restarted and result.restarted_first_ack is not None, result.describe()
         return
+    assert not result.restarted, result.describe()
     assert result.acks_after > 0, result.describe()
     assert not RESTARTING & set(result.verdicts), result.describe()

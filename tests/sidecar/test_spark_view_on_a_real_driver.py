@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from hangwatch_demo.spark_cluster import executors_of
 from hangwatch_lab import Lab
 from hangwatch_pipeline.run_options import SHORT_RUN_JVM_OPTIONS
 from hangwatch_sidecar.releases.read import java_classpath
@@ -41,8 +42,7 @@ from hangwatch_sidecar.spark.tracking import SparkTracker
 from hangwatch_sidecar.spark.types import Activity, ProducerThread, SparkView, ThreadRole
 from hangwatch_sidecar.spark.watch import SparkWatch
 from hangwatch_testing.clients.producer_states import SPARK_KAFKA_CLIENTS, states_frame, udf_jars
-from hangwatch_testing.processes import command_lines
-from hangwatch_testing.spark_driver import Driver, executor_jvms, local_cluster_driver
+from hangwatch_testing.spark_driver import Driver, local_cluster_driver
 from hangwatch_testing.waiting import wait_for
 
 from .sidecar_process import sidecar_process
@@ -121,9 +121,9 @@ def test_the_suites_spark_jvms_run_with_the_short_run_options(driver: Driver) ->
     assert jvm is not None
     bean = jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     driver_args = list(bean.getInputArguments())
-    executors = executor_jvms(driver.application_id)
+    executors = executors_of(driver.application_id, driver.work_root)
     assert len(executors) == 1, executors
-    executor_args = command_lines()[executors[0]]
+    executor_args = list(executors[0].cmdline)
     for option in SHORT_RUN_JVM_OPTIONS.split():
         assert option in driver_args, driver_args
         assert option in executor_args, executor_args

@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     with local_cluster_driver(work, "hangwatch-refusal-spark", jars, conf, cores=1) as driver:
         (executor,) = [
             e
-            for e in executors_of(driver.application_id, work / "spark-home" / "work")
+            for e in executors_of(driver.application_id, driver.work_root)
             if e.id == driver.executor_id
         ]
         _say(f"ready {driver.ui.url} {driver.application_id} {executor.id} {executor.pid}")

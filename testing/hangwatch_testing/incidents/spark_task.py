@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     with local_cluster_driver(work, "hangwatch-field-corpus", (), conf, cores=1) as driver:
         (executor,) = [
             e
-            for e in executors_of(driver.application_id, work / "spark-home" / "work")
+            for e in executors_of(driver.application_id, driver.work_root)
             if e.id == driver.executor_id
         ]
         print(
