@@ -61,6 +61,7 @@ def _stalled(view: SparkView) -> list[str]:
     ]
 
 
+@pytest.mark.timeout(600)  # its own bounds (120 + 90 + 300 + 60 s) say when it failed
 def test_a_blackholed_broker_holds_a_connector_task_in_the_producer_and_the_view_says_so(
     lab: Lab, driver: Driver, tmp_path: Path
 ) -> None:
