@@ -26,8 +26,7 @@ from hangwatch.spark_driver import parse_ui_url
 from hangwatch_pipeline.job import run_pipeline, session_conf
 from hangwatch_pipeline.run_options import RunOptions
 from hangwatch_pipeline.run_report import Summary
-from hangwatch_sidecar.spark.answers import failed_attempts, stages_with_failures
-from hangwatch_sidecar.spark.client import API, DriverClient
+from hangwatch_sidecar.spark.client import DriverClient, DriverReader
 
 MASTER = "local[2,4]"
 """Two cores, up to four attempts per task: Spark retries a failed task as on a cluster."""
@@ -127,13 +126,10 @@ def read_events(bootstrap: str, topic: str, timeout: float = 30.0) -> list[dict[
 
 def failed_attempt_errors(spark: SparkSession) -> list[str]:
     """What each failed task attempt of the session's application failed with (Spark's
-    `errorMessage`, from its driver's REST API, as the sidecar reads it): the session
-    needs `spark.ui.enabled`. Local mode runs its tasks on the executor `driver`."""
+    `errorMessage`, read from its driver by the sidecar's reader, finished stages too):
+    the session needs `spark.ui.enabled`. Local mode runs its tasks on the executor
+    `driver`."""
     sc = spark.sparkContext
     client = DriverClient(parse_ui_url(sc.uiWebUrl or ""), 30.0)
-    base = f"{API}/{sc.applicationId}"
-    errors: list[str] = []
-    for stage in stages_with_failures(client.get_json(f"{base}/stages")):
-        tasks = client.get_json(f"{base}/stages/{stage[0]}/{stage[1]}/taskList?status=FAILED")
-        errors += [attempt.error for attempt in failed_attempts(tasks, "driver", stage)]
-    return errors
+    reader = DriverReader(client, sc.applicationId, "driver")
+    return [a.error for a in reader.read_failed_attempts(("active", "complete", "failed"))]

@@ -276,12 +276,16 @@ class DriverReader:
         failed = failures.failed_executors(executors, now, settings.validity_seconds)
         return failures.failure_budget(settings, failed)
 
-    def read_failed_attempts(self) -> tuple[FailedAttempt, ...]:
-        """This executor's failed task attempts in the active and failed stages (at most
-        MAX_STAGES of them, newest first). Raises DriverError or AnswerError."""
+    def read_failed_attempts(
+        self, statuses: tuple[str, ...] = ("active", "failed")
+    ) -> tuple[FailedAttempt, ...]:
+        """This executor's failed task attempts in the stages of `statuses` (Spark's stage
+        states; by default the active and failed ones: what fails now) - at most
+        MAX_STAGES of them, newest first. Raises DriverError or AnswerError."""
         base = self._app_path()
+        wanted = "".join(f"status={status}&" for status in statuses)
         stages = answers.stages_with_failures(
-            self.client.get_json(f"{base}/stages?status=active&status=failed&details=false")
+            self.client.get_json(f"{base}/stages?{wanted}details=false")
         )
         found: list[FailedAttempt] = []
         for stage_id, attempt in stages[:MAX_STAGES]:
